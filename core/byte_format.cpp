@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 
@@ -87,10 +88,9 @@ bool parseByteSize(const std::string &text, Bytes &out)
         mult = 1024.0 * 1024 * 1024 * 1024;
     else
         return false;
+    // Past int64 the size saturates; callers compare it with their own maximum.
     const double bytes = value * mult;
-    if (bytes > 9.0e18)
-        return false;
-    out = toBytes(bytes);
+    out = bytes > 9.0e18 ? std::numeric_limits<Bytes>::max() : toBytes(bytes);
     return true;
 }
 

@@ -1,10 +1,14 @@
 #include "hf_config_import.h"
 
+#include "input_file.h"
+
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <vector>
 
 namespace membudget {
 
@@ -12,62 +16,132 @@ namespace {
 
 using nlohmann::json;
 
-// Position of the first `"key"` in the text, for errors about a field's value.
-void locateKey(const std::string &text, const std::string &key, LoadError &error)
+constexpr int kMaxJsonNesting = 64;
+
+// Where each key of the top-level object (and of "text_config") starts, found by one pass over text
+// that nlohmann::json has already accepted as well-formed. The same pass refuses duplicate keys
+// (json::parse keeps the last silently) and nesting past kMaxJsonNesting, with their positions.
+struct JsonKeyPositions {
+    std::map<std::string, std::size_t> root;
+    std::map<std::string, std::size_t> textConfig;
+};
+
+bool scanJsonKeys(const std::string &text, JsonKeyPositions &out, std::size_t &badAt, std::string &problem)
 {
-    const std::string needle = "\"" + key + "\"";
-    const std::size_t at = text.find(needle);
-    if (at == std::string::npos)
-        return;
-    int line = 1, column = 1;
-    for (std::size_t i = 0; i < at; ++i) {
-        if (text[i] == '\n') {
-            ++line;
-            column = 1;
-        } else {
-            ++column;
+    struct Level {
+        bool object = false;
+        bool expectKey = false;
+        std::set<std::string> keys;
+        std::map<std::string, std::size_t> *record = nullptr;
+    };
+    std::vector<Level> stack;
+    std::string lastKey;  // the key whose value comes next
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const char c = text[i];
+        if (c == '"') {
+            const std::size_t start = i++;
+            while (i < text.size() && text[i] != '"')
+                i += text[i] == '\\' ? 2 : 1;
+            const std::string raw = text.substr(start + 1, std::min(i, text.size()) - start - 1);
+            ++i;
+            if (!stack.empty() && stack.back().object && stack.back().expectKey) {
+                Level &level = stack.back();
+                level.expectKey = false;
+                if (!level.keys.insert(raw).second) {
+                    badAt = start;
+                    problem = "duplicate key \"" + raw + "\"";
+                    return false;
+                }
+                if (level.record)
+                    level.record->emplace(raw, start);
+                lastKey = raw;
+            }
+            continue;
         }
+        if (c == '{' || c == '[') {
+            if (static_cast<int>(stack.size()) >= kMaxJsonNesting) {
+                badAt = i;
+                problem = "nesting too deep (more than " + std::to_string(kMaxJsonNesting) + " levels)";
+                return false;
+            }
+            Level level;
+            level.object = c == '{';
+            level.expectKey = level.object;
+            if (level.object && stack.empty())
+                level.record = &out.root;
+            else if (level.object && stack.size() == 1 && stack.back().object && lastKey == "text_config")
+                level.record = &out.textConfig;
+            stack.push_back(std::move(level));
+        } else if (c == '}' || c == ']') {
+            if (!stack.empty())
+                stack.pop_back();
+        } else if (c == ',' && !stack.empty() && stack.back().object) {
+            stack.back().expectKey = true;
+        }
+        ++i;
     }
-    error.line = line;
-    error.column = column;
+    return true;
 }
 
 struct Reader {
     const json &j;
     const std::string &text;
+    const std::map<std::string, std::size_t> &keyAt; // where this object's keys start
+    std::size_t objectStart;                        // where this object starts
     LoadError &error;
 
+    // Errors point at the key they are about, or at the object that lacks it.
     bool fail(const std::string &key, const std::string &message)
     {
-        locateKey(text, key, error);
+        const auto it = keyAt.find(key);
+        positionOf(text, it != keyAt.end() ? it->second : objectStart, error.line, error.column);
         error.message = message;
         return false;
     }
 
     // The first of `keys` that is present; null when none is.
-    const json *find(std::initializer_list<const char *> keys) const
+    const json *find(std::initializer_list<const char *> names, std::string *found = nullptr) const
     {
-        for (const char *k : keys) {
+        for (const char *k : names) {
             auto it = j.find(k);
-            if (it != j.end() && !it->is_null())
+            if (it != j.end() && !it->is_null()) {
+                if (found)
+                    *found = k;
                 return &*it;
+            }
         }
         return nullptr;
     }
 
-    bool integer(std::initializer_list<const char *> keys, std::optional<std::int64_t> &out, bool required,
+    bool integer(std::initializer_list<const char *> names, std::optional<std::int64_t> &out, bool required,
                  std::int64_t min = 1, std::int64_t max = 100'000'000)
     {
-        const json *v = find(keys);
-        const std::string key = *keys.begin();
+        std::string key = *names.begin();
+        const json *v = find(names, &key);
         if (!v) {
             if (required)
                 return fail(key, "config.json has no '" + key + "'; expected a whole number");
             return true;
         }
-        if (!v->is_number_integer() && !(v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<std::int64_t>(v->get<double>()))))
+        // Whole numbers may be written as 4096 or 4096.0; anything past int64 is out of range
+        // (checked before converting: a double-to-integer cast out of range is undefined).
+        std::int64_t n = 0;
+        if (v->is_number_integer() && !(v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(max))) {
+            n = v->get<std::int64_t>();
+        } else if (v->is_number_float()) {
+            const double d = v->get<double>();
+            if (!(d == std::floor(d)) || !std::isfinite(d))
+                return fail(key, "'" + key + "' must be a whole number, not " + v->dump());
+            if (d < static_cast<double>(min) || d > static_cast<double>(max))
+                return fail(key, "'" + key + "' must be between " + std::to_string(min) + " and " + std::to_string(max)
+                                         + ", not " + v->dump());
+            n = static_cast<std::int64_t>(d);
+        } else if (v->is_number_unsigned()) {
+            n = max + (max < std::numeric_limits<std::int64_t>::max() ? 1 : 0); // reported as out of range below
+        } else {
             return fail(key, "'" + key + "' must be a whole number, not " + v->dump());
-        const std::int64_t n = v->is_number_integer() ? v->get<std::int64_t>() : static_cast<std::int64_t>(v->get<double>());
+        }
         if (n < min || n > max)
             return fail(key, "'" + key + "' must be between " + std::to_string(min) + " and " + std::to_string(max)
                                      + ", not " + v->dump());
@@ -116,44 +190,54 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
 {
     error = LoadError{};
     error.file = fileName;
+    if (!checkInputText(text, fileName, error))
+        return std::nullopt;
     json root;
     try {
         root = json::parse(text);
     } catch (const json::parse_error &e) {
-        // Byte offset to line and column.
-        const std::size_t at = std::min<std::size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-        int line = 1, column = 1;
-        for (std::size_t i = 0; i < at; ++i) {
-            if (text[i] == '\n') {
-                ++line;
-                column = 1;
-            } else {
-                ++column;
-            }
-        }
-        error.line = line;
-        error.column = column;
+        positionOf(text, e.byte > 0 ? e.byte - 1 : 0, error.line, error.column);
         error.message = "invalid JSON";
         const std::string what = e.what();
         const auto pos = what.find("syntax error");
         if (pos != std::string::npos)
             error.message += ": " + what.substr(pos);
         return std::nullopt;
+    } catch (const json::exception &e) {
+        error.line = error.column = 1;
+        error.message = std::string("invalid JSON: ") + e.what();
+        return std::nullopt;
     }
+    JsonKeyPositions keys;
+    std::size_t badAt = 0;
+    std::string problem;
+    if (!scanJsonKeys(text, keys, badAt, problem)) {
+        positionOf(text, badAt, error.line, error.column);
+        error.message = problem;
+        return std::nullopt;
+    }
+    const std::size_t rootStart = text.find_first_of("{[");
     if (!root.is_object()) {
-        error.message = "a config.json must be a JSON object";
+        positionOf(text, text.find_first_not_of(" \t\r\n\xEF\xBB\xBF"), error.line, error.column);
+        error.message = std::string("a config.json must be a JSON object ({...}), not ") + root.type_name();
         return std::nullopt;
     }
     const json *cfg = &root;
-    if (auto tc = root.find("text_config"); tc != root.end() && tc->is_object() && !root.contains("num_hidden_layers"))
+    const std::map<std::string, std::size_t> *cfgKeys = &keys.root;
+    std::size_t cfgStart = rootStart;
+    if (auto tc = root.find("text_config"); tc != root.end() && tc->is_object() && !root.contains("num_hidden_layers")) {
         cfg = &*tc; // multimodal wrappers (Gemma 3, Llama 3.2 Vision...) keep the decoder here
-    Reader r{*cfg, text, error};
+        cfgKeys = &keys.textConfig;
+        cfgStart = text.find('{', keys.root.at("text_config"));
+    }
+    Reader r{*cfg, text, *cfgKeys, cfgStart, error};
+    Reader top{root, text, keys.root, rootStart, error};
     std::string type = r.string("model_type");
     if (type.empty() && cfg != &root)
-        type = Reader{root, text, error}.string("model_type");
+        type = top.string("model_type");
     if (type.empty()) {
-        locateKey(text, "model_type", error);
-        error.message = "config.json has no 'model_type'; supported: " + std::string(kSupported);
+        (cfg->contains("model_type") ? r : top)
+                .fail("model_type", "config.json has no 'model_type' string; supported: " + std::string(kSupported));
         return std::nullopt;
     }
 
@@ -171,8 +255,8 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
     else if (type == "falcon" || type == "RefinedWeb" || type == "RefinedWebModel")
         family = ModelFamily::Falcon;
     else if (!llamaLike) {
-        locateKey(text, "model_type", error);
-        error.message = "model_type '" + type + "' is not supported; supported: " + std::string(kSupported);
+        (cfg->contains("model_type") ? r : top)
+                .fail("model_type", "model_type '" + type + "' is not supported; supported: " + std::string(kSupported));
         return std::nullopt;
     }
     s.family = family;
@@ -296,21 +380,10 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
 
 std::optional<ModelSpec> importHfConfigFile(const std::string &path, LoadError &error)
 {
-    error = LoadError{};
-    error.file = path;
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        error.message = "no such file";
+    std::string text;
+    if (!readInputFile(path, "config.json", text, error))
         return std::nullopt;
-    }
-    if (std::filesystem::file_size(path, ec) > 16 * 1024 * 1024) {
-        error.message = "larger than 16 MiB; a config.json is a few kilobytes";
-        return std::nullopt;
-    }
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    return importHfConfig(buf.str(), path, error);
+    return importHfConfig(text, path, error);
 }
 
 } // namespace membudget

@@ -1,5 +1,7 @@
 #include "preset_catalog.h"
 
+#include "input_file.h"
+
 #include "bundled_presets.h"
 #include "model_spec_yaml.h"
 #include "scenario_yaml.h"
@@ -14,7 +16,6 @@ namespace membudget {
 
 namespace {
 
-constexpr const char *kPresetFormat = "membudget-presets/1";
 
 std::size_t editDistance(const std::string &a, const std::string &b)
 {
@@ -88,6 +89,8 @@ bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
         || !r.getDouble(node, "memory_mib", mib, 1, 1e9) || !r.getDouble(node, "memory_gib", gib, 0.001, 1e6)
         || !r.getDouble(node, "memory_gb", gb, 0.001, 1e6))
         return false;
+    if (!gpu.segment.empty() && gpu.segment != "consumer" && gpu.segment != "workstation" && gpu.segment != "datacenter")
+        return r.fail(node["segment"], "unknown segment '" + gpu.segment + "'; expected consumer, workstation or datacenter");
     if (mib > 0)
         gpu.memory_bytes = toBytes(mib * static_cast<double>(kMiB));
     else if (gib > 0)
@@ -184,10 +187,15 @@ bool PresetCatalog::addFile(const std::string &fileName, const std::string &text
             putScenario(ScenarioPreset{stemOf(fileName), fileName, *scenario});
             return true;
         }
+        if (format != kPresetFormat && format.rfind("membudget-presets/", 0) == 0)
+            return r.fail(root["format"], "format '" + format + "' was written by a newer MemBudget; this version reads "
+                                                  + kPresetFormat);
         if (format != kPresetFormat)
             return r.fail(root["format"], "format '" + format + "' is not " + kPresetFormat + " or " + kScenarioFormat);
         if (!r.expectMap(root, "the preset file", {"format", "models", "gpus"}))
             return false;
+        if (!root["models"].IsDefined() && !root["gpus"].IsDefined())
+            return r.fail(root, "the preset file has neither 'models' nor 'gpus'");
         if (const YAML::Node models = root["models"]; models.IsDefined()) {
             if (!models.IsSequence())
                 return r.fail(models, "'models' must be a list");
@@ -233,17 +241,8 @@ std::vector<LoadError> PresetCatalog::addFolder(const std::string &folder)
     std::sort(files.begin(), files.end());
     for (const auto &p : files) {
         LoadError error;
-        error.file = p.string();
-        const auto size = std::filesystem::file_size(p, ec);
-        if (ec || size > 16 * 1024 * 1024) {
-            error.message = ec ? "cannot read the file" : "larger than 16 MiB";
-            errors.push_back(error);
-            continue;
-        }
-        std::ifstream in(p, std::ios::binary);
-        std::ostringstream buf;
-        buf << in.rdbuf();
-        if (!addFile(p.string(), buf.str(), error))
+        std::string text;
+        if (!readInputFile(p.string(), "preset", text, error) || !addFile(p.string(), text, error))
             errors.push_back(error);
     }
     return errors;

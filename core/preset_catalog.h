@@ -12,6 +12,9 @@
 
 namespace membudget {
 
+// The format line of a preset file (models and GPUs); scenarios say kScenarioFormat.
+inline constexpr const char *kPresetFormat = "membudget-presets/1";
+
 struct ModelPreset {
     std::string id; // "llama-3.1-8b"
     std::string name; // "Llama 3.1 8B"

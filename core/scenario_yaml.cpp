@@ -1,6 +1,7 @@
 #include "scenario_yaml.h"
 
 #include "byte_format.h"
+#include "input_file.h"
 #include "model_spec_yaml.h"
 #include "preset_catalog.h"
 #include "yaml_reader.h"
@@ -15,7 +16,6 @@ namespace membudget {
 
 namespace {
 
-constexpr std::int64_t kMaxFileBytes = 16 * 1024 * 1024;
 
 bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
 {
@@ -213,31 +213,10 @@ std::optional<Scenario> parseScenario(const std::string &text, const std::string
 
 std::optional<Scenario> loadScenarioFile(const std::string &path, LoadError &error, const PresetCatalog *catalog)
 {
-    error = LoadError{};
-    error.file = path;
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-        error.message = std::filesystem::exists(path, ec) ? "not a regular file" : "no such file";
+    std::string text;
+    if (!readInputFile(path, "scenario", text, error))
         return std::nullopt;
-    }
-    const auto size = std::filesystem::file_size(path, ec);
-    if (ec) {
-        error.message = "cannot read the file: " + ec.message();
-        return std::nullopt;
-    }
-    if (size > static_cast<std::uintmax_t>(kMaxFileBytes)) {
-        error.message = "the file is " + formatBytes(static_cast<Bytes>(size), ByteUnit::GiB)
-                + "; scenarios are at most 16 MiB";
-        return std::nullopt;
-    }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        error.message = "cannot open the file";
-        return std::nullopt;
-    }
-    std::ostringstream buf;
-    buf << in.rdbuf();
-    return parseScenario(buf.str(), path, error, catalog);
+    return parseScenario(text, path, error, catalog);
 }
 
 std::string scenarioToYaml(const Scenario &s)

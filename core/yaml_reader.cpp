@@ -1,11 +1,13 @@
 #include "yaml_reader.h"
 
 #include "byte_format.h"
+#include "input_file.h"
 #include "training_options.h"
 
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <vector>
 
 namespace membudget {
 
@@ -41,6 +43,15 @@ std::string withCommas(std::int64_t v)
     return v < 0 ? "-" + out : out;
 }
 
+// YAML 1.2 spellings of infinity and not-a-number (core schema).
+bool isInfOrNan(const std::string &s)
+{
+    std::string t = s;
+    if (!t.empty() && (t.front() == '+' || t.front() == '-'))
+        t.erase(0, 1);
+    return t == ".inf" || t == ".Inf" || t == ".INF" || t == ".nan" || t == ".NaN" || t == ".NAN";
+}
+
 std::string shortNumber(double v)
 {
     char buf[64];
@@ -52,8 +63,15 @@ std::string shortNumber(double v)
 
 bool YamlReader::parse(const std::string &text, YAML::Node &root)
 {
+    if (!checkInputText(text, m_file, m_error))
+        return false;
+    m_text = &text;
     try {
-        root = YAML::Load(text);
+        const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+        if (documents.size() > 1)
+            return failAt(documents[1].Mark(), "more than one YAML document (---); a MemBudget file holds one");
+        if (!documents.empty())
+            root = documents.front();
     } catch (const YAML::DeepRecursion &e) {
         return failAt(e.mark, "nesting too deep (more than 500 levels)");
     } catch (const YAML::ParserException &e) {
@@ -64,8 +82,13 @@ bool YamlReader::parse(const std::string &text, YAML::Node &root)
     } catch (const std::exception &e) {
         return failAt(YAML::Mark::null_mark(), std::string("cannot read the file: ") + e.what());
     }
-    if (!root.IsDefined() || root.IsNull())
-        return failAt(YAML::Mark::null_mark(), "the file is empty");
+    if (!root.IsDefined() || root.IsNull()) {
+        m_error.file = m_file;
+        m_error.line = 1;
+        m_error.column = 1;
+        m_error.message = "the file is empty";
+        return false;
+    }
     return true;
 }
 
@@ -83,8 +106,24 @@ bool YamlReader::failAt(const YAML::Mark &mark, const std::string &message)
     return false;
 }
 
+bool YamlReader::checkTag(const YAML::Node &node)
+{
+    // yaml-cpp reports "?" for untagged nodes and "!" for quoted scalars. Anything else was written
+    // by hand (!include, !!python/object...): MemBudget never acts on tags, so it refuses them.
+    const std::string &tag = node.Tag();
+    if (tag.empty() || tag == "?" || tag == "!")
+        return true;
+    std::string shown = tag.rfind("tag:yaml.org,2002:", 0) == 0 ? "!!" + tag.substr(18) : tag;
+    if (shown.size() > 40)
+        shown = shown.substr(0, 40) + "...";
+    return fail(node, "YAML tag '" + shown + "' is not supported: MemBudget files are plain values "
+                      "and never include other files");
+}
+
 bool YamlReader::expectMap(const YAML::Node &node, const std::string &what)
 {
+    if (!checkTag(node))
+        return false;
     if (!node.IsMap())
         return fail(node, what + " must be a mapping of keys to values, not " + describe(node));
     std::set<std::string> seen;
@@ -92,6 +131,8 @@ bool YamlReader::expectMap(const YAML::Node &node, const std::string &what)
         const YAML::Node key = it->first;
         if (!key.IsScalar())
             return fail(key, "keys in " + what + " must be plain names");
+        if (!checkTag(key) || !checkTag(it->second))
+            return false;
         if (!seen.insert(key.Scalar()).second)
             return fail(key, "duplicate key '" + key.Scalar() + "' in " + what);
     }
@@ -121,8 +162,35 @@ bool YamlReader::expectMap(const YAML::Node &node, const std::string &what,
     return true;
 }
 
+bool YamlReader::checkQuoteClosed(const YAML::Node &node)
+{
+    // yaml-cpp 0.7 accepts a quoted scalar left open at the end of the file and swallows the rest of
+    // the file into it; find its closing quote in the text ("\" escapes, '' doubles).
+    if (!isQuoted(node) || !m_text)
+        return true;
+    const std::string &t = *m_text;
+    const auto start = static_cast<std::size_t>(node.Mark().pos);
+    if (start >= t.size() || (t[start] != '"' && t[start] != '\''))
+        return true;
+    const char q = t[start];
+    for (std::size_t i = start + 1; i < t.size(); ++i) {
+        if (q == '"' && t[i] == '\\') {
+            ++i;
+        } else if (t[i] == q) {
+            if (q == '\'' && i + 1 < t.size() && t[i + 1] == '\'') {
+                ++i;
+                continue;
+            }
+            return true;
+        }
+    }
+    return fail(node, std::string("this quoted value has no closing ") + (q == '"' ? "double" : "single") + " quote");
+}
+
 bool YamlReader::scalarText(const YAML::Node &node, const std::string &what, std::string &out)
 {
+    if (!checkTag(node) || !checkQuoteClosed(node))
+        return false;
     if (!node.IsScalar())
         return fail(node, "'" + what + "' must be a single value, not " + describe(node));
     out = node.Scalar();
@@ -131,9 +199,13 @@ bool YamlReader::scalarText(const YAML::Node &node, const std::string &what, std
 
 bool YamlReader::toDouble(const YAML::Node &node, const std::string &what, double &out, double min, double max)
 {
+    if (!checkTag(node))
+        return false;
     if (!node.IsScalar() || isQuoted(node))
         return fail(node, "'" + what + "' must be a number, not " + describe(node));
     const std::string &s = node.Scalar();
+    if (isInfOrNan(s))
+        return fail(node, "'" + what + "' must be a finite number, not " + s);
     double v = 0;
     const char *first = s.data();
     const char *last = s.data() + s.size();
@@ -155,9 +227,13 @@ bool YamlReader::toDouble(const YAML::Node &node, const std::string &what, doubl
 bool YamlReader::toInt(const YAML::Node &node, const std::string &what, std::int64_t &out, std::int64_t min,
                        std::int64_t max)
 {
+    if (!checkTag(node))
+        return false;
     if (!node.IsScalar() || isQuoted(node))
         return fail(node, "'" + what + "' must be a whole number, not " + describe(node));
     const std::string &s = node.Scalar();
+    if (isInfOrNan(s))
+        return fail(node, "'" + what + "' must be a finite whole number, not " + s);
     std::int64_t v = 0;
     const char *first = s.data();
     const char *last = s.data() + s.size();
@@ -167,6 +243,8 @@ bool YamlReader::toInt(const YAML::Node &node, const std::string &what, std::int
     if (res.ec == std::errc() && res.ptr == last && !s.empty()) {
         // plain integer
     } else if (res.ec == std::errc::result_out_of_range) {
+        if (s.front() == '-')
+            return fail(node, "'" + what + "' is too small: " + s + " (at least " + withCommas(min) + ")");
         return fail(node, "'" + what + "' is too large: " + s + " (at most " + withCommas(max) + ")");
     } else {
         double d = 0;
@@ -228,6 +306,8 @@ bool YamlReader::getBool(const YAML::Node &map, const char *key, bool &out)
     const YAML::Node node = map[key];
     if (!node.IsDefined())
         return true;
+    if (!checkTag(node))
+        return false;
     if (!node.IsScalar() || isQuoted(node))
         return fail(node, std::string("'") + key + "' must be true or false, not " + describe(node));
     const std::string &s = node.Scalar();

@@ -68,6 +68,12 @@ public:
         return true;
     }
 
+    // Refuses a quoted scalar whose closing quote is missing (see the .cpp).
+    bool checkQuoteClosed(const YAML::Node &node);
+
+    // Refuses explicit YAML tags (!include, !!python/object, !!str...).
+    bool checkTag(const YAML::Node &node);
+
     // Scalar helpers usable on a node directly.
     bool scalarText(const YAML::Node &node, const std::string &what, std::string &out);
     bool toInt(const YAML::Node &node, const std::string &what, std::int64_t &out, std::int64_t min, std::int64_t max);
@@ -79,6 +85,7 @@ public:
 private:
     std::string m_file;
     LoadError &m_error;
+    const std::string *m_text = nullptr; // the text given to parse(); callers keep it alive while reading
 };
 
 } // namespace membudget

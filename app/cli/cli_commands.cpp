@@ -5,6 +5,7 @@
 #include "estimate_table.h"
 #include "fit_advisor.h"
 #include "hf_config_import.h"
+#include "input_file.h"
 #include "memory_estimator.h"
 #include "parameter_layout.h"
 #include "scenario_yaml.h"
@@ -253,12 +254,14 @@ int runValidate(const std::vector<std::string> &files)
     printProblems(problems);
     int rc = kExitOk;
     for (const std::string &f : files) {
-        Scenario scenario;
-        EstimateInput input;
-        if (loadResolved(f, catalog, scenario, input))
-            std::cout << f << ": ok\n";
-        else
+        LoadError error;
+        InputFileKind kind = InputFileKind::Scenario;
+        if (checkInputFile(f, catalog, error, &kind)) {
+            std::cout << f << ": ok (" << inputFileKindName(kind) << ")\n";
+        } else {
+            std::cerr << error.toString() << "\n";
             rc = kExitBadInput;
+        }
     }
     return rc;
 }

@@ -44,8 +44,10 @@ int main(int argc, char **argv)
     presets->add_flag("--json", presetJson, "Machine-readable output");
 
     std::vector<std::string> validateFiles;
-    auto *validate = app.add_subcommand("validate", "Check scenario files; prints file:line:column: problem");
-    validate->add_option("files", validateFiles, "Scenario YAML files")->required();
+    auto *validate = app.add_subcommand(
+            "validate", "Check scenario, preset and config.json files; prints file:line:column: problem");
+    validate->add_option("files", validateFiles, "Scenario or preset YAML files, or Hugging Face config.json files")
+            ->required();
 
     std::string configFile, importOut;
     auto *importCmd = app.add_subcommand("import-config", "Turn a Hugging Face config.json into a scenario");

@@ -108,7 +108,7 @@ parallelism:
         QTest::addColumn<int>("line");
         QTest::addColumn<int>("column");
         QTest::addColumn<QString>("message");
-        QTest::newRow("empty") << "" << 0 << 0 << "empty";
+        QTest::newRow("empty") << "" << 1 << 1 << "empty";
         QTest::newRow("missing format") << "name: x\n" << 1 << 1 << "missing 'format: membudget/1'";
         QTest::newRow("future format") << "format: membudget/2\n" << 1 << 9 << "newer MemBudget";
         QTest::newRow("other format") << "format: foo\n" << 1 << 9 << "not a MemBudget scenario";
@@ -135,7 +135,7 @@ parallelism:
         QTest::newRow("kv heads not dividing") << "format: membudget/1\nmodel:\n  preset: llama-2-7b\n  kv_heads: 5\n" << 4 << 13 << "multiple of kv_heads";
         QTest::newRow("offload without zero3") << "format: membudget/1\ntraining:\n  offload: {parameters: true}\n" << 3 << 12 << "needs sharding zero3";
         QTest::newRow("full with nf4") << "format: membudget/1\ntraining:\n  quantization: nf4\n" << 3 << 17 << "cannot train quantized";
-        QTest::newRow("binary garbage") << QString::fromLatin1("\x01\x02\xff\xfe: [") << 1 << 0 << "invalid YAML";
+        QTest::newRow("binary garbage") << QString::fromLatin1("\x01\x02\xff\xfe: [") << 1 << 1 << "binary file, not text";
         QString deep = "format: membudget/1\nname: ";
         for (int i = 0; i < 2000; ++i)
             deep += "[";

@@ -1,0 +1,189 @@
+// Every file of the hostile-input corpus (tests/data/bad, listed with the expected position and
+// message in EXPECTED.tsv) run through the command line as a user would: exit code 1, nothing on
+// standard output, exactly one line `file:line:column: message` on standard error, in under a
+// second. Also files that cannot be committed: 100 MB, a FIFO, a folder, an unreadable file.
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+namespace {
+
+struct Result {
+    int code = -1;
+    QProcess::ExitStatus status = QProcess::CrashExit;
+    QByteArray out;
+    QByteArray err;
+    qint64 ms = 0;
+};
+
+Result runCli(const QStringList &args)
+{
+    QProcess p;
+    QElapsedTimer timer;
+    timer.start();
+    p.start(QStringLiteral(MEMBUDGET_CLI), args);
+    if (!p.waitForFinished(10000)) {
+        p.kill();
+        p.waitForFinished();
+    }
+    return {p.exitCode(), p.exitStatus(), p.readAllStandardOutput(), p.readAllStandardError(), timer.elapsed()};
+}
+
+QString corpusDir() { return QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/bad"); }
+
+} // namespace
+
+class TestBadInputs : public QObject {
+    Q_OBJECT
+private:
+    QTemporaryDir m_tmp;
+
+    // One failure line of a command: exit 1, one line on stderr, under a second. Returns the line.
+    static QString expectOneLineFailure(const Result &r)
+    {
+        [&] {
+            QCOMPARE(r.status, QProcess::NormalExit);
+            QCOMPARE(r.code, 1);
+            QVERIFY2(r.out.isEmpty(), r.out.constData());
+            QVERIFY2(r.err.endsWith('\n') && r.err.count('\n') == 1, r.err.constData());
+            QVERIFY2(r.ms < 1000, qPrintable(QString::number(r.ms) + " ms"));
+        }();
+        return QString::fromUtf8(r.err).trimmed();
+    }
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_tmp.isValid());
+        // No user presets: the corpus must fail for its own reasons, not a colleague's preset folder.
+        qputenv("MEMBUDGET_PRESETS", m_tmp.filePath(QStringLiteral("no-user-presets")).toUtf8());
+    }
+
+    void corpusIsCompleteAndLarge()
+    {
+        QFile manifest(corpusDir() + QStringLiteral("/EXPECTED.tsv"));
+        QVERIFY(manifest.open(QIODevice::ReadOnly | QIODevice::Text));
+        QStringList listed;
+        while (!manifest.atEnd())
+            listed << QString::fromUtf8(manifest.readLine()).section(QLatin1Char('\t'), 0, 0);
+        QStringList files = QDir(corpusDir()).entryList(QDir::Files);
+        files.removeAll(QStringLiteral("EXPECTED.tsv"));
+        files.removeAll(QStringLiteral("README.md"));
+        listed.sort();
+        files.sort();
+        QCOMPARE(listed, files);
+        QVERIFY2(files.size() >= 60, qPrintable(QString::number(files.size())));
+        for (const char *kind : {"scenario-", "presets-", "config-"})
+            QVERIFY2(files.filter(QRegularExpression(QStringLiteral("^") + QLatin1String(kind))).size() >= 10, kind);
+    }
+
+    void corpus_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<QString>("position");
+        QTest::addColumn<QString>("message");
+        QFile manifest(corpusDir() + QStringLiteral("/EXPECTED.tsv"));
+        QVERIFY(manifest.open(QIODevice::ReadOnly | QIODevice::Text));
+        while (!manifest.atEnd()) {
+            const QStringList cols = QString::fromUtf8(manifest.readLine()).chopped(1).split(QLatin1Char('\t'));
+            if (cols.size() == 3)
+                QTest::newRow(qPrintable(cols[0])) << cols[0] << cols[1] << cols[2];
+        }
+    }
+    void corpus()
+    {
+        QFETCH(QString, file);
+        QFETCH(QString, position);
+        QFETCH(QString, message);
+        const QString path = corpusDir() + QLatin1Char('/') + file;
+        // validate knows all three kinds; estimate and import-config are what a user would run.
+        QList<QStringList> commands = {{QStringLiteral("validate"), path}};
+        if (file.startsWith(QLatin1String("scenario-")))
+            commands << QStringList{QStringLiteral("estimate"), path} << QStringList{QStringLiteral("fit"), path, QStringLiteral("--gpu"), QStringLiteral("rtx-4090")};
+        if (file.startsWith(QLatin1String("config-")))
+            commands << QStringList{QStringLiteral("import-config"), path, QStringLiteral("-o"), m_tmp.filePath(QStringLiteral("never-written.yaml"))};
+        for (const QStringList &args : commands) {
+            const QString line = expectOneLineFailure(runCli(args));
+            if (QTest::currentTestFailed())
+                QFAIL(qPrintable(args.join(QLatin1Char(' '))));
+            const QString expected = path + QLatin1Char(':') + position + QStringLiteral(": ") + message;
+            QVERIFY2(line.startsWith(expected), qPrintable(args.front() + QStringLiteral("\n   got: ") + line
+                                                           + QStringLiteral("\nwanted: ") + expected));
+        }
+        QVERIFY(!QFile::exists(m_tmp.filePath(QStringLiteral("never-written.yaml"))));
+    }
+
+    // A 100 MB file is refused by its size before a byte of it is read.
+    void hugeFile_data()
+    {
+        QTest::addColumn<QString>("name");
+        QTest::newRow("scenario") << QStringLiteral("huge.yaml");
+        QTest::newRow("config.json") << QStringLiteral("huge.json");
+    }
+    void hugeFile()
+    {
+        QFETCH(QString, name);
+        const QString path = m_tmp.filePath(name);
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        const QByteArray chunk = QByteArray("format: membudget/1\n# padding padding padding padding padding\n").repeated(16384);
+        while (f.size() < 100 * 1024 * 1024)
+            QVERIFY(f.write(chunk) == chunk.size());
+        f.close();
+        const QString line = expectOneLineFailure(runCli({QStringLiteral("validate"), path}));
+        QVERIFY2(line.startsWith(path + QStringLiteral(":1:1: the file is 100 MiB")), qPrintable(line));
+        QFile::remove(path);
+    }
+
+    // Just under the limit: a scenario padded with comments to 1 MiB still loads, quickly.
+    void largestAcceptedFileLoadsFast()
+    {
+        const QString path = m_tmp.filePath(QStringLiteral("big-but-fine.yaml"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("format: membudget/1\nmodel: {preset: llama-2-7b}\n");
+        const QByteArray pad = "# a long comment line that pads the file towards its limit ........\n";
+        while (f.size() + pad.size() < 1024 * 1024)
+            f.write(pad);
+        f.close();
+        const Result r = runCli({QStringLiteral("validate"), path});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.ms < 1000, qPrintable(QString::number(r.ms)));
+    }
+
+    // Special files never block or get read: a FIFO with no writer would hang a naive reader.
+    void specialFiles()
+    {
+        const QString fifo = m_tmp.filePath(QStringLiteral("pipe.yaml"));
+        QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), fifo})), fifo + QStringLiteral(": not a regular file"));
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("estimate"), m_tmp.path()})),
+                 m_tmp.path() + QStringLiteral(": a folder, not a scenario file"));
+        const QString missing = m_tmp.filePath(QStringLiteral("missing.yaml"));
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), missing})), missing + QStringLiteral(": no such file"));
+        const QString dev = QStringLiteral("/dev/zero");
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), dev})), dev + QStringLiteral(": not a regular file"));
+    }
+
+    // Several files at once: each bad one reported on its own line, the good ones say ok, exit 1.
+    void validateReportsEveryFile()
+    {
+        const QString good = QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/qlora-llama-2-7b-24gb.yaml");
+        const QString a = corpusDir() + QStringLiteral("/scenario-unknown-gpu.yaml");
+        const QString b = corpusDir() + QStringLiteral("/config-duplicate-key.json");
+        const Result r = runCli({QStringLiteral("validate"), a, good, b});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err.count('\n'), 2);
+        QVERIFY(r.out.contains("qlora-llama-2-7b-24gb.yaml: ok (scenario)"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestBadInputs)
+#include "tst_bad_inputs.moc"
