@@ -1,6 +1,7 @@
 #include "hf_config_import.h"
 
 #include "input_file.h"
+#include "preset_catalog.h"
 
 #include <nlohmann/json.hpp>
 
@@ -374,6 +375,19 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
         if (!s.attention_dropout)
             s.attention_dropout = 0.0;
         s.hidden_dropout = 0.0;
+    }
+
+    // The architecture must make sense on its own (heads divisible by KV heads and so on): an
+    // imported model that no scenario could use is an error here, not in the saved scenario.
+    Scenario probe = defaultScenario();
+    probe.model = s;
+    std::string modelProblem, where;
+    if (!resolveScenario(probe, PresetCatalog::bundled(), modelProblem, &where)) {
+        static const std::map<std::string, const char *> jsonKey = {
+                {"model.kv_heads", "num_key_value_heads"}, {"model.experts_per_token", "num_experts_per_tok"}};
+        const auto it = jsonKey.find(where);
+        r.fail(it != jsonKey.end() ? it->second : "", "config.json describes a model MemBudget cannot use: " + modelProblem);
+        return std::nullopt;
     }
     return s;
 }

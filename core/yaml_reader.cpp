@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <string_view>
 #include <vector>
 
 namespace membudget {
@@ -59,6 +60,36 @@ std::string shortNumber(double v)
     return std::string(buf, res.ptr);
 }
 
+// Where a second YAML document starts: a "---" or "..." marker at the start of a line after the
+// first document's content (YAML 1.2, section 9.1; markers are not allowed inside content).
+std::size_t secondDocumentStart(const std::string &text)
+{
+    bool sawContent = false;
+    std::size_t lineStart = 0;
+    while (lineStart < text.size()) {
+        std::size_t end = text.find('\n', lineStart);
+        if (end == std::string::npos)
+            end = text.size();
+        const std::string_view line(text.data() + lineStart, end - lineStart);
+        const auto isMarker = [&](std::string_view m) {
+            return line.substr(0, 3) == m && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+        };
+        if (isMarker("---") || isMarker("...")) {
+            if (sawContent)
+                return lineStart;
+            if (isMarker("---") && line.find_first_not_of(" \t\r", 3) != std::string_view::npos
+                && line[line.find_first_not_of(" \t\r", 3)] != '#')
+                sawContent = true; // "--- value" starts the first document with content
+        } else {
+            const std::size_t first = line.find_first_not_of(" \t\r");
+            if (first != std::string_view::npos && line[first] != '#' && !(first == 0 && line[0] == '%'))
+                sawContent = true;
+        }
+        lineStart = end + 1;
+    }
+    return std::string::npos;
+}
+
 } // namespace
 
 bool YamlReader::parse(const std::string &text, YAML::Node &root)
@@ -67,11 +98,17 @@ bool YamlReader::parse(const std::string &text, YAML::Node &root)
         return false;
     m_text = &text;
     try {
-        const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-        if (documents.size() > 1)
-            return failAt(documents[1].Mark(), "more than one YAML document (---); a MemBudget file holds one");
-        if (!documents.empty())
-            root = documents.front();
+        // Only the first document is parsed (yaml-cpp 0.7's LoadAll can loop forever on a stray
+        // ','; found by tests/fuzz); a second one is found by its marker instead.
+        if (const std::size_t at = secondDocumentStart(text); at != std::string::npos) {
+            YAML::Mark mark;
+            int line = 0, column = 0;
+            positionOf(text, at, line, column);
+            mark.line = line - 1;
+            mark.column = column - 1;
+            return failAt(mark, "more than one YAML document (---); a MemBudget file holds one");
+        }
+        root = YAML::Load(text);
     } catch (const YAML::DeepRecursion &e) {
         return failAt(e.mark, "nesting too deep (more than 500 levels)");
     } catch (const YAML::ParserException &e) {

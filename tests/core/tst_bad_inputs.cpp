@@ -7,8 +7,11 @@
 #include <QFile>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <algorithm>
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -170,6 +173,57 @@ private slots:
         QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), missing})), missing + QStringLiteral(": no such file"));
         const QString dev = QStringLiteral("/dev/zero");
         QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), dev})), dev + QStringLiteral(": not a regular file"));
+    }
+
+    // Loading reads the chosen file and nothing else a user owns: no includes, no paths taken from
+    // the file, no executing. Checked from the outside with strace (skipped where it is missing).
+    void loadingReadsOnlyTheChosenFile_data()
+    {
+        QTest::addColumn<QString>("file");
+        QTest::addColumn<int>("exitCode");
+        for (const char *name : {"scenario-include-tag.yaml", "scenario-path-as-preset.yaml", "scenario-python-tag.yaml",
+                                 "presets-unknown-key.yaml", "config-unsupported-type.json"})
+            QTest::newRow(name) << corpusDir() + QLatin1Char('/') + QLatin1String(name) << 1;
+        QTest::newRow("good scenario") << QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/qlora-llama-2-7b-24gb.yaml") << 0;
+        QTest::newRow("good config.json") << QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/fuzz/seeds/hf_config/mistral-7b.json") << 0;
+    }
+    void loadingReadsOnlyTheChosenFile()
+    {
+        QFETCH(QString, file);
+        QFETCH(int, exitCode);
+        const QString strace = QStandardPaths::findExecutable(QStringLiteral("strace"));
+        if (strace.isEmpty())
+            QSKIP("strace is not installed");
+        const QString log = m_tmp.filePath(QStringLiteral("trace.log"));
+        QProcess p;
+        p.start(strace, {QStringLiteral("-f"), QStringLiteral("-qq"), QStringLiteral("-e"),
+                         QStringLiteral("trace=open,openat,openat2,execve,execveat,connect"), QStringLiteral("-o"), log,
+                         QStringLiteral(MEMBUDGET_CLI), QStringLiteral("validate"), file});
+        QVERIFY(p.waitForFinished(30000));
+        if (p.exitCode() != exitCode && p.readAllStandardError().contains("ptrace"))
+            QSKIP("ptrace is not permitted here");
+        QCOMPARE(p.exitCode(), exitCode);
+        QFile trace(log);
+        QVERIFY(trace.open(QIODevice::ReadOnly | QIODevice::Text));
+        QStringList opened;
+        int execs = 0;
+        const QRegularExpression openRe(QStringLiteral("open(?:at2?)?\\((?:AT_FDCWD, )?\"([^\"]*)\".*= (\\d+)"));
+        while (!trace.atEnd()) {
+            const QString line = QString::fromUtf8(trace.readLine());
+            if (line.contains(QLatin1String("execve")) && !line.contains(QLatin1String("= -1")))
+                ++execs;
+            QVERIFY2(!line.contains(QLatin1String("connect(")), qPrintable(line));
+            const auto m = openRe.match(line);
+            if (!m.hasMatch())
+                continue;
+            const QString path = m.captured(1);
+            static const QStringList system = {QStringLiteral("/usr/"), QStringLiteral("/lib"), QStringLiteral("/etc/"),
+                                               QStringLiteral("/proc/"), QStringLiteral("/sys/"), QStringLiteral("/dev/")};
+            if (std::none_of(system.begin(), system.end(), [&](const QString &s) { return path.startsWith(s); }))
+                opened << path;
+        }
+        QCOMPARE(execs, 1); // membudget itself; nothing else is started
+        QCOMPARE(opened, QStringList{file});
     }
 
     // Several files at once: each bad one reported on its own line, the good ones say ok, exit 1.

@@ -1,0 +1,38 @@
+// Test helper for tst_safe_save: saves two different scenarios to one path, alternately and as
+// fast as it can, until it is killed. `app` saves through the application's ScenarioDocument
+// (QSaveFile); `core` through the core's saveScenarioFile (what `membudget import-config -o` uses).
+//   save_writer app|core PATH
+#include "scenario_document.h"
+#include "scenario_yaml.h"
+#include "test_scenarios.h"
+
+#include <QCoreApplication>
+
+#include <cstdio>
+
+int main(int argc, char **argv)
+{
+    using namespace membudget;
+    QCoreApplication app(argc, argv);
+    if (argc != 3)
+        return 2;
+    const bool viaApp = std::string(argv[1]) == "app";
+    const QString path = QString::fromLocal8Bit(argv[2]);
+    const Scenario scenarios[2] = {savedScenarioA(), savedScenarioB()};
+    ScenarioDocument doc(PresetCatalog::bundled());
+    std::puts("saving");
+    std::fflush(stdout);
+    for (unsigned long i = 0;; ++i) {
+        const Scenario &s = scenarios[i % 2];
+        if (viaApp) {
+            doc.reset(s);
+            QString error;
+            if (!doc.saveAs(path, error))
+                return 1;
+        } else {
+            std::string error;
+            if (!saveScenarioFile(s, path.toStdString(), error))
+                return 1;
+        }
+    }
+}
