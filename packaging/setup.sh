@@ -2,7 +2,8 @@
 # MemBudget set-up on Debian 12: installs the packages it needs, builds, then
 #   packaging/setup.sh run [ARGS...]   starts the desktop application (without a display it prints
 #                                      the default estimate and writes membudget-chart.png)
-#   packaging/setup.sh test            runs every test suite (what CI runs)
+#   packaging/setup.sh test            runs every test suite, then again in a sanitizer build
+#                                      (what CI runs)
 #   packaging/setup.sh build           only installs and builds
 set -euo pipefail
 
@@ -14,8 +15,10 @@ build=${MEMBUDGET_BUILD_DIR:-$root/build}
 packages=(build-essential cmake pkg-config qt6-base-dev qt6-svg-dev libqcustomplot-dev libyaml-cpp-dev
           nlohmann-json3-dev libcli11-dev libgl-dev fonts-dejavu-core xvfb xauth)
 if [ "$mode" = test ]; then
-    # The measurement harness checks the activation formulas against PyTorch's autograd on CPU.
-    packages+=(python3 python3-yaml python3-torch)
+    # The measurement harness checks the activation formulas against PyTorch's autograd on CPU;
+    # the packaging tests (tests/packaging) validate the desktop entry, the AppStream metadata and
+    # the man pages; strace checks from the outside that loading a file opens nothing else.
+    packages+=(python3 python3-yaml python3-torch desktop-file-utils appstream man-db strace)
 fi
 
 missing=()
@@ -39,8 +42,16 @@ run)
     exec "$build/app/gui/membudget-gui" "$@"
     ;;
 test)
-    cd "$build"
-    exec ctest --output-on-failure -j"$jobs" -LE bench "$@"
+    (cd "$build" && ctest --output-on-failure -j"$jobs" -LE bench "$@")
+    # The same suite again, built with AddressSanitizer + UndefinedBehaviorSanitizer (CMake preset
+    # "asan", in build-asan/; see docs/reliability.md). MEMBUDGET_SKIP_SANITIZERS=1 skips it.
+    if [ "${MEMBUDGET_SKIP_SANITIZERS:-0}" != 1 ]; then
+        echo "Sanitizer build (ASan + UBSan) in $root/build-asan"
+        cd "$root"
+        cmake --preset asan >/dev/null
+        cmake --build --preset asan -j"$jobs"
+        ctest --preset asan -j"$jobs" "$@"
+    fi
     ;;
 build)
     echo "Built: $build/app/cli/membudget and $build/app/gui/membudget-gui"
