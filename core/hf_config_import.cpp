@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "hf_config_import.h"
 
 #include "input_file.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "input_file.h"
 
 #include "hf_config_import.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // Files a user hands to MemBudget (scenarios, preset files, Hugging Face config.json) are untrusted:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "preset_catalog.h"
 
 #include "input_file.h"

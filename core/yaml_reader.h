@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // Strict, position-aware reading of yaml-cpp nodes for the scenario, preset and config.json loaders.

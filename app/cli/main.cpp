@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // membudget: GPU memory budgets for LLM training from the command line.
 #include "cli_commands.h"
+#include "user_presets.h"
 
 #include <CLI/CLI.hpp>
 
@@ -14,7 +16,12 @@ int main(int argc, char **argv)
                  "membudget"};
     app.set_version_flag("--version", std::string("membudget ") + MEMBUDGET_VERSION);
     app.require_subcommand(0, 1);
-    app.footer("Exit codes: 0 ok, 1 bad input, 2 usage. Scenario format: docs/scenario-format.md.");
+    const std::string userFolder = membudget::userPresetFolder();
+    app.footer("\"membudget COMMAND --help\" shows a command's options; \"man membudget\" has the details.\n"
+               "User presets (model, GPU and scenario YAML): "
+               + (userFolder.empty() ? std::string("none (no home folder)") : userFolder)
+               + " ($MEMBUDGET_PRESETS overrides).\n"
+                 "Exit codes: 0 ok, 1 bad input, 2 usage.");
 
     EstimateOptions est;
     auto *estimate = app.add_subcommand("estimate", "Print the per-GPU memory breakdown of a scenario");
@@ -58,10 +65,15 @@ int main(int argc, char **argv)
     auto *exportCmd = app.add_subcommand("export", "Render a scenario's chart to PNG, SVG or PDF (no display needed)");
     exportCmd->allow_extras();
     exportCmd->prefix_command();
+    exportCmd->footer("membudget export SCENARIO -o OUT.png|.svg|.pdf [--width W] [--height H] [--scale S]\n"
+                      "                 [--title T] [--caption C] [--gib]\n"
+                      "Runs membudget-gui --export, offscreen. Defaults: 1200 x 700 pixels, scale 1, the scenario's\n"
+                      "name as title, a sentence stating the scenario as caption; --gib for binary units.");
 
     auto *gui = app.add_subcommand("gui", "Start the desktop application");
     gui->allow_extras();
     gui->prefix_command();
+    gui->footer("membudget gui [SCENARIO.yaml] is membudget-gui [SCENARIO.yaml]: the desktop application.");
 
     try {
         app.parse(argc, argv);

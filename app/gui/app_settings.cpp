@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "app_settings.h"
 
 namespace membudget {
@@ -41,7 +42,13 @@ void AppSettings::setUnit(ByteUnit unit)
 }
 
 QStringList AppSettings::selectedGpus() const { return m_settings.value(kGpus).toStringList(); }
-void AppSettings::setSelectedGpus(const QStringList &ids) { m_settings.setValue(kGpus, ids); }
+void AppSettings::setSelectedGpus(const QStringList &ids)
+{
+    // Called after every edit (each slider step): only a real change may make QSettings rewrite
+    // its file, which it does (lock, write, fsync, rename) on the next pass of the event loop.
+    if (ids != selectedGpus())
+        m_settings.setValue(kGpus, ids);
+}
 
 QString AppSettings::lastDirectory() const { return m_settings.value(kLastDir).toString(); }
 void AppSettings::setLastDirectory(const QString &dir) { m_settings.setValue(kLastDir, dir); }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // Words and tables about a scenario and its estimate: the chart caption, the short bar labels, the

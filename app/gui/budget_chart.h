@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // The stacked-bar chart: one bar per scenario (or per ladder step), one colour per component,

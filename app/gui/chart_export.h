@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // Writing a chart to PNG (with a scale factor), SVG (QSvgGenerator + QCPPainter, vectorized) or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "controls_panel.h"
 
 #include "architecture_dialog.h"
@@ -316,7 +317,7 @@ QWidget *ControlsPanel::buildTrainingGroup()
     connect(m_loraRank, &QSpinBox::valueChanged, this,
             [this](int v) { edit(tr("Change LoRA rank"), [v](Scenario &s) { s.training.lora.rank = v; }); });
     lora->addRow(tr("&Rank:"), m_loraRank);
-    m_loraAlpha = doubleSpin("loraAlpha", 0.01, 100000, 1, 1, tr("Scales the adapter output; no effect on memory"));
+    m_loraAlpha = doubleSpin("loraAlpha", 0.1, 100000, 1, 1, tr("Scales the adapter output; no effect on memory"));
     connect(m_loraAlpha, &QDoubleSpinBox::valueChanged, this,
             [this](double v) { edit(tr("Change LoRA alpha"), [v](Scenario &s) { s.training.lora.alpha = v; }); });
     lora->addRow(tr("Alpha:"), m_loraAlpha);

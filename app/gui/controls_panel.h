@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // The left-hand controls: model, training method and precision, batch and sequence, memory

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // Asks where and how to export the chart: file (PNG, SVG or PDF by extension), size, PNG scale

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // "Make it fit": the core's suggestions (fit_advisor.h) for a GPU the scenario does not fit,

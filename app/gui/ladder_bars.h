@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // The core's technique ladder (technique_ladder.h) as chart bars: each step estimated, the detail

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // A slider on a logarithmic scale kept in sync with a spin box. Either continuous (positions map

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // membudget-gui: the MemBudget desktop application (and its display-less export mode).
 #include "headless.h"
 #include "main_window.h"

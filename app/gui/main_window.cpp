@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "main_window.h"
 
 #include "breakdown_table.h"
@@ -631,8 +632,23 @@ bool MainWindow::openFile(const QString &path)
     return true;
 }
 
+bool MainWindow::canSave()
+{
+    // A scenario the core cannot estimate would be refused when opened again (the loader checks
+    // the same combinations), so it is not written: files the app writes always load back.
+    if (m_doc->valid())
+        return true;
+    m_prompts->showError(this, tr("Cannot Save Scenario"),
+                         tr("This scenario cannot be estimated, so it could not be opened again:\n\n%1\n\n"
+                            "Change the setting (or undo) and save again.")
+                                 .arg(m_doc->error()));
+    return false;
+}
+
 bool MainWindow::save()
 {
+    if (!canSave())
+        return false;
     if (m_doc->filePath().isEmpty())
         return saveAs();
     return saveTo(m_doc->filePath());
@@ -640,6 +656,8 @@ bool MainWindow::save()
 
 bool MainWindow::saveAs()
 {
+    if (!canSave())
+        return false;
     QString suggested = m_doc->filePath();
     if (suggested.isEmpty()) {
         QString base = QString::fromStdString(m_doc->scenario().name).toLower();
@@ -660,6 +678,8 @@ bool MainWindow::saveAs()
 
 bool MainWindow::saveTo(const QString &path)
 {
+    if (!canSave())
+        return false;
     QString error;
     if (!m_doc->saveAs(path, error)) {
         m_prompts->showError(this, tr("Cannot Save Scenario"),

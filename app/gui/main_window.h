@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // The main window: controls on the left, the chart views in the middle (comparison, technique
@@ -66,6 +67,8 @@ public:
     bool save();
     bool saveAs();
     bool saveTo(const QString &path);
+    // False (after telling the user why) when the scenario cannot be estimated.
+    bool canSave();
     bool importModelConfig(const QString &path);
     void loadPresetScenario(const QString &id);
     // Asks to save unsaved changes: true when it is fine to go on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "scenario_document.h"
 
 #include "user_presets.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // The open scenario: the Scenario value, its file, its undo history, and the core's estimate of

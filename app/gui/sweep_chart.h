@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // Peak memory against micro-batch size or sequence length, with the selected GPUs' capacity lines

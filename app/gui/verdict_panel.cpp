@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "verdict_panel.h"
 
 #include "breakdown_table.h"

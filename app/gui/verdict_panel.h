@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // Fits / does not fit on each selected GPU, headroom, the phase that holds the peak, the largest

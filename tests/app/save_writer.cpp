@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Test helper for tst_safe_save: saves two different scenarios to one path, alternately and as
 // fast as it can, until it is killed. `app` saves through the application's ScenarioDocument
 // (QSaveFile); `core` through the core's saveScenarioFile (what `membudget import-config -o` uses).

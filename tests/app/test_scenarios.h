@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // Two valid scenarios that differ everywhere, with long texts so that each save takes a while:

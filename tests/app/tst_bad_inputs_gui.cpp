@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The hostile-input corpus (tests/data/bad) opened in the desktop application, through the real
 // error dialog: every file shows a critical message box naming the file, line and column, and the
 // scenario that was open stays exactly as it was (contents, file name, undo history, chart).

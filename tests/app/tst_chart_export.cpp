@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Chart export: PNG (with scale), SVG and PDF files of the requested size with the components'
 // colours in them, title and caption rows, and the headless command-line modes of membudget-gui
 // (--export, and no display at all).

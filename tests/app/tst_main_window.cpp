@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The main window, offscreen: every control changes the chart's data exactly as the core says;
 // pinning and comparing; undo/redo through the actions; slider drags fold into one undo step; the
 // unsaved-changes guard; bad files show an error and keep the scenario; drag and drop; the ladder,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Saving never loses a file: a writer killed (SIGKILL) at random moments while it saves over and
 // over leaves the file byte-identical to one of the two complete versions, through the app's
 // QSaveFile path and the core's temporary-file-and-rename path. And every scenario the app writes

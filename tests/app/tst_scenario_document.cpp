@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // ScenarioDocument: undo/redo and merging of slider drags, the modified flag, save -> open
 // round-trips, bad files, config.json import.
 #include "scenario_document.h"

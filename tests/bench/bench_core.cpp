@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Core speed: one estimate, the fit solvers, a sweep curve, a scenario parse (issue: performance).
 // Run: build/tests/bench/bench_core -median 11   (QBENCHMARK reports per-iteration times)
 #include "fit_solver.h"

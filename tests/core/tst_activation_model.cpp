@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "activation_model.h"
 #include "test_architectures.h"
 

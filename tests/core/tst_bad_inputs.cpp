@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Every file of the hostile-input corpus (tests/data/bad, listed with the expected position and
 // message in EXPECTED.tsv) run through the command line as a user would: exit code 1, nothing on
 // standard output, exactly one line `file:line:column: message` on standard error, in under a

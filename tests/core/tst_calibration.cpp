@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Published GPU measurements (tests/calibration, from ../shared/calibration/published.yaml):
 // MemBudget must stay within the accuracy targets on the metric each source measured.
 #include "fit_solver.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Runs the membudget command line as a user would and checks its output and exit codes.
 #include <QJsonArray>
 #include <QJsonDocument>

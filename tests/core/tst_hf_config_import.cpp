@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "hf_config_import.h"
 #include "parameter_layout.h"
 #include "preset_catalog.h"

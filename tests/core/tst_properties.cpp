@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Property tests over random valid scenarios: every figure finite and non-negative, monotone where
 // physics says so, sharding and checkpointing never make things worse, nothing wraps around.
 #include "byte_format.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "technique_ladder.h"
 #include "test_architectures.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
 // Shared checks of the fuzz targets: anything a loader accepts must estimate without undefined

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the Hugging Face config.json importer. An imported model must estimate cleanly
 // and survive a save and reload as part of a scenario. See tests/fuzz/README.md.
 #include "fuzz_check.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the preset-file loader (what a user drops into the preset folder). Every model
 // it accepts must estimate cleanly in the default scenario. See tests/fuzz/README.md.
 #include "fuzz_check.h"

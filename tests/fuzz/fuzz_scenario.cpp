@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the scenario loader (parseScenario against the bundled presets). Anything it
 // accepts must estimate cleanly and save -> load -> save byte-identically. See tests/fuzz/README.md.
 #include "fuzz_check.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Runs a fuzz target's LLVMFuzzerTestOneInput over files and folders without libFuzzer, so that
 // every compiler (and the sanitizer build) replays the seeds and the inputs the fuzzers once found.
 #include <cstddef>
