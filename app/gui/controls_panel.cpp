@@ -699,10 +699,15 @@ void ControlsPanel::syncFromDocument()
     m_accumulation->setValue(static_cast<int>(std::min<std::int64_t>(t.gradient_accumulation_steps, 1'000'000)));
     m_accumulation->setEnabled(train);
     const std::int64_t dp = s.parallelism.dataParallel();
-    const std::int64_t sequences = t.micro_batch_size * t.gradient_accumulation_steps * std::max<std::int64_t>(dp, 1);
+    // In doubles: a million-sequence micro-batch x a million steps x many GPUs x a long sequence
+    // passes 2^63 (found by tst_monkey_input under UBSan).
+    const double sequences = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.gradient_accumulation_steps)
+            * static_cast<double>(std::max<std::int64_t>(dp, 1));
+    const auto count = [](double v) {
+        return v < 1e15 ? QLocale().toString(static_cast<qlonglong>(v)) : QLocale().toString(v, 'g', 3);
+    };
     m_effectiveBatch->setText(train ? tr("Effective batch: %1 sequences, %2 tokens per optimizer step")
-                                              .arg(QLocale().toString(static_cast<qlonglong>(sequences)),
-                                                   QLocale().toString(static_cast<qlonglong>(sequences * t.sequence_length)))
+                                              .arg(count(sequences), count(sequences * static_cast<double>(t.sequence_length)))
                                     : tr("Inference: the KV cache holds micro-batch × sequence tokens"));
 
     // Techniques
