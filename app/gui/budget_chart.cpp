@@ -35,11 +35,161 @@ QString bytesText(Bytes bytes, ByteUnit unit, int decimals = 1)
     return QString::fromStdString(formatBytes(bytes, unit, decimals));
 }
 
-// A value label inside a bar segment that draws itself only when the segment is tall and wide
-// enough at the size being painted (screen or export).
-class SegmentLabel : public QCPItemText {
+// A text item that, on screen, draws a pixmap of its text made when the text (or its font, colour,
+// alignment or padding) last changed: laying out and shaping text is the largest part of a
+// replot, and during a slider drag most labels (the pinned bars', the capacity lines') keep their
+// text. Exports (vectorized or non-caching painters) draw real text, as QCPItemText does.
+class CachedTextItem : public QCPItemText {
 public:
     using QCPItemText::QCPItemText;
+
+    // The size of the text with its padding, as QCPItemText lays it out.
+    QSize boxSize()
+    {
+        const QFont font = mainFont();
+        if (!m_boxValid || m_text != mText || m_font != font || m_alignment != mTextAlignment || m_padding != mPadding) {
+            m_text = mText;
+            m_font = font;
+            m_alignment = mTextAlignment;
+            m_padding = mPadding;
+            m_textRect = QFontMetrics(font).boundingRect(0, 0, 0, 0, Qt::TextDontClip | mTextAlignment, mText);
+            m_boxValid = true;
+            m_pixmap = QPixmap();
+        }
+        return m_textRect.adjusted(-mPadding.left(), -mPadding.top(), mPadding.right(), mPadding.bottom()).size();
+    }
+
+protected:
+    void draw(QCPPainter *painter) override
+    {
+        const bool plain = qFuzzyIsNull(mRotation) && mainPen().style() == Qt::NoPen && mainBrush().style() == Qt::NoBrush;
+        if (!plain || painter->modes().testFlag(QCPPainter::pmVectorized)
+            || painter->modes().testFlag(QCPPainter::pmNoCaching)) {
+            QCPItemText::draw(painter);
+            return;
+        }
+        const QSize box = boxSize();
+        if (mText.isEmpty() || box.isEmpty())
+            return;
+        const qreal dpr = painter->device() ? painter->device()->devicePixelRatioF() : 1.0;
+        const QColor color = mainColor();
+        if (m_pixmap.isNull() || m_color != color || !qFuzzyCompare(m_pixmap.devicePixelRatio(), dpr)) {
+            m_color = color;
+            m_pixmap = QPixmap(QSize(qCeil(box.width() * dpr), qCeil(box.height() * dpr)));
+            m_pixmap.setDevicePixelRatio(dpr);
+            m_pixmap.fill(Qt::transparent);
+            QPainter p(&m_pixmap);
+            p.setFont(m_font);
+            p.setPen(color);
+            p.drawText(m_textRect.translated(mPadding.left() - m_textRect.left(), mPadding.top() - m_textRect.top()),
+                       Qt::TextDontClip | mTextAlignment, mText);
+        }
+        // Where QCPItemText puts the box: the anchor plus the alignment offset, rounded as it does.
+        const QPointF pos = position->pixelPosition();
+        // A label scrolled far off the axis range lands at a pixel position past int; not drawn
+        // (qRound of it would overflow, found by tst_monkey_input under UBSan).
+        if (!(std::abs(pos.x()) < 1e6 && std::abs(pos.y()) < 1e6))
+            return;
+        const QPoint offset = getTextDrawPoint(QPointF(0, 0), QRectF(QPointF(0, 0), QSizeF(box)), mPositionAlignment).toPoint();
+        const QPoint corner(qRound(pos.x()) + offset.x(), qRound(pos.y()) + offset.y());
+        if (QRect(corner, box).intersects(clipRect()))
+            painter->drawPixmap(corner, m_pixmap);
+    }
+
+private:
+    bool m_boxValid = false;
+    QString m_text;
+    QFont m_font;
+    Qt::Alignment m_alignment;
+    QMargins m_padding;
+    QRect m_textRect;
+    QColor m_color;
+    QPixmap m_pixmap;
+};
+
+// A legend entry for a component's bars that remembers its text's size and, on screen, draws the
+// text from a pixmap: the legend is laid out and drawn on every replot, its texts hardly change.
+class CachedLegendItem : public QCPPlottableLegendItem {
+public:
+    CachedLegendItem(QCPLegend *legend, QCPBars *bars) : QCPPlottableLegendItem(legend, bars), m_bars(bars) {}
+
+protected:
+    QSize minimumOuterSizeHint() const override
+    {
+        const QRect text = textRect();
+        const QSize icon = mParentLegend->iconSize();
+        return {icon.width() + mParentLegend->iconTextPadding() + text.width() + mMargins.left() + mMargins.right(),
+                std::max(text.height(), icon.height()) + mMargins.top() + mMargins.bottom()};
+    }
+
+    void draw(QCPPainter *painter) override
+    {
+        if (painter->modes().testFlag(QCPPainter::pmVectorized) || painter->modes().testFlag(QCPPainter::pmNoCaching)
+            || getIconBorderPen().style() != Qt::NoPen) {
+            QCPPlottableLegendItem::draw(painter);
+            return;
+        }
+        // As QCPPlottableLegendItem: the text right of the icon, top-aligned; the icon as
+        // QCPBars::drawLegendIcon draws it.
+        const QSize icon = mParentLegend->iconSize();
+        const QRect text = textRect();
+        const QSize box(text.width(), std::max(text.height(), icon.height()));
+        const qreal dpr = painter->device() ? painter->device()->devicePixelRatioF() : 1.0;
+        const QColor color = getTextColor();
+        if (m_pixmap.isNull() || m_pixmapText != m_bars->name() || m_color != color
+            || !qFuzzyCompare(m_pixmap.devicePixelRatio(), dpr)) {
+            m_pixmapText = m_bars->name();
+            m_color = color;
+            m_pixmap = QPixmap(QSize(qCeil(box.width() * dpr), qCeil(box.height() * dpr)));
+            m_pixmap.setDevicePixelRatio(dpr);
+            m_pixmap.fill(Qt::transparent);
+            QPainter p(&m_pixmap);
+            p.setFont(getFont());
+            p.setPen(color);
+            p.drawText(QRect(QPoint(0, 0), box), Qt::TextDontClip, m_pixmapText);
+        }
+        painter->drawPixmap(QPoint(mRect.x() + icon.width() + mParentLegend->iconTextPadding(), mRect.y()), m_pixmap);
+        const QRect iconRect(mRect.topLeft(), icon);
+        painter->save();
+        painter->setClipRect(iconRect, Qt::IntersectClip);
+        painter->setAntialiasing(m_bars->antialiased());
+        painter->setBrush(m_bars->brush());
+        painter->setPen(m_bars->pen());
+        QRectF r(0, 0, iconRect.width() * 0.67, iconRect.height() * 0.67);
+        r.moveCenter(QRectF(iconRect).center());
+        painter->drawRect(r);
+        painter->restore();
+    }
+
+private:
+    QRect textRect() const
+    {
+        const QFont font = getFont();
+        const QSize icon = mParentLegend->iconSize();
+        if (m_text != m_bars->name() || m_font != font || m_iconHeight != icon.height()) {
+            m_text = m_bars->name();
+            m_font = font;
+            m_iconHeight = icon.height();
+            m_textRect = QFontMetrics(font).boundingRect(0, 0, 0, icon.height(), Qt::TextDontClip, m_text);
+        }
+        return m_textRect;
+    }
+
+    QCPBars *m_bars;
+    mutable QString m_text;
+    mutable QFont m_font;
+    mutable int m_iconHeight = -1;
+    mutable QRect m_textRect;
+    QString m_pixmapText;
+    QColor m_color;
+    QPixmap m_pixmap;
+};
+
+// A value label inside a bar segment that draws itself only when the segment is tall and wide
+// enough at the size being painted (screen or export).
+class SegmentLabel : public CachedTextItem {
+public:
+    using CachedTextItem::CachedTextItem;
     double low = 0;
     double high = 0;
     double barWidth = kBarWidth;
@@ -53,10 +203,10 @@ protected:
             return;
         const double height = std::abs(y->coordToPixel(low) - y->coordToPixel(high));
         const double width = std::abs(x->coordToPixel(barWidth) - x->coordToPixel(0));
-        const QFontMetricsF fm(mainFont());
-        if (height < fm.height() + 2 || width < fm.horizontalAdvance(text()) + 8)
+        const QSize text = boxSize();
+        if (height < text.height() + 2 || width < text.width() + 8)
             return;
-        QCPItemText::draw(painter);
+        CachedTextItem::draw(painter);
     }
 };
 
@@ -82,7 +232,13 @@ ChartBar chartBarFor(const QString &label, const QString &detail, const Scenario
 BudgetChart::BudgetChart(QWidget *parent) : QCustomPlot(parent)
 {
     setMinimumSize(360, 260);
-    setAntialiasedElements(QCP::aeAll);
+    // Antialiasing as each element asks (QCP::aeAll forced it on everything): bars, frames, grid
+    // and capacity lines are axis-aligned, crisp and cheaper without; text is antialiased anyway.
+    setAntialiasedElements(QCP::aeNone);
+    // Capacity lines, totals, segment values and frames go on the "overlay" layer, above the bars.
+    // Everything is redrawn on each replot anyway, so one paint buffer for all layers: a buffered
+    // overlay would be cleared and blended onto the widget separately every time.
+    layer(QStringLiteral("overlay"))->setMode(QCPLayer::lmLogical);
     setNoAntialiasingOnDrag(false);
     setMouseTracking(true);
     setAttribute(Qt::WA_AlwaysShowToolTips);
@@ -121,7 +277,9 @@ BudgetChart::BudgetChart(QWidget *parent) : QCustomPlot(parent)
     yAxis->setPadding(6);
     xAxis->setTicker(QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText));
 
-    // Bars in stacking order, bottom to top: persistent memory first, the transient on top.
+    // Bars in stacking order, bottom to top: persistent memory first, the transient on top. The
+    // legend lists them as updateData() says.
+    setAutoAddPlottableToLegend(false);
     for (int c = 0; c < kComponentCount; ++c) {
         auto *bars = new QCPBars(xAxis, yAxis);
         bars->setName(componentName(static_cast<Component>(c)));
@@ -209,6 +367,7 @@ double BudgetChart::segmentValue(int index, Component component) const
 void BudgetChart::updateData()
 {
     const int n = static_cast<int>(m_bars.size());
+    std::array<bool, kComponentCount> inLegend{};
     for (int c = 0; c < kComponentCount; ++c) {
         QVector<double> keys, values;
         keys.reserve(n);
@@ -221,23 +380,17 @@ void BudgetChart::updateData()
             values.push_back(v);
             any = any || v > 0;
         }
-        QCPBars *bars = m_components[static_cast<std::size_t>(c)];
-        bars->setData(keys, values, true);
-        // The legend lists only what some bar holds, in stacking order from the top.
-        if (any)
-            bars->addToLegend();
-        else
-            bars->removeFromLegend();
+        m_components[static_cast<std::size_t>(c)]->setData(keys, values, true);
+        inLegend[static_cast<std::size_t>(c)] = any;
     }
-    // Legend from top to bottom in the same order as the stack.
-    if (legend) {
-        std::vector<QCPBars *> order;
-        for (int c = kComponentCount - 1; c >= 0; --c)
-            if (legend->hasItemWithPlottable(m_components[static_cast<std::size_t>(c)]))
-                order.push_back(m_components[static_cast<std::size_t>(c)]);
+    // The legend lists only what some bar holds, from the top of the stack down. Rebuilt only when
+    // that set changes (not on every slider step).
+    if (legend && inLegend != m_inLegend) {
+        m_inLegend = inLegend;
         legend->clearItems();
-        for (QCPBars *b : order)
-            b->addToLegend();
+        for (int c = kComponentCount - 1; c >= 0; --c)
+            if (inLegend[static_cast<std::size_t>(c)])
+                legend->addItem(new CachedLegendItem(legend, m_components[static_cast<std::size_t>(c)]));
         const ChartColors colors = chartColors(palette());
         for (int i = 0; i < legend->itemCount(); ++i)
             if (auto *item = legend->item(i))
@@ -270,12 +423,10 @@ void BudgetChart::updateCapacityLines()
         removeItem(m_capacityLines.back());
         m_capacityLines.pop_back();
     }
-    for (QCPItemText *label : m_capacityLabels)
-        removeItem(label);
-    m_capacityLabels.clear();
     while (m_capacityLines.size() < m_gpus.size()) {
         auto *line = new QCPItemStraightLine(this);
         line->setSelectable(false);
+        line->setAntialiased(false); // horizontal: crisp without, and antialiased dashes cost
         line->setLayer(QStringLiteral("overlay"));
         m_capacityLines.push_back(line);
     }
@@ -317,13 +468,12 @@ void BudgetChart::updateCapacityLines()
         line->point2->setCoords(1, y);
         line->setPen(QPen(color, 1.6, Qt::DashLine));
     }
-    for (const Group &group : groups) {
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        const Group &group = groups[g];
         const double y = group.y;
         const QString text = QStringLiteral("%1\n%2").arg(group.names.join(QLatin1Char('\n')),
                                                            group.sizes.join(QStringLiteral(" / ")));
-        auto *label = new QCPItemText(this);
-        label->setSelectable(false);
-        label->setLayer(QStringLiteral("overlay"));
+        QCPItemText *label = labelAt(m_capacityLabels, g); // reused: its text stays cached
         label->setClipToAxisRect(false);
         label->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
         label->position->setTypeY(QCPItemPosition::ptPlotCoords);
@@ -334,9 +484,10 @@ void BudgetChart::updateCapacityLines()
         label->setFont(labelFont);
         label->setColor(gpuLineColor(group.firstGpu, colors.dark));
         label->setText(text);
-        m_capacityLabels.push_back(label);
         ticker->addTick(y, text);
     }
+    for (std::size_t g = groups.size(); g < m_capacityLabels.size(); ++g)
+        m_capacityLabels[g]->setVisible(false);
     yAxis2->setVisible(!m_gpus.empty());
     yAxis2->setTickLabels(true);
     yAxis2->setTicker(ticker);
@@ -353,7 +504,7 @@ void BudgetChart::updateCapacityLines()
 QCPItemText *BudgetChart::labelAt(std::vector<QCPItemText *> &pool, std::size_t i)
 {
     while (pool.size() <= i) {
-        auto *text = new QCPItemText(this);
+        auto *text = new CachedTextItem(this);
         text->setSelectable(false);
         text->setLayer(QStringLiteral("overlay"));
         pool.push_back(text);
@@ -429,6 +580,7 @@ void BudgetChart::updateLabels()
             while (m_overFrames.size() <= frames) {
                 auto *r = new QCPItemRect(this);
                 r->setSelectable(false);
+                r->setAntialiased(false); // axis-aligned: crisp without
                 r->setLayer(QStringLiteral("overlay"));
                 m_overFrames.push_back(r);
             }

@@ -90,6 +90,7 @@ private:
     std::vector<GpuSpec> m_gpus;
     ByteUnit m_unit = ByteUnit::GB;
     std::array<QCPBars *, kComponentCount> m_components{};
+    std::array<bool, kComponentCount> m_inLegend{}; // the components the legend lists
     std::vector<QCPItemStraightLine *> m_capacityLines;
     std::vector<QCPItemText *> m_capacityLabels;
     std::vector<QCPItemText *> m_totalLabels;

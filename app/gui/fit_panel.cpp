@@ -133,9 +133,12 @@ void FitPanel::recompute()
     m_message->setText(tr("Over by %1 on %2. These fit, cheapest in speed first:")
                                .arg(QString::fromStdString(formatBytes(est.device_total - gpu->memory_bytes, m_unit)),
                                     QString::fromStdString(gpu->name)));
-    for (std::size_t i = 0; i < m_suggestions.size(); ++i) {
-        const FitSuggestion &s = m_suggestions[i];
-        auto *item = new QTreeWidgetItem(m_list);
+    // The rows are filled before they join the list, then added at once: with ResizeToContents
+    // columns, every cell set on a row already in the list re-measures the whole list (a 15 ms
+    // stall after each pause in a slider drag, when this runs).
+    QList<QTreeWidgetItem *> items;
+    for (const FitSuggestion &s : m_suggestions) {
+        auto *item = new QTreeWidgetItem;
         QStringList changes;
         for (const std::string &c : s.changes)
             changes << QString::fromStdString(c);
@@ -147,13 +150,16 @@ void FitPanel::recompute()
         item->setText(ColHeadroom, QString::fromStdString(formatBytes(s.headroom, m_unit)));
         for (int c : {ColSpeed, ColPeak, ColHeadroom})
             item->setTextAlignment(c, Qt::AlignRight | Qt::AlignVCenter);
+        items << item;
+    }
+    m_list->addTopLevelItems(items);
+    for (int i = 0; i < items.size(); ++i) {
         auto *button = new QPushButton(tr("Apply"));
         button->setObjectName(QStringLiteral("applyFit%1").arg(i));
         button->setToolTip(tr("Apply these changes to the scenario (undoable)"));
         button->setAutoDefault(false);
-        const int index = static_cast<int>(i);
-        connect(button, &QPushButton::clicked, this, [this, index] { apply(index); });
-        m_list->setItemWidget(item, ColApply, button);
+        connect(button, &QPushButton::clicked, this, [this, i] { apply(i); });
+        m_list->setItemWidget(items[i], ColApply, button);
     }
 }
 

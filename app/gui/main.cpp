@@ -6,9 +6,12 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QFile>
 #include <QIcon>
+#include <QTabWidget>
 #include <QTimer>
 
+#include <chrono>
 #include <cstdio>
 
 using namespace membudget;
@@ -29,10 +32,58 @@ void quietHandler(QtMsgType type, const QMessageLogContext &context, const QStri
         previousHandler(type, context, message);
 }
 
+// MEMBUDGET_REPORT_FIRST_PAINT=1 prints on stderr when the window first shows its chart (the
+// chart's first paint once a replot has drawn the data): milliseconds since main(), a steady_clock
+// stamp (CLOCK_MONOTONIC, ns) that tests/bench/bench_startup compares with its launch time, and the
+// resident memory. MEMBUDGET_REPORT_FIRST_PAINT=quit also quits then. See docs/performance.md.
+class FirstPaintReport : public QObject {
+public:
+    FirstPaintReport(QCustomPlot *chart, std::chrono::steady_clock::time_point start, bool quit)
+        : QObject(chart), m_start(start), m_quit(quit)
+    {
+        chart->installEventFilter(this);
+        connect(chart, &QCustomPlot::beforeReplot, this, [this] { m_replotted = true; });
+    }
+
+protected:
+    bool eventFilter(QObject *watched, QEvent *event) override
+    {
+        if (event->type() != QEvent::Paint || !m_replotted)
+            return false;
+        watched->removeEventFilter(this);
+        watched->event(event); // paint first, then take the time
+        const auto now = std::chrono::steady_clock::now();
+        std::fprintf(stderr, "membudget-gui: first paint %.1f ms after main(), steady_clock %lld ns, VmRSS %ld kB\n",
+                     std::chrono::duration<double, std::milli>(now - m_start).count(),
+                     static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()),
+                     residentKb());
+        std::fflush(stderr);
+        if (m_quit)
+            QTimer::singleShot(0, qApp, &QCoreApplication::quit);
+        return true;
+    }
+
+private:
+    static long residentKb()
+    {
+        QFile status(QStringLiteral("/proc/self/status"));
+        if (status.open(QIODevice::ReadOnly | QIODevice::Text))
+            for (const QByteArray &line : status.readAll().split('\n'))
+                if (line.startsWith("VmRSS:"))
+                    return line.mid(6).trimmed().split(' ').value(0).toLong();
+        return 0;
+    }
+
+    std::chrono::steady_clock::time_point m_start;
+    bool m_quit;
+    bool m_replotted = false;
+};
+
 } // namespace
 
 int main(int argc, char **argv)
 {
+    const auto start = std::chrono::steady_clock::now();
     // Decide the platform before QApplication exists: exports and display-less machines render
     // offscreen instead of failing to connect to a display.
     const bool exportMode = argvRequestsExport(argc, argv);
@@ -75,6 +126,15 @@ int main(int argc, char **argv)
 
     std::vector<LoadError> problems;
     MainWindow window(ScenarioDocument::loadCatalog(&problems));
+    const QByteArray reportFirstPaint = qgetenv("MEMBUDGET_REPORT_FIRST_PAINT");
+    if (!reportFirstPaint.isEmpty() && reportFirstPaint != "0") {
+        QWidget *view = window.views()->currentWidget();
+        auto *chart = qobject_cast<QCustomPlot *>(view);
+        if (!chart)
+            chart = view->findChild<QCustomPlot *>();
+        if (chart)
+            new FirstPaintReport(chart, start, reportFirstPaint == "quit");
+    }
     window.show();
     const QStringList files = parser.positionalArguments();
     if (!files.isEmpty())

@@ -8,7 +8,9 @@
 
 #include <QWidget>
 
-class QLabel;
+#include <array>
+
+class QTextEdit;
 class QTreeWidget;
 
 namespace membudget {
@@ -26,8 +28,12 @@ public:
     QString summaryText() const;
 
 private:
-    QLabel *m_summary;
+    void setSummary(const QString &html);
+
+    QTextEdit *m_summary;
+    QString m_summaryHtml;
     QTreeWidget *m_table;
+    std::array<qsizetype, 5> m_fittedLength{}; // per column: the longest text it was last fitted to
 };
 
 } // namespace membudget
