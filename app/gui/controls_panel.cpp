@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "controls_panel.h"
 
+#include "stepped_spin_box.h"
+
 #include "architecture_dialog.h"
 #include "byte_format.h"
 #include "log_slider.h"
@@ -496,9 +498,13 @@ QWidget *ControlsPanel::buildParallelGroup()
                                                      "More than one adds NCCL buffers."));
     connect(m_gpuCount, &QSpinBox::valueChanged, this,
             [this](int v) { edit(tr("Change GPU count"), [v](Scenario &s) { s.parallelism.gpus = v; }); });
-    m_tensorParallel = intSpin("tensorParallel", 1, 1024,
-                               tr("Splits each layer's weights and most activations across this many GPUs (must divide "
-                                  "the GPU count)"));
+    m_tensorParallel = new SteppedSpinBox;
+    m_tensorParallel->setObjectName(QStringLiteral("tensorParallel"));
+    m_tensorParallel->setRange(1, 1024);
+    m_tensorParallel->setKeyboardTracking(false);
+    m_tensorParallel->setToolTip(tr("Splits each layer's weights and most activations across this many GPUs. It must "
+                                    "divide the GPU count and the attention heads; the arrows step through the "
+                                    "degrees that do."));
     connect(m_tensorParallel, &QSpinBox::valueChanged, this, [this](int v) {
         edit(tr("Change tensor parallelism"), [v](Scenario &s) { s.parallelism.tensor_parallel = v; });
     });
@@ -725,6 +731,18 @@ void ControlsPanel::syncFromDocument()
     // Parallelism and GPUs
     m_gpuCount->setValue(static_cast<int>(s.parallelism.gpus));
     m_tensorParallel->setValue(static_cast<int>(s.parallelism.tensor_parallel));
+    // Arrows offer only what the core accepts: GPU counts in multiples of the tensor-parallel degree,
+    // degrees that divide both the GPU count and the attention heads.
+    m_gpuCount->setSingleStep(static_cast<int>(std::clamp<std::int64_t>(s.parallelism.tensor_parallel, 1, 1024)));
+    {
+        std::string unused;
+        const auto arch = m_doc->catalog().resolveModel(s.model, unused);
+        std::vector<int> degrees;
+        for (int d = 1; d <= 1024; ++d)
+            if (s.parallelism.gpus % d == 0 && (!arch || arch->attention_heads % d == 0))
+                degrees.push_back(d);
+        m_tensorParallel->setSteps(std::move(degrees));
+    }
     selectName(m_sharding, shardingName(s.parallelism.sharding));
     for (int i = 0; i < m_gpuList->count(); ++i) {
         QListWidgetItem *item = m_gpuList->item(i);

@@ -23,6 +23,7 @@ class QSpinBox;
 namespace membudget {
 
 class LogSliderSpin;
+class SteppedSpinBox;
 class ScenarioDocument;
 struct Scenario;
 
@@ -95,7 +96,7 @@ private:
 
     QSpinBox *m_gpuCount = nullptr;
     QComboBox *m_sharding = nullptr;
-    QSpinBox *m_tensorParallel = nullptr;
+    SteppedSpinBox *m_tensorParallel = nullptr;
     QLineEdit *m_gpuFilter = nullptr;
     QListWidget *m_gpuList = nullptr;
 

@@ -131,6 +131,7 @@ private Q_SLOTS:
     void titleShowsFileAndModifiedMark();
     void recentFilesAndPresetScenarios();
     void copyBreakdown();
+    void parallelismArrowsOfferOnlyValidDegrees();
 
 private:
     MainWindow *m_window = nullptr;
@@ -784,3 +785,34 @@ void TestMainWindow::copyBreakdown()
 
 QTEST_MAIN(TestMainWindow)
 #include "tst_main_window.moc"
+
+// The arrows of the tensor-parallel box step through degrees that divide the GPU count and the
+// heads, and the GPU box steps in multiples of the degree: stepping never makes the scenario invalid.
+void TestMainWindow::parallelismArrowsOfferOnlyValidDegrees()
+{
+    ScenarioDocument *doc = m_window->document();
+    doc->edit(QStringLiteral("setup"), [](Scenario &s) {
+        s.model = ModelSpec{};
+        s.model.preset = "llama-2-7b"; // 32 heads
+        s.parallelism.gpus = 24;
+        s.parallelism.tensor_parallel = 1;
+    });
+    auto *tp = child<QSpinBox>(m_window, "tensorParallel");
+    auto *gpus = child<QSpinBox>(m_window, "gpuCount");
+    QList<int> seen;
+    for (int i = 0; i < 6; ++i) {
+        QTest::keyClick(tp, Qt::Key_Up);
+        seen << static_cast<int>(doc->scenario().parallelism.tensor_parallel);
+        QVERIFY2(doc->valid(), qPrintable(doc->error()));
+    }
+    QCOMPARE(seen, (QList<int>{2, 4, 8, 8, 8, 8})); // divisors of gcd(24, 32) = 8
+    QTest::keyClick(tp, Qt::Key_Down);
+    QCOMPARE(doc->scenario().parallelism.tensor_parallel, 4);
+    QTest::keyClick(gpus, Qt::Key_Up);
+    QCOMPARE(doc->scenario().parallelism.gpus, 28); // 24 + 4
+    QVERIFY2(doc->valid(), qPrintable(doc->error()));
+    // Typing is still free; the reason is shown when the core cannot use it.
+    setSpin(tp, 3);
+    QVERIFY(!doc->valid());
+    QVERIFY(doc->error().contains(QStringLiteral("tensor_parallel")));
+}
