@@ -18,9 +18,11 @@ class PresetCatalog;
 // before it is read.
 inline constexpr std::size_t kMaxInputFileBytes = 1024 * 1024;
 
-// Reads `path` into `text`: it must be a regular file (never a FIFO or device, which could block),
-// at most kMaxInputFileBytes, and text (see checkInputText). `what` names the kind of file in
-// messages ("scenario", "config.json"). Returns false with `error` set otherwise.
+// Reads `path` into `text`: it must be a regular file (never a FIFO or device, which could block)
+// of at most kMaxInputFileBytes. `what` names the kind of file in messages ("scenario",
+// "config.json"). Returns false with `error` set otherwise. Whether the bytes are text is checked
+// once, by the parser they go to (parseScenario, PresetCatalog::addFile and importHfConfig all start
+// with checkInputText), so that text from memory gets the same check.
 bool readInputFile(const std::string &path, const char *what, std::string &text, LoadError &error);
 
 // Text files only: no NUL bytes or other binary control characters, valid UTF-8 (a leading BOM is

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "load_error.h"
 
+#include "utf8.h"
+
 #include <cstdio>
 
 namespace membudget {
@@ -34,13 +36,8 @@ std::string oneLine(const std::string &text, std::size_t limit)
             out += static_cast<char>(c);
         } else {
             // Copy a well-formed multi-byte sequence whole; escape a stray byte.
-            std::size_t n = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
-            if (c >= 0xF5)
-                n = 0;
-            bool ok = n > 0 && i + n <= text.size();
-            for (std::size_t k = 1; ok && k < n; ++k)
-                ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
-            if (ok) {
+            char32_t codePoint = 0;
+            if (const std::size_t n = utf8SequenceLength(text, i, codePoint); n > 0) {
                 out.append(text, i, n);
                 i += n;
                 continue;

@@ -102,12 +102,9 @@ bool YamlReader::parse(const std::string &text, YAML::Node &root)
         // Only the first document is parsed (yaml-cpp 0.7's LoadAll can loop forever on a stray
         // ','; found by tests/fuzz); a second one is found by its marker instead.
         if (const std::size_t at = secondDocumentStart(text); at != std::string::npos) {
-            YAML::Mark mark;
             int line = 0, column = 0;
             positionOf(text, at, line, column);
-            mark.line = line - 1;
-            mark.column = column - 1;
-            return failAt(mark, "more than one YAML document (---); a MemBudget file holds one");
+            return failAtPosition(line, column, "more than one YAML document (---); a MemBudget file holds one");
         }
         root = YAML::Load(text);
     } catch (const YAML::DeepRecursion &e) {
@@ -120,13 +117,8 @@ bool YamlReader::parse(const std::string &text, YAML::Node &root)
     } catch (const std::exception &e) {
         return failAt(YAML::Mark::null_mark(), std::string("cannot read the file: ") + e.what());
     }
-    if (!root.IsDefined() || root.IsNull()) {
-        m_error.file = m_file;
-        m_error.line = 1;
-        m_error.column = 1;
-        m_error.message = "the file is empty";
-        return false;
-    }
+    if (!root.IsDefined() || root.IsNull())
+        return failAtPosition(1, 1, "the file is empty");
     return true;
 }
 
@@ -137,9 +129,16 @@ bool YamlReader::fail(const YAML::Node &node, const std::string &message)
 
 bool YamlReader::failAt(const YAML::Mark &mark, const std::string &message)
 {
+    // yaml-cpp's marks are 0-based; null_mark() (-1) means no position.
+    return failAtPosition(mark.line >= 0 ? mark.line + 1 : 0, mark.column >= 0 && mark.line >= 0 ? mark.column + 1 : 0,
+                          message);
+}
+
+bool YamlReader::failAtPosition(int line, int column, const std::string &message)
+{
     m_error.file = m_file;
-    m_error.line = mark.line >= 0 ? mark.line + 1 : 0;
-    m_error.column = mark.column >= 0 && mark.line >= 0 ? mark.column + 1 : 0;
+    m_error.line = line;
+    m_error.column = column;
     m_error.message = message;
     return false;
 }

@@ -26,6 +26,7 @@ public:
 
     bool fail(const YAML::Node &node, const std::string &message);
     bool failAt(const YAML::Mark &mark, const std::string &message);
+    bool failAtPosition(int line, int column, const std::string &message); // 1-based; 0: none
 
     // A mapping whose keys are plain scalars, each at most once, all among `allowed`.
     bool expectMap(const YAML::Node &node, const std::string &what, std::initializer_list<const char *> allowed);

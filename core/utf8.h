@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// UTF-8 decoding shared by the input check (core/input_file) and the one-line error form
+// (core/load_error).
+
+#include <cstddef>
+#include <string>
+
+namespace membudget {
+
+// Length of the UTF-8 sequence starting at byte `i` of `s`, with its code point in `codePoint`, or
+// 0 when it is not well-formed (truncated, overlong, a surrogate or past U+10FFFF).
+std::size_t utf8SequenceLength(const std::string &s, std::size_t i, char32_t &codePoint);
+
+} // namespace membudget
