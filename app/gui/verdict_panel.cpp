@@ -116,7 +116,7 @@ VerdictPanel::VerdictPanel(QWidget *parent) : QWidget(parent), m_summary(new QTe
     m_table->setAlternatingRowColors(true);
     m_table->setUniformRowHeights(true);
     m_table->setSelectionMode(QAbstractItemView::NoSelection);
-    m_table->setHeaderLabels({tr("GPU"), tr("Memory"), tr("Verdict"), tr("Max micro-batch"), tr("Max sequence")});
+    m_table->setHeaderLabels({tr("GPU"), tr("Memory"), tr("Verdict"), tr("Max batch"), tr("Max seq.")});
     m_table->headerItem()->setToolTip(ColMaxBatch, tr("The largest micro-batch that fits at this sequence length"));
     m_table->headerItem()->setToolTip(ColMaxSequence, tr("The longest sequence that fits at this micro-batch size"));
     m_table->header()->setStretchLastSection(false);
@@ -192,7 +192,9 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         QTreeWidgetItem *item = m_table->topLevelItem(static_cast<int>(i));
         const bool fits = est.device_total <= gpu.memory_bytes;
         item->setText(ColMemory, bytes(gpu.memory_bytes, unit));
-        item->setText(ColVerdict, (fits ? QStringLiteral("✓ ") : QStringLiteral("✗ ")) + verdictText(est, gpu, unit));
+        const QString verdict = (fits ? QStringLiteral("✓ ") : QStringLiteral("✗ ")) + verdictText(est, gpu, unit);
+        item->setText(ColVerdict, verdict);
+        item->setToolTip(ColVerdict, verdict); // whole, should a narrow panel elide it
         item->setForeground(ColVerdict, fits ? colors.ok : colors.danger);
         const std::int64_t batch = maxMicroBatch(in, gpu.memory_bytes);
         const std::int64_t seq = maxSequenceLength(in, gpu.memory_bytes);
