@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cli_commands.h"
 
-#include "byte_format.h"
-#include "estimate_json.h"
+#include "base/byte_format.h"
+#include "io/estimate_json.h"
 #include "estimate_table.h"
-#include "fit_advisor.h"
-#include "hf_config_import.h"
-#include "input_file.h"
-#include "memory_estimator.h"
-#include "parameter_layout.h"
-#include "scenario_yaml.h"
-#include "technique_ladder.h"
+#include "advice/fit_advisor.h"
+#include "io/hf_config_import.h"
+#include "io/input_file.h"
+#include "model/memory_estimator.h"
+#include "model/parameter_layout.h"
+#include "io/scenario_yaml.h"
+#include "advice/technique_ladder.h"
 #include "user_presets.h"
 
 #include <cerrno>

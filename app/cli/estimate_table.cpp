@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "estimate_table.h"
 
-#include "explanation.h"
-#include "fit_solver.h"
+#include "advice/explanation.h"
+#include "advice/fit_solver.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "byte_format.h"
-#include "gpu_spec.h"
-#include "memory_estimator.h"
-#include "scenario.h"
+#include "base/byte_format.h"
+#include "model/gpu_spec.h"
+#include "model/memory_estimator.h"
+#include "model/scenario.h"
 
 #include <string>
 #include <vector>

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "headless.h"
 
-#include "breakdown_table.h"
-#include "budget_chart.h"
-#include "chart_export.h"
-#include "scenario_document.h"
-#include "scenario_yaml.h"
+#include "panels/breakdown_table.h"
+#include "charts/budget_chart.h"
+#include "charts/chart_export.h"
+#include "document/scenario_document.h"
+#include "io/scenario_yaml.h"
 
 #include <QCommandLineParser>
 #include <QDir>

@@ -2,7 +2,7 @@
 // membudget-gui: the MemBudget desktop application (and its display-less export mode).
 #include "headless.h"
 #include "main_window.h"
-#include "scenario_document.h"
+#include "document/scenario_document.h"
 
 #include <QApplication>
 #include <QCommandLineParser>

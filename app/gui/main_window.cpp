@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "main_window.h"
 
-#include "breakdown_table.h"
-#include "chart_export.h"
-#include "chart_theme.h"
-#include "controls_panel.h"
-#include "export_dialog.h"
-#include "fit_panel.h"
-#include "scenario_document.h"
-#include "sweep_chart.h"
-#include "ladder_bars.h"
-#include "verdict_panel.h"
+#include "panels/breakdown_table.h"
+#include "charts/chart_export.h"
+#include "charts/chart_theme.h"
+#include "panels/controls_panel.h"
+#include "dialogs/export_dialog.h"
+#include "panels/fit_panel.h"
+#include "document/scenario_document.h"
+#include "charts/sweep_chart.h"
+#include "charts/ladder_bars.h"
+#include "panels/verdict_panel.h"
 
 #include <QAction>
 #include <QActionGroup>

@@ -4,9 +4,9 @@
 // The main window: controls on the left, the chart views in the middle (comparison, technique
 // ladder, sweep), verdict and "make it fit" below; file handling, export, settings.
 
-#include "app_settings.h"
-#include "budget_chart.h"
-#include "chart_export.h"
+#include "document/app_settings.h"
+#include "charts/budget_chart.h"
+#include "charts/chart_export.h"
 
 #include <QMainWindow>
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "load_error.h"
-#include "preset_catalog.h"
+#include "io/load_error.h"
+#include "io/preset_catalog.h"
 
 #include <string>
 #include <vector>

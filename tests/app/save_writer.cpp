@@ -3,8 +3,8 @@
 // fast as it can, until it is killed. `app` saves through the application's ScenarioDocument
 // (QSaveFile); `core` through the core's saveScenarioFile (what `membudget import-config -o` uses).
 //   save_writer app|core PATH
-#include "scenario_document.h"
-#include "scenario_yaml.h"
+#include "document/scenario_document.h"
+#include "io/scenario_yaml.h"
 #include "test_scenarios.h"
 
 #include <QCoreApplication>

@@ -4,7 +4,7 @@
 // Two valid scenarios that differ everywhere, with long texts so that each save takes a while:
 // what tst_safe_save's writer alternates between.
 
-#include "scenario.h"
+#include "model/scenario.h"
 
 #include <string>
 

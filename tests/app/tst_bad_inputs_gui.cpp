@@ -2,10 +2,10 @@
 // The hostile-input corpus (tests/data/bad) opened in the desktop application, through the real
 // error dialog: every file shows a critical message box naming the file, line and column, and the
 // scenario that was open stays exactly as it was (contents, file name, undo history, chart).
-#include "budget_chart.h"
+#include "charts/budget_chart.h"
 #include "main_window.h"
-#include "scenario_document.h"
-#include "scenario_yaml.h"
+#include "document/scenario_document.h"
+#include "io/scenario_yaml.h"
 
 #include <QApplication>
 #include <QDir>

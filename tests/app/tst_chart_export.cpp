@@ -2,11 +2,11 @@
 // Chart export: PNG (with scale), SVG and PDF files of the requested size with the components'
 // colours in them, title and caption rows, and the headless command-line modes of membudget-gui
 // (--export, and no display at all).
-#include "budget_chart.h"
-#include "chart_export.h"
-#include "chart_theme.h"
+#include "charts/budget_chart.h"
+#include "charts/chart_export.h"
+#include "charts/chart_theme.h"
 #include "main_window.h"
-#include "scenario_document.h"
+#include "document/scenario_document.h"
 
 #include <QFile>
 #include <QImage>

@@ -3,17 +3,17 @@
 // pinning and comparing; undo/redo through the actions; slider drags fold into one undo step; the
 // unsaved-changes guard; bad files show an error and keep the scenario; drag and drop; the ladder,
 // sweep, verdict and make-it-fit views.
-#include "budget_chart.h"
-#include "controls_panel.h"
-#include "explanation.h"
-#include "fit_panel.h"
-#include "fit_solver.h"
-#include "log_slider.h"
+#include "charts/budget_chart.h"
+#include "panels/controls_panel.h"
+#include "advice/explanation.h"
+#include "panels/fit_panel.h"
+#include "advice/fit_solver.h"
+#include "widgets/log_slider.h"
 #include "main_window.h"
-#include "scenario_document.h"
-#include "sweep_chart.h"
-#include "technique_ladder.h"
-#include "verdict_panel.h"
+#include "document/scenario_document.h"
+#include "charts/sweep_chart.h"
+#include "advice/technique_ladder.h"
+#include "panels/verdict_panel.h"
 
 #include <QAction>
 #include <QApplication>

@@ -3,10 +3,10 @@
 // emoji, control characters), clicks and slider moves on every enabled control of the main window,
 // with undo and redo mixed in. After every action the open scenario must either estimate or say
 // why not, and whatever the app holds must save and load back unchanged.
-#include "controls_panel.h"
+#include "panels/controls_panel.h"
 #include "main_window.h"
-#include "scenario_document.h"
-#include "scenario_yaml.h"
+#include "document/scenario_document.h"
+#include "io/scenario_yaml.h"
 
 #include <QAbstractSpinBox>
 #include <QAction>

@@ -3,9 +3,9 @@
 // over leaves the file byte-identical to one of the two complete versions, through the app's
 // QSaveFile path and the core's temporary-file-and-rename path. And every scenario the app writes
 // loads back equal, and saving it again gives the same bytes.
-#include "preset_catalog.h"
-#include "scenario_document.h"
-#include "scenario_yaml.h"
+#include "io/preset_catalog.h"
+#include "document/scenario_document.h"
+#include "io/scenario_yaml.h"
 #include "test_scenarios.h"
 
 #include <QDir>

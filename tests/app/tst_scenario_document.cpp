@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // ScenarioDocument: undo/redo and merging of slider drags, the modified flag, save -> open
 // round-trips, bad files, config.json import.
-#include "scenario_document.h"
+#include "document/scenario_document.h"
 
-#include "scenario_yaml.h"
+#include "io/scenario_yaml.h"
 
 #include <QFile>
 #include <QSignalSpy>

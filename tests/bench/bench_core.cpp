@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Core speed: one estimate, the fit solvers, a sweep curve, a scenario parse (issue: performance).
 // Run: build/tests/bench/bench_core -median 11   (QBENCHMARK reports per-iteration times)
-#include "fit_solver.h"
-#include "memory_estimator.h"
-#include "preset_catalog.h"
-#include "scenario_yaml.h"
+#include "advice/fit_solver.h"
+#include "model/memory_estimator.h"
+#include "io/preset_catalog.h"
+#include "io/scenario_yaml.h"
 
 #include <QtTest>
 

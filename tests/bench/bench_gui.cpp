@@ -10,11 +10,11 @@
 //      [--export-runs 15] [--only latency,stall,export,memory]
 #include "bench_common.h"
 
-#include "controls_panel.h"
-#include "fit_panel.h"
-#include "log_slider.h"
+#include "panels/controls_panel.h"
+#include "panels/fit_panel.h"
+#include "widgets/log_slider.h"
 #include "main_window.h"
-#include "scenario_document.h"
+#include "document/scenario_document.h"
 
 #include <QAction>
 #include <QApplication>

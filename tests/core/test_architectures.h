@@ -4,7 +4,7 @@
 // Architectures from published config.json files, written out so the core tests do not depend on
 // the preset data.
 
-#include "model_architecture.h"
+#include "model/model_architecture.h"
 
 namespace membudget::testing {
 

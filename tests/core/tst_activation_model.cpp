@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "activation_model.h"
+#include "model/activation_model.h"
 #include "test_architectures.h"
 
 #include <QtTest>

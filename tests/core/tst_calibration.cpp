@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Published GPU measurements (tests/calibration, from ../shared/calibration/published.yaml):
 // MemBudget must stay within the accuracy targets on the metric each source measured.
-#include "fit_solver.h"
-#include "preset_catalog.h"
-#include "scenario_yaml.h"
+#include "advice/fit_solver.h"
+#include "io/preset_catalog.h"
+#include "io/scenario_yaml.h"
 
 #include <QtTest>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "fit_advisor.h"
-#include "fit_solver.h"
+#include "advice/fit_advisor.h"
+#include "advice/fit_solver.h"
 #include "test_architectures.h"
 
 #include <QtTest>

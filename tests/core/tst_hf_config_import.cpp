@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "hf_config_import.h"
-#include "parameter_layout.h"
-#include "preset_catalog.h"
+#include "io/hf_config_import.h"
+#include "model/parameter_layout.h"
+#include "io/preset_catalog.h"
 
 #include <QtTest>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "memory_estimator.h"
-#include "parameter_layout.h"
+#include "model/memory_estimator.h"
+#include "model/parameter_layout.h"
 #include "test_architectures.h"
 
 #include <QtTest>

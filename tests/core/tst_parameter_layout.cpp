@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "parameter_layout.h"
-#include "preset_catalog.h"
+#include "model/parameter_layout.h"
+#include "io/preset_catalog.h"
 #include "test_architectures.h"
-#include "training_options.h"
+#include "model/training_options.h"
 
 #include <QtTest>
 

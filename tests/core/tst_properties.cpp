@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Property tests over random valid scenarios: every figure finite and non-negative, monotone where
 // physics says so, sharding and checkpointing never make things worse, nothing wraps around.
-#include "byte_format.h"
-#include "memory_estimator.h"
-#include "preset_catalog.h"
+#include "base/byte_format.h"
+#include "model/memory_estimator.h"
+#include "io/preset_catalog.h"
 
 #include <QtTest>
 

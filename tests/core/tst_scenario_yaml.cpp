@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "preset_catalog.h"
-#include "scenario_yaml.h"
+#include "io/preset_catalog.h"
+#include "io/scenario_yaml.h"
 
 #include <QtTest>
 

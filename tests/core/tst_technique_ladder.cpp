@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "technique_ladder.h"
+#include "advice/technique_ladder.h"
 #include "test_architectures.h"
 
 #include <QtTest>

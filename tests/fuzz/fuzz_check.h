@@ -4,10 +4,10 @@
 // Shared checks of the fuzz targets: anything a loader accepts must estimate without undefined
 // behaviour, give finite non-negative figures, and survive a save and reload unchanged.
 
-#include "estimate_json.h"
-#include "memory_estimator.h"
-#include "preset_catalog.h"
-#include "scenario_yaml.h"
+#include "io/estimate_json.h"
+#include "model/memory_estimator.h"
+#include "io/preset_catalog.h"
+#include "io/scenario_yaml.h"
 
 #include <cmath>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // and survive a save and reload as part of a scenario. See tests/fuzz/README.md.
 #include "fuzz_check.h"
 
-#include "hf_config_import.h"
+#include "io/hf_config_import.h"
 
 #include <cstddef>
 #include <cstdint>

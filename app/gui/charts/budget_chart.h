@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// The stacked-bar chart: one bar per scenario (or per ladder step), one colour per component,
+// labelled capacity lines for the selected GPUs. A view of the core's results: it only divides
+// bytes by the display unit.
+
+#include "base/byte_format.h"
+#include "model/gpu_spec.h"
+#include "model/memory_estimator.h"
+#include "io/preset_catalog.h"
+#include "model/scenario.h"
+
+#include <qcustomplot.h>
+
+#include <array>
+#include <vector>
+
+namespace membudget {
+
+struct ChartBar {
+    QString label; // "Current", "A", "+ bf16"
+    QString detail; // scenario summary or what the step saved (second line of the axis label)
+    QString tooltip; // what the bar is, shown when hovering its label
+    bool valid = true;
+    QString error; // why there is no estimate when !valid
+    EstimateInput input;
+    MemoryEstimate estimate;
+};
+
+// A bar for a scenario: resolved through the catalog and estimated, or invalid with the reason.
+ChartBar chartBarFor(const QString &label, const QString &detail, const Scenario &scenario,
+                     const PresetCatalog &catalog);
+
+class BudgetChart : public QCustomPlot {
+    Q_OBJECT
+public:
+    explicit BudgetChart(QWidget *parent = nullptr);
+
+    void setBars(std::vector<ChartBar> bars);
+    void setGpus(std::vector<GpuSpec> gpus);
+    // Both at once (one refresh).
+    void setContents(std::vector<ChartBar> bars, std::vector<GpuSpec> gpus);
+    void setUnit(ByteUnit unit);
+    ByteUnit unit() const { return m_unit; }
+
+    // While frozen (a slider is held), the value axis only grows; unfreezing lets it settle.
+    void setAxisFrozen(bool frozen);
+    // Forgets the current range (a different scenario was opened).
+    void resetAxis();
+
+    // Rebuilds everything from the current bars (also called after a palette change).
+    void refresh();
+
+    const std::vector<ChartBar> &bars() const { return m_bars; }
+    const std::vector<GpuSpec> &gpus() const { return m_gpus; }
+    // The plotted height of a component's segment in bar `index`, in the display unit.
+    double segmentValue(int index, Component component) const;
+    QCPBars *componentBars(Component component) const { return m_components[static_cast<int>(component)]; }
+    // The hover text of a segment (bytes, share, formula).
+    QString segmentToolTip(int index, Component component) const;
+    // The words under a bar's total: "exceeds RTX 4090 (24 GB)" or empty when it fits every GPU.
+    QString overCapacityText(int index) const;
+    // Number of capacity lines drawn.
+    int capacityLineCount() const { return static_cast<int>(m_capacityLines.size()); }
+    QCPRange valueRange() const { return yAxis->range(); }
+
+    // The segment under a widget position; false when there is none.
+    bool segmentAt(const QPointF &pos, int &index, Component &component) const;
+
+Q_SIGNALS:
+    void barContextMenuRequested(int index, const QPoint &globalPos);
+
+protected:
+    void mouseMoveEvent(QMouseEvent *event) override;
+    void leaveEvent(QEvent *event) override;
+    void contextMenuEvent(QContextMenuEvent *event) override;
+    void changeEvent(QEvent *event) override;
+
+private:
+    double toUnit(Bytes bytes) const;
+    void updateData();
+    void updateCapacityLines();
+    void updateLabels();
+    void updateRange();
+    void applyTheme();
+    QCPItemText *labelAt(std::vector<QCPItemText *> &pool, std::size_t i);
+
+    std::vector<ChartBar> m_bars;
+    std::vector<GpuSpec> m_gpus;
+    ByteUnit m_unit = ByteUnit::GB;
+    std::array<QCPBars *, kComponentCount> m_components{};
+    std::array<bool, kComponentCount> m_inLegend{}; // the components the legend lists
+    std::vector<QCPItemStraightLine *> m_capacityLines;
+    std::vector<QCPItemText *> m_capacityLabels;
+    std::vector<QCPItemText *> m_totalLabels;
+    std::vector<QCPItemText *> m_segmentLabels;
+    std::vector<QCPItemRect *> m_overFrames;
+    QCPLayoutGrid *m_body = nullptr;
+    double m_upper = 0;
+    bool m_frozen = false;
+    bool m_dark = false;
+};
+
+} // namespace membudget

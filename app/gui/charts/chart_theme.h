@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// The one place that maps memory components to colours and names, and the chart colours that
+// follow the platform palette (light or dark).
+
+#include "model/gpu_spec.h"
+#include "model/memory_estimate.h"
+
+#include <QColor>
+#include <QPalette>
+#include <QString>
+
+class QCustomPlot;
+
+namespace membudget {
+
+struct ChartColors {
+    QColor background;
+    QColor text;
+    QColor mutedText;
+    QColor grid;
+    QColor axis;
+    QColor danger; // over-capacity
+    QColor ok; // fits
+    QColor warning;
+    bool dark = false;
+};
+
+// Chart colours derived from a palette: window background, text, a faint grid.
+ChartColors chartColors(const QPalette &palette);
+
+// Fill colour of a component: distinct hues that stay readable on light and dark backgrounds.
+QColor componentColor(Component component, bool dark);
+QString componentName(Component component);
+// What the component is, for the legend's tooltip and the hover text.
+QString componentDescription(Component component);
+
+// "NVIDIA GeForce RTX 4090 24GB" -> "RTX 4090 24GB" (the vendor is clear from the model).
+QString shortGpuName(const GpuSpec &gpu);
+
+// Capacity-line colour of the n-th selected GPU.
+QColor gpuLineColor(int index, bool dark);
+
+// Applies background, axis, tick and grid colours to a plot's default axis rect and legend.
+void applyPlotColors(QCustomPlot *plot, const ChartColors &colors);
+
+} // namespace membudget

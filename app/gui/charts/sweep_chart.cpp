@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "charts/sweep_chart.h"
+
+#include "charts/chart_theme.h"
+#include "advice/fit_solver.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+namespace membudget {
+
+namespace {
+
+std::vector<std::int64_t> sweepValues(SweepAxis axis, std::int64_t current)
+{
+    std::vector<std::int64_t> out;
+    const std::int64_t lo = axis == SweepAxis::MicroBatch ? 1 : 128;
+    const std::int64_t hi = axis == SweepAxis::MicroBatch ? 1024 : (1 << 20);
+    for (std::int64_t v = lo; v <= hi; v *= 2) {
+        out.push_back(v);
+        if (v * 3 / 2 <= hi && v >= 2)
+            out.push_back(v * 3 / 2);
+    }
+    if (current >= lo && current <= hi)
+        out.push_back(current);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
+double niceCeil(double v)
+{
+    if (!(v > 0))
+        return 1;
+    const double exp = std::pow(10.0, std::floor(std::log10(v)));
+    for (double m : {1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0})
+        if (m * exp >= v * 0.9999)
+            return m * exp;
+    return 10 * exp;
+}
+
+QString compactCount(std::int64_t v)
+{
+    if (v >= (1 << 20) && v % (1 << 20) == 0)
+        return QStringLiteral("%1M").arg(v >> 20);
+    if (v >= 1024 && v % 1024 == 0)
+        return QStringLiteral("%1k").arg(v >> 10);
+    return QString::number(v);
+}
+
+class CountTicker : public QCPAxisTickerLog {
+protected:
+    QString getTickLabel(double tick, const QLocale &, QChar, int) override
+    {
+        return compactCount(static_cast<std::int64_t>(std::llround(tick)));
+    }
+};
+
+} // namespace
+
+SweepChart::SweepChart(QWidget *parent) : QCustomPlot(parent)
+{
+    setMinimumSize(360, 240);
+    setAntialiasedElements(QCP::aeAll);
+    setMouseTracking(true);
+    xAxis->setScaleType(QCPAxis::stLogarithmic);
+    auto ticker = QSharedPointer<CountTicker>(new CountTicker);
+    ticker->setLogBase(2);
+    ticker->setSubTickCount(0);
+    xAxis->setTicker(ticker);
+    yAxis->setNumberFormat(QStringLiteral("g"));
+    yAxis->setSubTicks(false);
+    xAxis->grid()->setSubGridVisible(false);
+
+    m_total = addGraph();
+    m_total->setName(tr("Total per GPU (nvidia-smi)"));
+    m_allocated = addGraph();
+    m_allocated->setName(tr("Peak allocated (PyTorch)"));
+    m_current = addGraph();
+    m_current->setName(tr("Current setting"));
+    m_current->setLineStyle(QCPGraph::lsNone);
+    legend->setVisible(true);
+    legend->setSelectableParts(QCPLegend::spNone);
+    axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    applyTheme();
+}
+
+double SweepChart::toUnit(Bytes bytes) const
+{
+    const double div = m_unit == ByteUnit::GiB ? static_cast<double>(kGiB) : static_cast<double>(kGB);
+    return static_cast<double>(bytes) / div;
+}
+
+void SweepChart::setInput(const EstimateInput &input, bool valid)
+{
+    m_input = input;
+    m_valid = valid;
+    refresh();
+}
+
+void SweepChart::setGpus(std::vector<GpuSpec> gpus)
+{
+    m_gpus = std::move(gpus);
+    refresh();
+}
+
+void SweepChart::setUnit(ByteUnit unit)
+{
+    m_unit = unit;
+    refresh();
+}
+
+void SweepChart::setAxis(SweepAxis axis)
+{
+    m_axis = axis;
+    refresh();
+}
+
+void SweepChart::refresh()
+{
+    const ChartColors colors = chartColors(palette());
+    clearItems();
+    m_samples.clear();
+    m_maxFits.clear();
+    if (m_message) {
+        plotLayout()->remove(m_message);
+        plotLayout()->simplify();
+        m_message = nullptr;
+    }
+    const bool batch = m_axis == SweepAxis::MicroBatch;
+    xAxis->setLabel(batch ? tr("Micro-batch size (sequences)") : tr("Sequence length (tokens)"));
+    yAxis->setLabel(tr("Memory per GPU (%1)").arg(m_unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB")));
+    if (!m_valid) {
+        m_total->data()->clear();
+        m_allocated->data()->clear();
+        m_current->data()->clear();
+        replot(rpQueuedReplot);
+        return;
+    }
+
+    const std::int64_t current = batch ? m_input.training.micro_batch_size : m_input.training.sequence_length;
+    QVector<double> xs, totals, allocs;
+    for (std::int64_t v : sweepValues(m_axis, current)) {
+        EstimateInput in = m_input;
+        (batch ? in.training.micro_batch_size : in.training.sequence_length) = v;
+        const MemoryEstimate est = estimateMemory(in);
+        m_samples.push_back({v, est.device_total, est.peak_allocated});
+        xs.push_back(static_cast<double>(v));
+        totals.push_back(toUnit(est.device_total));
+        allocs.push_back(toUnit(est.peak_allocated));
+    }
+    m_total->setData(xs, totals, true);
+    m_allocated->setData(xs, allocs, true);
+    const MemoryEstimate now = estimateMemory(m_input);
+    m_current->setData({static_cast<double>(current)}, {toUnit(now.device_total)});
+
+    m_total->setPen(QPen(componentColor(Component::Weights, colors.dark), 2.4));
+    m_allocated->setPen(QPen(componentColor(Component::Activations, colors.dark), 1.6, Qt::DashLine));
+    m_current->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, colors.text, colors.background, 9));
+
+    const double xLo = batch ? 1 : 128;
+    const double xHi = batch ? 1024 : double(1 << 20);
+    xAxis->setRange(xLo / 1.15, xHi * 1.15);
+    double top = toUnit(now.device_total);
+    for (const GpuSpec &gpu : m_gpus)
+        top = std::max(top, toUnit(gpu.memory_bytes));
+    yAxis->setRange(0, niceCeil(top * 1.6));
+
+    QFont small = font();
+    small.setPointSizeF(small.pointSizeF() * 0.88);
+    for (std::size_t i = 0; i < m_gpus.size(); ++i) {
+        const GpuSpec &gpu = m_gpus[i];
+        const QColor color = gpuLineColor(static_cast<int>(i), colors.dark);
+        const double y = toUnit(gpu.memory_bytes);
+        auto *line = new QCPItemStraightLine(this);
+        line->point1->setCoords(xLo, y);
+        line->point2->setCoords(xHi, y);
+        line->setPen(QPen(color, 1.4, Qt::DashLine));
+        auto *label = new QCPItemText(this);
+        label->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
+        label->position->setTypeY(QCPItemPosition::ptPlotCoords);
+        label->position->setCoords(1.0, y);
+        label->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
+        label->setColor(color);
+        label->setFont(small);
+        label->setPadding(QMargins(2, 0, 4, 1));
+
+        const std::int64_t limit = batch ? 1 << 20 : 1 << 24;
+        const std::int64_t fit = batch ? maxMicroBatch(m_input, gpu.memory_bytes, FitMetric::DeviceTotal, limit)
+                                       : maxSequenceLength(m_input, gpu.memory_bytes, FitMetric::DeviceTotal, limit);
+        m_maxFits.push_back(fit);
+        QString fitText;
+        if (fit <= 0) {
+            fitText = batch ? tr("no micro-batch fits") : tr("no sequence fits");
+        } else {
+            fitText = (batch ? tr("max batch %1") : tr("max %1 tokens")).arg(QLocale().toString(static_cast<qlonglong>(fit)));
+            if (static_cast<double>(fit) >= xLo && static_cast<double>(fit) <= xHi) {
+                auto *mark = new QCPItemLine(this);
+                mark->start->setCoords(static_cast<double>(fit), 0);
+                mark->end->setCoords(static_cast<double>(fit), y);
+                mark->setPen(QPen(color, 1.2, Qt::DotLine));
+                mark->setHead(QCPLineEnding(QCPLineEnding::esDisc, 7));
+                auto *markLabel = new QCPItemText(this);
+                markLabel->position->setCoords(static_cast<double>(fit), 0);
+                markLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+                markLabel->setRotation(-90);
+                markLabel->setPositionAlignment(Qt::AlignLeft | Qt::AlignBottom);
+                markLabel->setText(compactCount(fit));
+                markLabel->setColor(color);
+                markLabel->setFont(small);
+                markLabel->setPadding(QMargins(4, 2, 2, 2));
+            }
+        }
+        label->setText(QStringLiteral("%1 (%2) · %3")
+                               .arg(shortGpuName(gpu),
+                                    QString::fromStdString(formatBytes(gpu.memory_bytes, m_unit, 1)), fitText));
+    }
+    replot(rpQueuedReplot);
+}
+
+void SweepChart::applyTheme()
+{
+    const ChartColors colors = chartColors(palette());
+    applyPlotColors(this, colors);
+    legend->setBrush(QBrush(colors.background));
+    legend->setBorderPen(QPen(colors.grid));
+}
+
+void SweepChart::changeEvent(QEvent *event)
+{
+    QCustomPlot::changeEvent(event);
+    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange) {
+        applyTheme();
+        refresh();
+    }
+}
+
+void SweepChart::mouseMoveEvent(QMouseEvent *event)
+{
+    QCustomPlot::mouseMoveEvent(event);
+    if (m_samples.empty() || !axisRect()->rect().contains(event->position().toPoint())) {
+        QToolTip::hideText();
+        return;
+    }
+    const double x = xAxis->pixelToCoord(event->position().x());
+    const Sample *best = nullptr;
+    double bestDist = 1e300;
+    for (const Sample &s : m_samples) {
+        const double d = std::abs(std::log(static_cast<double>(s.x)) - std::log(std::max(x, 1e-9)));
+        if (d < bestDist) {
+            bestDist = d;
+            best = &s;
+        }
+    }
+    if (!best)
+        return;
+    const QString what = m_axis == SweepAxis::MicroBatch ? tr("Micro-batch %1") : tr("%1 tokens");
+    QToolTip::showText(event->globalPosition().toPoint(),
+                       QStringLiteral("<b>%1</b><br>%2: %3<br>%4: %5")
+                               .arg(what.arg(QLocale().toString(static_cast<qlonglong>(best->x))), tr("Total per GPU"),
+                                    QString::fromStdString(formatBytes(best->total, m_unit)), tr("Peak allocated"),
+                                    QString::fromStdString(formatBytes(best->allocated, m_unit))),
+                       this);
+}
+
+SweepView::SweepView(QWidget *parent) : QWidget(parent), m_chart(new SweepChart), m_axisCombo(new QComboBox)
+{
+    m_axisCombo->addItem(tr("Sequence length"), static_cast<int>(SweepAxis::SequenceLength));
+    m_axisCombo->addItem(tr("Micro-batch size"), static_cast<int>(SweepAxis::MicroBatch));
+    m_axisCombo->setToolTip(tr("The quantity swept along the horizontal axis; everything else stays as set."));
+    auto *bar = new QHBoxLayout;
+    auto *label = new QLabel(tr("Peak memory against:"));
+    label->setBuddy(m_axisCombo);
+    bar->addWidget(label);
+    bar->addWidget(m_axisCombo);
+    bar->addStretch(1);
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 6, 0, 0);
+    layout->addLayout(bar);
+    layout->addWidget(m_chart, 1);
+    connect(m_axisCombo, &QComboBox::currentIndexChanged, this,
+            [this](int) { m_chart->setAxis(static_cast<SweepAxis>(m_axisCombo->currentData().toInt())); });
+}
+
+} // namespace membudget

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// Peak memory against micro-batch size or sequence length, with the selected GPUs' capacity lines
+// and the largest value that fits each GPU marked (from the core's fit solver).
+
+#include "base/byte_format.h"
+#include "model/gpu_spec.h"
+#include "model/memory_estimator.h"
+
+#include <qcustomplot.h>
+
+#include <vector>
+
+class QComboBox;
+
+namespace membudget {
+
+enum class SweepAxis { MicroBatch, SequenceLength };
+
+class SweepChart : public QCustomPlot {
+    Q_OBJECT
+public:
+    explicit SweepChart(QWidget *parent = nullptr);
+
+    // No input (std::nullopt-like): pass valid=false to clear.
+    void setInput(const EstimateInput &input, bool valid);
+    void setGpus(std::vector<GpuSpec> gpus);
+    void setUnit(ByteUnit unit);
+    void setAxis(SweepAxis axis);
+    SweepAxis axis() const { return m_axis; }
+
+    struct Sample {
+        std::int64_t x;
+        Bytes total; // device total (nvidia-smi)
+        Bytes allocated; // peak allocated
+    };
+    const std::vector<Sample> &samples() const { return m_samples; }
+    // The largest value that fits each selected GPU (0: none), in GPU order.
+    const std::vector<std::int64_t> &maxFits() const { return m_maxFits; }
+
+    void refresh();
+
+protected:
+    void mouseMoveEvent(QMouseEvent *event) override;
+    void changeEvent(QEvent *event) override;
+
+private:
+    double toUnit(Bytes bytes) const;
+    void applyTheme();
+
+    EstimateInput m_input;
+    bool m_valid = false;
+    std::vector<GpuSpec> m_gpus;
+    ByteUnit m_unit = ByteUnit::GB;
+    SweepAxis m_axis = SweepAxis::SequenceLength;
+    std::vector<Sample> m_samples;
+    std::vector<std::int64_t> m_maxFits;
+    QCPGraph *m_total = nullptr;
+    QCPGraph *m_allocated = nullptr;
+    QCPGraph *m_current = nullptr;
+    QCPTextElement *m_message = nullptr;
+};
+
+// The sweep chart with its axis picker above it.
+class SweepView : public QWidget {
+    Q_OBJECT
+public:
+    explicit SweepView(QWidget *parent = nullptr);
+    SweepChart *chart() const { return m_chart; }
+
+private:
+    SweepChart *m_chart;
+    QComboBox *m_axisCombo;
+};
+
+} // namespace membudget

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "document/app_settings.h"
+
+namespace membudget {
+
+namespace {
+constexpr auto kGeometry = "window/geometry";
+constexpr auto kState = "window/state";
+constexpr auto kSplitter = "window/splitter";
+constexpr auto kView = "window/view";
+constexpr auto kTheme = "window/theme";
+constexpr auto kUnit = "chart/unit";
+constexpr auto kGpus = "scenario/gpus";
+constexpr auto kLastDir = "files/lastDirectory";
+constexpr auto kRecent = "files/recent";
+constexpr auto kExportWidth = "export/width";
+constexpr auto kExportHeight = "export/height";
+constexpr auto kExportScale = "export/scale";
+constexpr auto kExportTitle = "export/title";
+constexpr auto kExportCaption = "export/caption";
+} // namespace
+
+AppSettings::AppSettings() = default;
+
+AppSettings::AppSettings(const QString &iniFile) : m_settings(iniFile, QSettings::IniFormat) {}
+
+QByteArray AppSettings::windowGeometry() const { return m_settings.value(kGeometry).toByteArray(); }
+void AppSettings::setWindowGeometry(const QByteArray &geometry) { m_settings.setValue(kGeometry, geometry); }
+QByteArray AppSettings::windowState() const { return m_settings.value(kState).toByteArray(); }
+void AppSettings::setWindowState(const QByteArray &state) { m_settings.setValue(kState, state); }
+QByteArray AppSettings::splitterState() const { return m_settings.value(kSplitter).toByteArray(); }
+void AppSettings::setSplitterState(const QByteArray &state) { m_settings.setValue(kSplitter, state); }
+
+ByteUnit AppSettings::unit() const
+{
+    return m_settings.value(kUnit).toString() == QLatin1String("GiB") ? ByteUnit::GiB : ByteUnit::GB;
+}
+
+void AppSettings::setUnit(ByteUnit unit)
+{
+    m_settings.setValue(kUnit, unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB"));
+}
+
+QStringList AppSettings::selectedGpus() const { return m_settings.value(kGpus).toStringList(); }
+void AppSettings::setSelectedGpus(const QStringList &ids)
+{
+    // Called after every edit (each slider step): only a real change may make QSettings rewrite
+    // its file, which it does (lock, write, fsync, rename) on the next pass of the event loop.
+    if (ids != selectedGpus())
+        m_settings.setValue(kGpus, ids);
+}
+
+QString AppSettings::lastDirectory() const { return m_settings.value(kLastDir).toString(); }
+void AppSettings::setLastDirectory(const QString &dir) { m_settings.setValue(kLastDir, dir); }
+
+QStringList AppSettings::recentFiles() const { return m_settings.value(kRecent).toStringList(); }
+
+void AppSettings::setRecentFiles(const QStringList &files)
+{
+    m_settings.setValue(kRecent, files.mid(0, kMaxRecentFiles));
+}
+
+void AppSettings::addRecentFile(const QString &file)
+{
+    QStringList files = recentFiles();
+    files.removeAll(file);
+    files.prepend(file);
+    setRecentFiles(files);
+}
+
+AppSettings::ExportOptions AppSettings::exportOptions() const
+{
+    ExportOptions o;
+    o.width = qBound(100, m_settings.value(kExportWidth, o.width).toInt(), 20000);
+    o.height = qBound(100, m_settings.value(kExportHeight, o.height).toInt(), 20000);
+    o.scale = qBound(0.5, m_settings.value(kExportScale, o.scale).toDouble(), 8.0);
+    o.withTitle = m_settings.value(kExportTitle, o.withTitle).toBool();
+    o.withCaption = m_settings.value(kExportCaption, o.withCaption).toBool();
+    return o;
+}
+
+void AppSettings::setExportOptions(const ExportOptions &o)
+{
+    m_settings.setValue(kExportWidth, o.width);
+    m_settings.setValue(kExportHeight, o.height);
+    m_settings.setValue(kExportScale, o.scale);
+    m_settings.setValue(kExportTitle, o.withTitle);
+    m_settings.setValue(kExportCaption, o.withCaption);
+}
+
+AppSettings::Theme AppSettings::theme() const
+{
+    const QString t = m_settings.value(kTheme).toString();
+    return t == QLatin1String("dark") ? Theme::Dark : t == QLatin1String("light") ? Theme::Light : Theme::System;
+}
+
+void AppSettings::setTheme(Theme theme)
+{
+    m_settings.setValue(kTheme, theme == Theme::Dark    ? QStringLiteral("dark")
+                                : theme == Theme::Light ? QStringLiteral("light")
+                                                        : QStringLiteral("system"));
+}
+
+int AppSettings::currentView() const { return m_settings.value(kView, 0).toInt(); }
+void AppSettings::setCurrentView(int index) { m_settings.setValue(kView, index); }
+
+void AppSettings::sync() { m_settings.sync(); }
+
+} // namespace membudget

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "document/scenario_document.h"
+
+#include "user_presets.h"
+
+#include "io/hf_config_import.h"
+#include "io/scenario_yaml.h"
+
+#include <QDir>
+#include <QFileInfo>
+#include <QStandardPaths>
+#include <QSaveFile>
+#include <QUndoCommand>
+
+namespace membudget {
+
+// One edit of the scenario: the whole value before and after (a Scenario is a few hundred bytes).
+class ScenarioEditCommand : public QUndoCommand {
+public:
+    ScenarioEditCommand(ScenarioDocument *doc, Scenario before, Scenario after, const QString &text, int mergeToken)
+        : QUndoCommand(text), m_doc(doc), m_before(std::move(before)), m_after(std::move(after)),
+          m_mergeToken(mergeToken)
+    {
+    }
+
+    void undo() override { m_doc->apply(m_before); }
+    void redo() override { m_doc->apply(m_after); }
+    int id() const override { return m_mergeToken != 0 ? 1 : -1; }
+
+    bool mergeWith(const QUndoCommand *other) override
+    {
+        const auto *o = static_cast<const ScenarioEditCommand *>(other);
+        if (o->m_mergeToken != m_mergeToken)
+            return false;
+        m_after = o->m_after;
+        setObsolete(m_after == m_before);
+        return true;
+    }
+
+private:
+    ScenarioDocument *m_doc;
+    Scenario m_before;
+    Scenario m_after;
+    int m_mergeToken;
+};
+
+ScenarioDocument::ScenarioDocument(PresetCatalog catalog, QObject *parent)
+    : QObject(parent), m_catalog(std::move(catalog)), m_scenario(defaultScenario())
+{
+    connect(&m_undoStack, &QUndoStack::cleanChanged, this, [this](bool clean) { Q_EMIT modifiedChanged(!clean); });
+    recompute();
+}
+
+ScenarioDocument::~ScenarioDocument()
+{
+    // The stack announces "clean" while it is destroyed; nobody should hear that.
+    m_undoStack.blockSignals(true);
+    blockSignals(true);
+}
+
+QString ScenarioDocument::userPresetFolder()
+{
+    return QString::fromStdString(membudget::userPresetFolder());
+}
+
+PresetCatalog ScenarioDocument::loadCatalog(std::vector<LoadError> *problems)
+{
+    std::vector<LoadError> errors;
+    PresetCatalog catalog = membudget::loadCatalog(errors);
+    if (problems)
+        *problems = std::move(errors);
+    return catalog;
+}
+
+const EstimateInput &ScenarioDocument::input() const
+{
+    static const EstimateInput empty{};
+    return m_input ? *m_input : empty;
+}
+
+std::vector<GpuSpec> ScenarioDocument::selectedGpus() const
+{
+    std::vector<GpuSpec> out;
+    for (const std::string &id : m_scenario.gpus)
+        if (const GpuSpec *gpu = m_catalog.findGpu(id))
+            out.push_back(*gpu);
+    return out;
+}
+
+QString ScenarioDocument::displayName() const
+{
+    return m_filePath.isEmpty() ? tr("Untitled") : QFileInfo(m_filePath).fileName();
+}
+
+void ScenarioDocument::edit(const QString &text, const std::function<void(Scenario &)> &change, int mergeToken)
+{
+    Scenario next = m_scenario;
+    change(next);
+    setScenario(next, text, mergeToken);
+}
+
+void ScenarioDocument::setScenario(const Scenario &scenario, const QString &text, int mergeToken)
+{
+    if (scenario == m_scenario)
+        return;
+    m_undoStack.push(new ScenarioEditCommand(this, m_scenario, scenario, text, mergeToken));
+}
+
+void ScenarioDocument::reset(const Scenario &scenario, const QString &filePath)
+{
+    m_undoStack.clear();
+    m_scenario = scenario;
+    recompute();
+    if (filePath != m_filePath) {
+        m_filePath = filePath;
+        Q_EMIT filePathChanged(m_filePath);
+    }
+    m_undoStack.setClean();
+    Q_EMIT modifiedChanged(false);
+    Q_EMIT changed();
+}
+
+bool ScenarioDocument::open(const QString &path, LoadError &error)
+{
+    auto scenario = loadScenarioFile(path.toStdString(), error, &m_catalog);
+    if (!scenario)
+        return false;
+    reset(*scenario, QFileInfo(path).absoluteFilePath());
+    return true;
+}
+
+bool ScenarioDocument::saveAs(const QString &path, QString &error)
+{
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
+        error = file.errorString();
+        return false;
+    }
+    const std::string text = scenarioToYaml(m_scenario);
+    if (file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size())) {
+        error = file.errorString();
+        file.cancelWriting();
+        return false;
+    }
+    if (!file.commit()) {
+        error = file.errorString();
+        return false;
+    }
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    if (absolute != m_filePath) {
+        m_filePath = absolute;
+        Q_EMIT filePathChanged(m_filePath);
+    }
+    m_undoStack.setClean();
+    return true;
+}
+
+bool ScenarioDocument::importModelConfig(const QString &path, LoadError &error)
+{
+    auto spec = importHfConfigFile(path.toStdString(), error);
+    if (!spec)
+        return false;
+    edit(tr("Import %1").arg(QFileInfo(path).fileName()), [&](Scenario &s) { s.model = *spec; });
+    return true;
+}
+
+void ScenarioDocument::apply(const Scenario &scenario)
+{
+    m_scenario = scenario;
+    recompute();
+    Q_EMIT changed();
+}
+
+void ScenarioDocument::recompute()
+{
+    std::string error;
+    m_input = resolveScenario(m_scenario, m_catalog, error);
+    if (m_input) {
+        m_estimate = estimateMemory(*m_input);
+        m_error.clear();
+    } else {
+        m_estimate = MemoryEstimate{};
+        m_error = QString::fromStdString(error);
+    }
+}
+
+} // namespace membudget

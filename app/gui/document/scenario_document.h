@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// The open scenario: the Scenario value, its file, its undo history, and the core's estimate of
+// it (recomputed on every change). Widgets read from here and write through edit(), which pushes an
+// undo command; the modified flag follows the undo stack's clean state.
+
+#include "io/load_error.h"
+#include "model/memory_estimator.h"
+#include "io/preset_catalog.h"
+#include "model/scenario.h"
+
+#include <QObject>
+#include <QString>
+#include <QUndoStack>
+
+#include <functional>
+#include <optional>
+
+namespace membudget {
+
+class ScenarioDocument : public QObject {
+    Q_OBJECT
+public:
+    explicit ScenarioDocument(PresetCatalog catalog, QObject *parent = nullptr);
+    ~ScenarioDocument() override;
+
+    // The bundled presets plus the user's folder ($MEMBUDGET_PRESETS, else
+    // ~/.local/share/membudget/presets); problems with user files are returned, not fatal.
+    static PresetCatalog loadCatalog(std::vector<LoadError> *problems = nullptr);
+    static QString userPresetFolder();
+
+    const PresetCatalog &catalog() const { return m_catalog; }
+    const Scenario &scenario() const { return m_scenario; }
+    QUndoStack *undoStack() { return &m_undoStack; }
+
+    // The core's view of the scenario: valid() is false when the scenario cannot be estimated
+    // (unknown preset, impossible combination); error() then says why.
+    bool valid() const { return m_input.has_value(); }
+    QString error() const { return m_error; }
+    const EstimateInput &input() const; // only when valid()
+    const MemoryEstimate &estimate() const { return m_estimate; }
+
+    // The GPUs the scenario compares against, resolved through the catalog (unknown ids skipped).
+    std::vector<GpuSpec> selectedGpus() const;
+
+    QString filePath() const { return m_filePath; }
+    // The file name, or "Untitled" for a new scenario.
+    QString displayName() const;
+    bool isModified() const { return !m_undoStack.isClean(); }
+
+    // An undoable change. Consecutive edits with the same non-zero mergeToken fold into one undo
+    // step (a slider drag); take a token with newMergeToken() when the drag starts.
+    void edit(const QString &text, const std::function<void(Scenario &)> &change, int mergeToken = 0);
+    void setScenario(const Scenario &scenario, const QString &text, int mergeToken = 0);
+    int newMergeToken() { return ++m_lastMergeToken; }
+
+    // Replaces the whole document (New, Open, a bundled scenario): clears the undo history.
+    void reset(const Scenario &scenario, const QString &filePath = QString());
+
+    // Reads a scenario file; on failure the document is unchanged and `error` says where and why.
+    bool open(const QString &path, LoadError &error);
+    // Writes the scenario atomically (QSaveFile). On success the document becomes clean and takes
+    // the path.
+    bool saveAs(const QString &path, QString &error);
+
+    // Replaces the model section with a Hugging Face config.json (undoable).
+    bool importModelConfig(const QString &path, LoadError &error);
+
+Q_SIGNALS:
+    // The scenario (and so the estimate) changed, by an edit, undo/redo, or a reset.
+    void changed();
+    void filePathChanged(const QString &path);
+    void modifiedChanged(bool modified);
+
+private:
+    friend class ScenarioEditCommand;
+    void apply(const Scenario &scenario);
+    void recompute();
+
+    PresetCatalog m_catalog;
+    Scenario m_scenario;
+    std::optional<EstimateInput> m_input;
+    MemoryEstimate m_estimate;
+    QString m_error;
+    QString m_filePath;
+    QUndoStack m_undoStack;
+    int m_lastMergeToken = 0;
+};
+
+} // namespace membudget

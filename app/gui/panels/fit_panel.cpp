@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "panels/fit_panel.h"
+
+#include "charts/chart_theme.h"
+#include "document/scenario_document.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QTimer>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+
+namespace membudget {
+
+namespace {
+enum Column { ColChanges, ColSpeed, ColPeak, ColHeadroom, ColApply };
+
+QString speedText(double slowdown)
+{
+    if (slowdown < 0.995)
+        return QObject::tr("≈%1% faster").arg(qRound((1.0 - slowdown) * 100));
+    if (slowdown <= 1.005)
+        return QObject::tr("≈ same speed");
+    if (slowdown >= 1.95)
+        return QObject::tr("≈%1× slower").arg(slowdown, 0, 'f', 1);
+    return QObject::tr("≈%1% slower").arg(qRound((slowdown - 1.0) * 100));
+}
+} // namespace
+
+FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
+    : QWidget(parent), m_doc(document), m_gpuCombo(new QComboBox), m_message(new QLabel), m_list(new QTreeWidget),
+      m_timer(new QTimer(this))
+{
+    m_gpuCombo->setObjectName(QStringLiteral("fitGpu"));
+    m_gpuCombo->setToolTip(tr("The GPU to make the scenario fit"));
+    m_list->setObjectName(QStringLiteral("fitList"));
+    m_list->setRootIsDecorated(false);
+    m_list->setAlternatingRowColors(true);
+    m_list->setUniformRowHeights(false);
+    m_list->setHeaderLabels({tr("Changes"), tr("Step time"), tr("Per GPU"), tr("Headroom"), QString()});
+    m_list->header()->setStretchLastSection(false);
+    m_list->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_list->header()->setSectionResizeMode(ColChanges, QHeaderView::Stretch);
+    m_list->setToolTip(tr("Technique combinations that fit, cheapest in speed first. Double-click or press Apply."));
+    m_message->setWordWrap(true);
+    m_message->setObjectName(QStringLiteral("fitMessage"));
+
+    auto *top = new QHBoxLayout;
+    auto *label = new QLabel(tr("Make it fit on:"));
+    label->setBuddy(m_gpuCombo);
+    top->addWidget(label);
+    top->addWidget(m_gpuCombo, 1);
+    auto *layout = new QVBoxLayout(this);
+    layout->setContentsMargins(6, 4, 6, 6);
+    layout->addLayout(top);
+    layout->addWidget(m_message);
+    layout->addWidget(m_list, 1);
+
+    m_timer->setSingleShot(true);
+    m_timer->setInterval(120);
+    connect(m_timer, &QTimer::timeout, this, &FitPanel::recompute);
+    connect(m_doc, &ScenarioDocument::changed, this, &FitPanel::scheduleRecompute);
+    connect(m_gpuCombo, &QComboBox::currentIndexChanged, this, &FitPanel::scheduleRecompute);
+    connect(m_list, &QTreeWidget::itemActivated, this,
+            [this](QTreeWidgetItem *item) { apply(m_list->indexOfTopLevelItem(item)); });
+    recompute();
+}
+
+void FitPanel::setUnit(ByteUnit unit)
+{
+    m_unit = unit;
+    recompute();
+}
+
+void FitPanel::scheduleRecompute() { m_timer->start(); }
+
+void FitPanel::updateGpuCombo()
+{
+    const QString previous = m_gpuCombo->currentData().toString();
+    const QSignalBlocker block(m_gpuCombo);
+    m_gpuCombo->clear();
+    int firstOver = -1;
+    int keep = -1;
+    for (const GpuSpec &gpu : m_doc->selectedGpus()) {
+        const bool fits = m_doc->valid() && m_doc->estimate().device_total <= gpu.memory_bytes;
+        const QString id = QString::fromStdString(gpu.id);
+        m_gpuCombo->addItem(QStringLiteral("%1 (%2)%3")
+                                    .arg(QString::fromStdString(gpu.name),
+                                         QString::fromStdString(formatBytes(gpu.memory_bytes, m_unit, 0)),
+                                         fits ? tr(" — fits already") : QString()),
+                            id);
+        if (!fits && firstOver < 0)
+            firstOver = m_gpuCombo->count() - 1;
+        if (id == previous)
+            keep = m_gpuCombo->count() - 1;
+    }
+    m_gpuCombo->setCurrentIndex(keep >= 0 ? keep : (firstOver >= 0 ? firstOver : 0));
+}
+
+void FitPanel::recompute()
+{
+    m_timer->stop();
+    updateGpuCombo();
+    m_list->clear();
+    m_suggestions.clear();
+    const ChartColors colors = chartColors(palette());
+    const GpuSpec *gpu = m_doc->catalog().findGpu(m_gpuCombo->currentData().toString().toStdString());
+    if (!m_doc->valid()) {
+        m_message->setText(tr("Fix the scenario first: %1").arg(m_doc->error()));
+        return;
+    }
+    if (!gpu) {
+        m_message->setText(tr("Select a GPU in the controls to get suggestions."));
+        return;
+    }
+    const MemoryEstimate &est = m_doc->estimate();
+    if (est.device_total <= gpu->memory_bytes) {
+        m_message->setText(tr("Fits on %1 as it is; suggestions appear when a scenario does not fit.")
+                                   .arg(QString::fromStdString(gpu->name)));
+        return;
+    }
+    m_suggestions = suggestFits(m_doc->input(), gpu->memory_bytes, 10);
+    if (m_suggestions.empty()) {
+        m_message->setText(tr("No combination of techniques makes this fit on %1; try more GPUs with sharding, "
+                              "or a larger GPU.")
+                                   .arg(QString::fromStdString(gpu->name)));
+        return;
+    }
+    m_message->setText(tr("Over by %1 on %2. These fit, cheapest in speed first:")
+                               .arg(QString::fromStdString(formatBytes(est.device_total - gpu->memory_bytes, m_unit)),
+                                    QString::fromStdString(gpu->name)));
+    // The rows are filled before they join the list, then added at once: with ResizeToContents
+    // columns, every cell set on a row already in the list re-measures the whole list (a 15 ms
+    // stall after each pause in a slider drag, when this runs).
+    QList<QTreeWidgetItem *> items;
+    for (const FitSuggestion &s : m_suggestions) {
+        auto *item = new QTreeWidgetItem;
+        QStringList changes;
+        for (const std::string &c : s.changes)
+            changes << QString::fromStdString(c);
+        item->setText(ColChanges, changes.join(QLatin1Char('\n')));
+        item->setToolTip(ColChanges, changes.join(QLatin1Char('\n')));
+        item->setText(ColSpeed, speedText(s.slowdown));
+        item->setForeground(ColSpeed, s.slowdown > 1.5 ? colors.danger : (s.slowdown > 1.1 ? colors.warning : colors.ok));
+        item->setText(ColPeak, QString::fromStdString(formatBytes(s.device_total, m_unit)));
+        item->setText(ColHeadroom, QString::fromStdString(formatBytes(s.headroom, m_unit)));
+        for (int c : {ColSpeed, ColPeak, ColHeadroom})
+            item->setTextAlignment(c, Qt::AlignRight | Qt::AlignVCenter);
+        items << item;
+    }
+    m_list->addTopLevelItems(items);
+    for (int i = 0; i < items.size(); ++i) {
+        auto *button = new QPushButton(tr("Apply"));
+        button->setObjectName(QStringLiteral("applyFit%1").arg(i));
+        button->setToolTip(tr("Apply these changes to the scenario (undoable)"));
+        button->setAutoDefault(false);
+        connect(button, &QPushButton::clicked, this, [this, i] { apply(i); });
+        m_list->setItemWidget(items[i], ColApply, button);
+    }
+}
+
+void FitPanel::apply(int index)
+{
+    if (index < 0 || index >= static_cast<int>(m_suggestions.size()))
+        return;
+    const FitSuggestion s = m_suggestions[static_cast<std::size_t>(index)];
+    QStringList changes;
+    for (const std::string &c : s.changes)
+        changes << QString::fromStdString(c);
+    m_doc->edit(tr("Make it fit: %1").arg(changes.join(QStringLiteral(", "))), [&](Scenario &scenario) {
+        scenario.training = s.input.training;
+        scenario.parallelism = s.input.parallelism;
+        scenario.overheads = s.input.overheads;
+    });
+}
+
+} // namespace membudget

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// "Make it fit": the core's suggestions (fit_advisor.h) for a GPU the scenario does not fit,
+// cheapest in speed first, each applied with one click.
+
+#include "base/byte_format.h"
+#include "advice/fit_advisor.h"
+
+#include <QWidget>
+
+#include <vector>
+
+class QComboBox;
+class QLabel;
+class QTimer;
+class QTreeWidget;
+
+namespace membudget {
+
+class ScenarioDocument;
+
+class FitPanel : public QWidget {
+    Q_OBJECT
+public:
+    explicit FitPanel(ScenarioDocument *document, QWidget *parent = nullptr);
+
+    void setUnit(ByteUnit unit);
+    // Recomputes now (normally debounced after each change).
+    void recompute();
+
+    const std::vector<FitSuggestion> &suggestions() const { return m_suggestions; }
+    QTreeWidget *list() const { return m_list; }
+    // Applies suggestion `index` to the document (one undo step).
+    void apply(int index);
+
+private:
+    void scheduleRecompute();
+    void updateGpuCombo();
+
+    ScenarioDocument *m_doc;
+    ByteUnit m_unit = ByteUnit::GB;
+    QComboBox *m_gpuCombo;
+    QLabel *m_message;
+    QTreeWidget *m_list;
+    QTimer *m_timer;
+    std::vector<FitSuggestion> m_suggestions;
+};
+
+} // namespace membudget

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// Files a user hands to MemBudget (scenarios, preset files, Hugging Face config.json) are untrusted:
+// they are read only from the path the user chose, never executed, never followed to other files,
+// and checked before any parser sees them.
+
+#include "io/load_error.h"
+
+#include <cstddef>
+#include <string>
+
+namespace membudget {
+
+class PresetCatalog;
+
+// Scenarios, preset files and config.json files are a few kilobytes; anything past this is refused
+// before it is read.
+inline constexpr std::size_t kMaxInputFileBytes = 1024 * 1024;
+
+// Reads `path` into `text`: it must be a regular file (never a FIFO or device, which could block)
+// of at most kMaxInputFileBytes. `what` names the kind of file in messages ("scenario",
+// "config.json"). Returns false with `error` set otherwise. Whether the bytes are text is checked
+// once, by the parser they go to (parseScenario, PresetCatalog::addFile and importHfConfig all start
+// with checkInputText), so that text from memory gets the same check.
+bool readInputFile(const std::string &path, const char *what, std::string &text, LoadError &error);
+
+// Text files only: no NUL bytes or other binary control characters, valid UTF-8 (a leading BOM is
+// fine). On failure `error` gets the 1-based line and column of the first offending byte.
+bool checkInputText(const std::string &text, const std::string &fileName, LoadError &error);
+
+// Line and column (1-based, columns counted in bytes) of byte `offset` in `text`.
+void positionOf(const std::string &text, std::size_t offset, int &line, int &column);
+
+enum class InputFileKind { Scenario, Presets, HfConfig };
+
+// A .json file is a Hugging Face config; a YAML file whose format line says membudget-presets/1 is a
+// preset file; anything else is read as a scenario (whose loader explains what is wrong).
+InputFileKind guessInputFileKind(const std::string &path, const std::string &text);
+const char *inputFileKindName(InputFileKind kind);
+
+// Loads `path` the way the app would use it and reports the first problem: a scenario is parsed
+// and resolved against `catalog`; a preset file is added to a copy of it; a config.json is imported.
+bool checkInputFile(const std::string &path, const PresetCatalog &catalog, LoadError &error,
+                    InputFileKind *kind = nullptr);
+
+} // namespace membudget

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "io/scenario_yaml.h"
+
+#include "base/byte_format.h"
+#include "io/input_file.h"
+#include "io/model_spec_yaml.h"
+#include "io/preset_catalog.h"
+#include "io/yaml_reader.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace membudget {
+
+namespace {
+
+
+bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
+{
+    if (!r.expectMap(t, "training",
+                     {"mode", "method", "precision", "quantization", "optimizer", "micro_batch_size",
+                      "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "attention",
+                      "loss", "lora", "offload"}))
+        return false;
+    if (!(r.getEnum(t, "mode", c.mode, parseMode, kModeNames, 2)
+          && r.getEnum(t, "method", c.method, parseMethod, kMethodNames, 3)
+          && r.getEnum(t, "precision", c.precision, parsePrecision, kPrecisionNames, 7)
+          && r.getEnum(t, "optimizer", c.optimizer, parseOptimizer, kOptimizerNames, 9)
+          && r.getInt(t, "micro_batch_size", c.micro_batch_size, 1, 1'000'000)
+          && r.getInt(t, "sequence_length", c.sequence_length, 1, 100'000'000)
+          && r.getInt(t, "gradient_accumulation_steps", c.gradient_accumulation_steps, 1, 1'000'000)
+          && r.getEnum(t, "gradient_checkpointing", c.checkpointing, parseCheckpointing, kCheckpointingNames, 3)
+          && r.getEnum(t, "attention", c.attention, parseAttention, kAttentionNames, 3)
+          && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 3)))
+        return false;
+    // QLoRA implies a 4-bit base unless the file says otherwise.
+    if (c.method == Method::Qlora)
+        c.quantization = Quantization::Nf4;
+    if (!r.getEnum(t, "quantization", c.quantization, parseQuantization, kQuantizationNames, 4))
+        return false;
+    if (const YAML::Node lora = t["lora"]; lora.IsDefined()) {
+        if (!r.expectMap(lora, "training.lora", {"rank", "alpha", "dropout", "targets", "adapter_precision"}))
+            return false;
+        if (!(r.getInt(lora, "rank", c.lora.rank, 1, 65536) && r.getDouble(lora, "alpha", c.lora.alpha, 1e-6, 1e6)
+              && r.getDouble(lora, "dropout", c.lora.dropout, 0.0, 0.999)
+              && r.getEnum(lora, "adapter_precision", c.lora.adapter_precision, parseAdapterPrecision,
+                           kAdapterPrecisionNames, 2)))
+            return false;
+        if (const YAML::Node targets = lora["targets"]; targets.IsDefined()) {
+            unsigned bits = 0;
+            if (targets.IsScalar()) {
+                if (!parseLoraTarget(targets.Scalar(), bits))
+                    return r.fail(targets, "unknown LoRA target '" + targets.Scalar()
+                                          + "'; expected all-linear or a list of " + allowedNames(kLoraTargetNames, 7));
+            } else if (targets.IsSequence()) {
+                if (targets.size() == 0)
+                    return r.fail(targets, "LoRA targets must name at least one module");
+                for (const YAML::Node &item : targets) {
+                    std::string name;
+                    if (!r.scalarText(item, "targets", name))
+                        return false;
+                    if (!parseLoraTarget(name, bits))
+                        return r.fail(item, "unknown LoRA target '" + name + "'; expected all-linear or "
+                                                    + allowedNames(kLoraTargetNames, 7));
+                }
+            } else {
+                return r.fail(targets, "LoRA targets must be a list of module names such as [q_proj, v_proj]");
+            }
+            c.lora.targets = bits;
+        }
+    }
+    if (const YAML::Node off = t["offload"]; off.IsDefined()) {
+        if (!r.expectMap(off, "training.offload", {"optimizer", "parameters"}))
+            return false;
+        if (!(r.getBool(off, "optimizer", c.offload.optimizer) && r.getBool(off, "parameters", c.offload.parameters)))
+            return false;
+    }
+    return true;
+}
+
+bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const PresetCatalog *catalog)
+{
+    std::initializer_list<const char *> keys = {
+            "preset", "family", "parameters", "layers", "hidden_size", "intermediate_size", "attention_heads",
+            "kv_heads", "head_dim", "vocab_size", "max_position_embeddings", "tied_embeddings", "mlp", "norm",
+            "positions", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "norms_per_layer", "parallel_attention",
+            "experts", "experts_per_token", "attention_dropout", "hidden_dropout"};
+    if (!r.expectMap(m, "model", keys))
+        return false;
+    if (!r.getString(m, "preset", spec.preset) || !readArchitectureKeys(r, m, spec))
+        return false;
+    if (!spec.preset.empty() && catalog && !catalog->findModel(spec.preset)) {
+        std::string msg = "unknown model preset '" + spec.preset + "'";
+        const auto near = catalog->suggestModels(spec.preset);
+        if (!near.empty())
+            msg += "; did you mean " + near.front() + "?";
+        msg += " (membudget presets lists them)";
+        return r.fail(m["preset"], msg);
+    }
+    return true;
+}
+
+} // namespace
+
+std::optional<Scenario> parseScenario(const std::string &text, const std::string &fileName, LoadError &error,
+                                      const PresetCatalog *catalog)
+{
+    YamlReader r(fileName, error);
+    YAML::Node root;
+    if (!r.parse(text, root))
+        return std::nullopt;
+    try {
+        if (!r.expectMap(root, "the scenario",
+                         {"format", "name", "description", "model", "training", "parallelism", "gpus", "overheads"}))
+            return std::nullopt;
+        const YAML::Node format = root["format"];
+        if (!format.IsDefined()) {
+            r.failAt(root.Mark(), std::string("missing 'format: ") + kScenarioFormat + "' line (is this a MemBudget scenario?)");
+            return std::nullopt;
+        }
+        std::string fmt;
+        if (!r.scalarText(format, "format", fmt))
+            return std::nullopt;
+        if (fmt != kScenarioFormat) {
+            if (fmt.rfind("membudget/", 0) == 0)
+                r.fail(format, "format '" + fmt + "' was written by a newer MemBudget; this version reads " + kScenarioFormat);
+            else
+                r.fail(format, "format '" + fmt + "' is not a MemBudget scenario; expected " + kScenarioFormat);
+            return std::nullopt;
+        }
+        Scenario s;
+        s.model = ModelSpec{};
+        if (!r.getString(root, "name", s.name) || !r.getString(root, "description", s.description))
+            return std::nullopt;
+        if (const YAML::Node m = root["model"]; m.IsDefined() && !readModel(r, m, s.model, catalog))
+            return std::nullopt;
+        if (const YAML::Node t = root["training"]; t.IsDefined() && !readTraining(r, t, s.training))
+            return std::nullopt;
+        if (const YAML::Node p = root["parallelism"]; p.IsDefined()) {
+            if (!r.expectMap(p, "parallelism", {"gpus", "sharding", "tensor_parallel"})
+                || !r.getInt(p, "gpus", s.parallelism.gpus, 1, 1'000'000)
+                || !r.getEnum(p, "sharding", s.parallelism.sharding, parseSharding, kShardingNames, 6)
+                || !r.getInt(p, "tensor_parallel", s.parallelism.tensor_parallel, 1, 65536))
+                return std::nullopt;
+            if (s.parallelism.gpus % s.parallelism.tensor_parallel != 0) {
+                r.fail(p, "gpus (" + std::to_string(s.parallelism.gpus) + ") must be a multiple of tensor_parallel ("
+                                  + std::to_string(s.parallelism.tensor_parallel) + ")");
+                return std::nullopt;
+            }
+        }
+        if (const YAML::Node o = root["overheads"]; o.IsDefined()) {
+            if (!r.expectMap(o, "overheads", {"cuda_context", "nccl", "allocator_reserve"})
+                || !r.getByteSize(o, "cuda_context", s.overheads.cuda_context_bytes, 1024 * kGiB)
+                || !r.getByteSize(o, "nccl", s.overheads.nccl_bytes, 1024 * kGiB)
+                || !r.getDouble(o, "allocator_reserve", s.overheads.allocator_reserve_fraction, 0.0, 10.0))
+                return std::nullopt;
+        }
+        if (const YAML::Node g = root["gpus"]; g.IsDefined()) {
+            if (!g.IsSequence() && !g.IsNull()) {
+                r.fail(g, "'gpus' must be a list of GPU preset ids such as [a100-80gb, rtx-4090]");
+                return std::nullopt;
+            }
+            if (g.IsSequence()) {
+                for (const YAML::Node &item : g) {
+                    std::string id;
+                    if (!r.scalarText(item, "gpus", id))
+                        return std::nullopt;
+                    if (catalog && !catalog->findGpu(id)) {
+                        std::string msg = "unknown GPU '" + id + "'";
+                        const auto near = catalog->suggestGpus(id);
+                        if (!near.empty())
+                            msg += "; did you mean " + near.front() + "?";
+                        r.fail(item, msg);
+                        return std::nullopt;
+                    }
+                    s.gpus.push_back(id);
+                }
+            }
+        }
+        // With a catalog the whole scenario must make sense: point at the key a problem is about, or
+        // at the nearest section the file has.
+        if (catalog) {
+            std::string problem, key;
+            if (!resolveScenario(s, *catalog, problem, &key)) {
+                // Node::reset re-points the handle; assignment would rewrite the tree.
+                YAML::Node at;
+                at.reset(root);
+                std::string path = key;
+                while (!path.empty() && at.IsMap()) {
+                    const std::size_t dot = path.find('.');
+                    const YAML::Node &current = at;
+                    const YAML::Node next = current[path.substr(0, dot)];
+                    if (!next.IsDefined())
+                        break;
+                    at.reset(next);
+                    path = dot == std::string::npos ? std::string() : path.substr(dot + 1);
+                }
+                r.fail(at, problem);
+                return std::nullopt;
+            }
+        } else if (s.training.method == Method::Qlora && s.training.quantization == Quantization::None) {
+            r.fail(root["training"]["quantization"], "qlora needs a quantized base: quantization int8, nf4 or nf4-double");
+            return std::nullopt;
+        }
+        return s;
+    } catch (const std::exception &e) {
+        r.failAt(YAML::Mark::null_mark(), std::string("cannot read the scenario: ") + e.what());
+        return std::nullopt;
+    }
+}
+
+std::optional<Scenario> loadScenarioFile(const std::string &path, LoadError &error, const PresetCatalog *catalog)
+{
+    std::string text;
+    if (!readInputFile(path, "scenario", text, error))
+        return std::nullopt;
+    return parseScenario(text, path, error, catalog);
+}
+
+std::string scenarioToYaml(const Scenario &s)
+{
+    const TrainingConfig &t = s.training;
+    const TrainingConfig defaults;
+    std::string out;
+    out += "format: ";
+    out += kScenarioFormat;
+    out += "\n";
+    if (!s.name.empty())
+        out += "name: " + yamlString(s.name) + "\n";
+    if (!s.description.empty())
+        out += "description: " + yamlString(s.description) + "\n";
+    out += "model:\n";
+    if (!s.model.preset.empty())
+        out += "  preset: " + yamlString(s.model.preset) + "\n";
+    writeArchitectureKeys(s.model, "  ", out);
+    if (s.model == ModelSpec{})
+        out.resize(out.size() - 1), out += " {}\n";
+    out += "training:\n";
+    out += std::string("  mode: ") + modeName(t.mode) + "\n";
+    out += std::string("  method: ") + methodName(t.method) + "\n";
+    out += std::string("  precision: ") + precisionName(t.precision) + "\n";
+    out += std::string("  quantization: ") + quantizationName(t.quantization) + "\n";
+    out += std::string("  optimizer: ") + optimizerName(t.optimizer) + "\n";
+    out += "  micro_batch_size: " + std::to_string(t.micro_batch_size) + "\n";
+    out += "  sequence_length: " + std::to_string(t.sequence_length) + "\n";
+    out += "  gradient_accumulation_steps: " + std::to_string(t.gradient_accumulation_steps) + "\n";
+    out += std::string("  gradient_checkpointing: ") + checkpointingName(t.checkpointing) + "\n";
+    out += std::string("  attention: ") + attentionName(t.attention) + "\n";
+    if (t.loss != defaults.loss)
+        out += std::string("  loss: ") + lossName(t.loss) + "\n";
+    if (t.method != Method::Full || !(t.lora == defaults.lora)) {
+        out += "  lora:\n";
+        out += "    rank: " + std::to_string(t.lora.rank) + "\n";
+        out += "    alpha: " + formatYamlNumber(t.lora.alpha) + "\n";
+        out += "    dropout: " + formatYamlNumber(t.lora.dropout) + "\n";
+        out += "    targets: [";
+        const auto names = loraTargetNames(t.lora.targets);
+        for (std::size_t i = 0; i < names.size(); ++i)
+            out += (i ? ", " : "") + names[i];
+        out += "]\n";
+        out += std::string("    adapter_precision: ") + adapterPrecisionName(t.lora.adapter_precision) + "\n";
+    }
+    out += std::string("  offload: {optimizer: ") + (t.offload.optimizer ? "true" : "false")
+            + ", parameters: " + (t.offload.parameters ? "true" : "false") + "}\n";
+    out += "parallelism:\n";
+    out += "  gpus: " + std::to_string(s.parallelism.gpus) + "\n";
+    out += std::string("  sharding: ") + shardingName(s.parallelism.sharding) + "\n";
+    out += "  tensor_parallel: " + std::to_string(s.parallelism.tensor_parallel) + "\n";
+    if (!(s.overheads == OverheadConfig{})) {
+        out += "overheads:\n";
+        out += "  cuda_context: " + std::to_string(s.overheads.cuda_context_bytes) + "\n";
+        out += "  nccl: " + std::to_string(s.overheads.nccl_bytes) + "\n";
+        out += "  allocator_reserve: " + formatYamlNumber(s.overheads.allocator_reserve_fraction) + "\n";
+    }
+    out += "gpus: [";
+    for (std::size_t i = 0; i < s.gpus.size(); ++i)
+        out += (i ? ", " : "") + yamlString(s.gpus[i]);
+    out += "]\n";
+    return out;
+}
+
+bool saveScenarioFile(const Scenario &scenario, const std::string &path, std::string &error)
+{
+    const std::string text = scenarioToYaml(scenario);
+    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) {
+            error = "cannot write " + tmp;
+            return false;
+        }
+        out << text;
+        out.flush();
+        if (!out) {
+            error = "writing " + tmp + " failed";
+            std::remove(tmp.c_str());
+            return false;
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        error = "cannot replace " + path + ": " + ec.message();
+        std::remove(tmp.c_str());
+        return false;
+    }
+    return true;
+}
+
+} // namespace membudget

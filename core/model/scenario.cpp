@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/scenario.h"
+
+namespace membudget {
+
+bool operator==(const LoraConfig &a, const LoraConfig &b)
+{
+    return a.rank == b.rank && a.alpha == b.alpha && a.dropout == b.dropout && a.targets == b.targets
+            && a.adapter_precision == b.adapter_precision;
+}
+bool operator==(const OffloadConfig &a, const OffloadConfig &b)
+{
+    return a.optimizer == b.optimizer && a.parameters == b.parameters;
+}
+bool operator==(const TrainingConfig &a, const TrainingConfig &b)
+{
+    return a.mode == b.mode && a.method == b.method && a.precision == b.precision && a.quantization == b.quantization
+            && a.optimizer == b.optimizer && a.micro_batch_size == b.micro_batch_size
+            && a.sequence_length == b.sequence_length && a.gradient_accumulation_steps == b.gradient_accumulation_steps
+            && a.checkpointing == b.checkpointing && a.attention == b.attention && a.loss == b.loss && a.lora == b.lora
+            && a.offload == b.offload;
+}
+bool operator==(const ParallelismConfig &a, const ParallelismConfig &b)
+{
+    return a.gpus == b.gpus && a.sharding == b.sharding && a.tensor_parallel == b.tensor_parallel;
+}
+bool operator==(const OverheadConfig &a, const OverheadConfig &b)
+{
+    return a.cuda_context_bytes == b.cuda_context_bytes && a.nccl_bytes == b.nccl_bytes
+            && a.allocator_reserve_fraction == b.allocator_reserve_fraction;
+}
+bool operator==(const Scenario &a, const Scenario &b)
+{
+    return a.name == b.name && a.description == b.description && a.model == b.model && a.training == b.training
+            && a.parallelism == b.parallelism && a.overheads == b.overheads && a.gpus == b.gpus;
+}
+
+Scenario defaultScenario()
+{
+    Scenario s;
+    s.name = "Llama-3.1-8B LoRA, bf16, flash attention";
+    s.model.preset = "llama-3.1-8b";
+    s.training.mode = Mode::Train;
+    s.training.method = Method::Lora;
+    s.training.precision = Precision::Bf16;
+    s.training.optimizer = Optimizer::AdamW;
+    s.training.micro_batch_size = 4;
+    s.training.sequence_length = 4096;
+    s.training.checkpointing = Checkpointing::Full;
+    s.training.attention = Attention::Flash;
+    s.training.lora.rank = 16;
+    s.training.lora.alpha = 32;
+    s.training.lora.dropout = 0.05;
+    s.training.lora.targets = TargetAllLinear;
+    s.gpus = {"rtx-4090", "a100-80gb"};
+    return s;
+}
+
+} // namespace membudget
