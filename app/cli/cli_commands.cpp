@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cli_commands.h"
 
-#include "base/byte_format.h"
-#include "io/estimate_json.h"
-#include "estimate_table.h"
 #include "advice/fit_advisor.h"
+#include "advice/technique_ladder.h"
+#include "base/byte_format.h"
+#include "estimate_table.h"
+#include "io/estimate_json.h"
 #include "io/hf_config_import.h"
 #include "io/input_file.h"
+#include "io/scenario_yaml.h"
 #include "model/memory_estimator.h"
 #include "model/parameter_layout.h"
-#include "io/scenario_yaml.h"
-#include "advice/technique_ladder.h"
 #include "user_presets.h"
 
 #include <cerrno>
@@ -32,7 +32,10 @@ void printProblems(const std::vector<LoadError> &problems)
 }
 
 // Loads and resolves a scenario; prints `file:line:col: message` and returns false on any problem.
-bool loadResolved(const std::string &file, const PresetCatalog &catalog, Scenario &scenario, EstimateInput &input)
+bool loadResolved(const std::string &file,
+                  const PresetCatalog &catalog,
+                  Scenario &scenario,
+                  EstimateInput &input)
 {
     LoadError error;
     auto loaded = loadScenarioFile(file, error, &catalog);
@@ -51,7 +54,9 @@ bool loadResolved(const std::string &file, const PresetCatalog &catalog, Scenari
     return true;
 }
 
-bool collectGpus(const PresetCatalog &catalog, const std::vector<std::string> &ids, std::vector<GpuSpec> &out)
+bool collectGpus(const PresetCatalog &catalog,
+                 const std::vector<std::string> &ids,
+                 std::vector<GpuSpec> &out)
 {
     for (const std::string &id : ids) {
         const GpuSpec *g = catalog.findGpu(id);
@@ -110,7 +115,8 @@ int runFit(const FitOptions &o)
     nlohmann::json all = nlohmann::json::array();
     for (const GpuSpec &g : gpus) {
         const bool fits = est.device_total <= g.memory_bytes;
-        const auto suggestions = fits ? std::vector<FitSuggestion>{} : suggestFits(input, g.memory_bytes, o.limit);
+        const auto suggestions = fits ? std::vector<FitSuggestion>{}
+                                      : suggestFits(input, g.memory_bytes, o.limit);
         if (o.json) {
             nlohmann::json j;
             j["gpu"] = g.id;
@@ -119,7 +125,9 @@ int runFit(const FitOptions &o)
             j["fits"] = fits;
             nlohmann::json list = nlohmann::json::array();
             for (const FitSuggestion &s : suggestions)
-                list.push_back({{"changes", s.changes}, {"slowdown", s.slowdown}, {"device_total", s.device_total},
+                list.push_back({{"changes", s.changes},
+                                {"slowdown", s.slowdown},
+                                {"device_total", s.device_total},
                                 {"headroom", s.headroom}});
             j["suggestions"] = list;
             all.push_back(j);
@@ -127,20 +135,23 @@ int runFit(const FitOptions &o)
         }
         std::cout << g.id << " (" << formatBytes(g.memory_bytes) << "): ";
         if (fits) {
-            std::cout << "fits already, " << formatBytes(g.memory_bytes - est.device_total) << " to spare.\n";
+            std::cout << "fits already, " << formatBytes(g.memory_bytes - est.device_total)
+                      << " to spare.\n";
             continue;
         }
-        std::cout << "needs " << formatBytes(est.device_total) << ", " << formatBytes(est.device_total - g.memory_bytes)
-                  << " too much.\n";
+        std::cout << "needs " << formatBytes(est.device_total) << ", "
+                  << formatBytes(est.device_total - g.memory_bytes) << " too much.\n";
         if (suggestions.empty()) {
-            std::cout << "  No combination of techniques makes it fit: use more GPUs, a smaller model or shorter sequences.\n";
+            std::cout << "  No combination of techniques makes it fit: use more GPUs, a smaller "
+                         "model or shorter sequences.\n";
             continue;
         }
         int i = 1;
         for (const FitSuggestion &s : suggestions) {
             char line[64];
             std::snprintf(line, sizeof line, "  %d. ~%.2fx step time, ", i++, s.slowdown);
-            std::cout << line << formatBytes(s.device_total) << " (" << formatBytes(s.headroom) << " spare):\n";
+            std::cout << line << formatBytes(s.device_total) << " (" << formatBytes(s.headroom)
+                      << " spare):\n";
             for (const std::string &c : s.changes)
                 std::cout << "       - " << c << "\n";
         }
@@ -165,20 +176,40 @@ int runLadder(const std::string &file, bool json, bool gib)
     Bytes previous = 0;
     char line[256];
     if (!json) {
-        std::snprintf(line, sizeof line, "%-20s %14s %14s  %-15s %s\n", "Step", "Device total", "Change", "Peak phase", "What changed");
+        std::snprintf(line,
+                      sizeof line,
+                      "%-20s %14s %14s  %-15s %s\n",
+                      "Step",
+                      "Device total",
+                      "Change",
+                      "Peak phase",
+                      "What changed");
         std::cout << line;
     }
     for (const LadderStep &s : steps) {
         const MemoryEstimate e = estimateMemory(s.input);
         if (json) {
-            list.push_back({{"step", s.label}, {"detail", s.detail}, {"peak_allocated", e.peak_allocated},
-                            {"device_total", e.device_total}, {"peak_phase", phaseKey(e.peak_phase)}});
+            list.push_back({{"step", s.label},
+                            {"detail", s.detail},
+                            {"peak_allocated", e.peak_allocated},
+                            {"device_total", e.device_total},
+                            {"peak_phase", phaseKey(e.peak_phase)}});
         } else {
-            const std::string change = previous == 0 ? std::string()
-                                                     : (e.device_total <= previous ? "-" : "+")
-                            + formatBytes(e.device_total <= previous ? previous - e.device_total : e.device_total - previous, unit);
-            std::snprintf(line, sizeof line, "%-20s %14s %14s  %-15s %s\n", s.label.c_str(),
-                          formatBytes(e.device_total, unit).c_str(), change.c_str(), phaseLabel(e.peak_phase), s.detail.c_str());
+            const std::string change = previous == 0
+                                           ? std::string()
+                                           : (e.device_total <= previous ? "-" : "+")
+                                                 + formatBytes(e.device_total <= previous
+                                                                   ? previous - e.device_total
+                                                                   : e.device_total - previous,
+                                                               unit);
+            std::snprintf(line,
+                          sizeof line,
+                          "%-20s %14s %14s  %-15s %s\n",
+                          s.label.c_str(),
+                          formatBytes(e.device_total, unit).c_str(),
+                          change.c_str(),
+                          phaseLabel(e.peak_phase),
+                          s.detail.c_str());
             std::cout << line;
         }
         previous = e.device_total;
@@ -205,13 +236,19 @@ int runPresets(const std::string &what, bool json)
         if (models) {
             j["models"] = nlohmann::json::array();
             for (const ModelPreset &m : catalog.models())
-                j["models"].push_back({{"id", m.id}, {"name", m.name}, {"parameters", static_cast<std::int64_t>(parameterLayout(m.arch).total)},
-                                       {"source", m.source}});
+                j["models"].push_back(
+                    {{"id", m.id},
+                     {"name", m.name},
+                     {"parameters", static_cast<std::int64_t>(parameterLayout(m.arch).total)},
+                     {"source", m.source}});
         }
         if (gpus) {
             j["gpus"] = nlohmann::json::array();
             for (const GpuSpec &g : catalog.gpus())
-                j["gpus"].push_back({{"id", g.id}, {"name", g.name}, {"vendor", g.vendor}, {"memory_bytes", g.memory_bytes}});
+                j["gpus"].push_back({{"id", g.id},
+                                     {"name", g.name},
+                                     {"vendor", g.vendor},
+                                     {"memory_bytes", g.memory_bytes}});
         }
         if (scenarios) {
             j["scenarios"] = nlohmann::json::array();
@@ -226,20 +263,30 @@ int runPresets(const std::string &what, bool json)
         std::cout << "Models (" << catalog.models().size() << "):\n";
         for (const ModelPreset &m : catalog.models()) {
             const ParameterLayout layout = parameterLayout(m.arch);
-            std::snprintf(line, sizeof line, "  %-32s %9.2fB  %s\n", m.id.c_str(), layout.total / 1e9, m.name.c_str());
+            std::snprintf(line,
+                          sizeof line,
+                          "  %-32s %9.2fB  %s\n",
+                          m.id.c_str(),
+                          layout.total / 1e9,
+                          m.name.c_str());
             std::cout << line;
         }
     }
     if (gpus) {
         std::cout << (models ? "\n" : "") << "GPUs (" << catalog.gpus().size() << "):\n";
         for (const GpuSpec &g : catalog.gpus()) {
-            std::snprintf(line, sizeof line, "  %-22s %10s  %s\n", g.id.c_str(),
-                          formatBytes(g.memory_bytes, ByteUnit::GiB, 1).c_str(), g.name.c_str());
+            std::snprintf(line,
+                          sizeof line,
+                          "  %-22s %10s  %s\n",
+                          g.id.c_str(),
+                          formatBytes(g.memory_bytes, ByteUnit::GiB, 1).c_str(),
+                          g.name.c_str());
             std::cout << line;
         }
     }
     if (scenarios) {
-        std::cout << ((models || gpus) ? "\n" : "") << "Scenarios (" << catalog.scenarios().size() << "):\n";
+        std::cout << ((models || gpus) ? "\n" : "") << "Scenarios (" << catalog.scenarios().size()
+                  << "):\n";
         for (const ScenarioPreset &s : catalog.scenarios()) {
             std::snprintf(line, sizeof line, "  %-36s %s\n", s.id.c_str(), s.scenario.name.c_str());
             std::cout << line;
@@ -311,7 +358,8 @@ int runGui(const std::string &self, const std::vector<std::string> &args)
     }
     if (gui.empty()) {
         std::cerr << "membudget-gui was not found beside " << exe.string()
-                  << "; build with -DMEMBUDGET_BUILD_GUI=ON for the desktop application and chart export\n";
+                  << "; build with -DMEMBUDGET_BUILD_GUI=ON for the desktop application and chart "
+                     "export\n";
         return kExitUsage;
     }
     std::vector<std::string> storage = {gui.string()};

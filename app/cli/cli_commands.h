@@ -11,7 +11,8 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadInput = 1;
 inline constexpr int kExitUsage = 2;
 
-struct EstimateOptions {
+struct EstimateOptions
+{
     std::string file;
     bool json = false;
     std::vector<std::string> gpus; // override / extend the scenario's GPUs
@@ -19,7 +20,8 @@ struct EstimateOptions {
 };
 int runEstimate(const EstimateOptions &options);
 
-struct FitOptions {
+struct FitOptions
+{
     std::string file;
     std::vector<std::string> gpus;
     int limit = 8;

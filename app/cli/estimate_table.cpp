@@ -36,14 +36,16 @@ std::string describeTraining(const EstimateInput &in)
         s += std::string(" · ") + quantizationName(t.quantization);
     if (t.mode == Mode::Train)
         s += std::string(" · ") + optimizerName(t.optimizer);
-    s += " · batch " + std::to_string(t.micro_batch_size) + " x " + std::to_string(t.sequence_length) + " tokens";
+    s += " · batch " + std::to_string(t.micro_batch_size) + " x "
+         + std::to_string(t.sequence_length) + " tokens";
     if (t.gradient_accumulation_steps > 1)
         s += " x " + std::to_string(t.gradient_accumulation_steps) + " accumulation";
     if (t.mode == Mode::Train)
         s += std::string(" · checkpointing ") + checkpointingName(t.checkpointing);
     s += std::string(" · ") + attentionName(t.attention) + " attention";
     if (in.parallelism.gpus > 1)
-        s += " · " + std::to_string(in.parallelism.gpus) + " GPUs " + shardingName(in.parallelism.sharding);
+        s += " · " + std::to_string(in.parallelism.gpus) + " GPUs "
+             + shardingName(in.parallelism.sharding);
     if (in.parallelism.tensor_parallel > 1)
         s += " TP" + std::to_string(in.parallelism.tensor_parallel);
     return s;
@@ -51,19 +53,28 @@ std::string describeTraining(const EstimateInput &in)
 
 } // namespace
 
-std::string estimateTable(const Scenario &scenario, const EstimateInput &input, const MemoryEstimate &est,
-                          const std::vector<GpuSpec> &gpus, ByteUnit unit)
+std::string estimateTable(const Scenario &scenario,
+                          const EstimateInput &input,
+                          const MemoryEstimate &est,
+                          const std::vector<GpuSpec> &gpus,
+                          ByteUnit unit)
 {
     std::string out;
     out += scenario.name.empty() ? std::string("Scenario") : scenario.name;
     out += "\n";
-    out += "Model: " + (scenario.model.preset.empty() ? std::string("custom architecture") : scenario.model.preset)
-            + " · " + formatCount(static_cast<double>(est.parameters)) + " parameters";
+    out += "Model: "
+           + (scenario.model.preset.empty() ? std::string("custom architecture")
+                                            : scenario.model.preset)
+           + " · " + formatCount(static_cast<double>(est.parameters)) + " parameters";
     if (est.training) {
         char share[32];
-        std::snprintf(share, sizeof share, "%.2f%%",
-                      100.0 * static_cast<double>(est.trainable_parameters) / std::max<double>(1.0, static_cast<double>(est.parameters)));
-        out += ", " + formatCount(static_cast<double>(est.trainable_parameters)) + " trainable (" + share + ")";
+        std::snprintf(share,
+                      sizeof share,
+                      "%.2f%%",
+                      100.0 * static_cast<double>(est.trainable_parameters)
+                          / std::max<double>(1.0, static_cast<double>(est.parameters)));
+        out += ", " + formatCount(static_cast<double>(est.trainable_parameters)) + " trainable ("
+               + share + ")";
     }
     out += "\n" + describeTraining(input) + "\n\n";
 
@@ -97,36 +108,41 @@ std::string estimateTable(const Scenario &scenario, const EstimateInput &input, 
         out += pad(formatBytes(est.phases[static_cast<std::size_t>(p)].total(), unit), 17, true);
     out += "\n\n";
 
-    out += "Peak: " + formatBytes(est.peak_allocated, unit) + " allocated (torch max_memory_allocated), "
-            + formatBytes(est.peak_reserved, unit) + " reserved, " + formatBytes(est.device_total, unit)
-            + " on the device (nvidia-smi)";
+    out += "Peak: " + formatBytes(est.peak_allocated, unit)
+           + " allocated (torch max_memory_allocated), " + formatBytes(est.peak_reserved, unit)
+           + " reserved, " + formatBytes(est.device_total, unit) + " on the device (nvidia-smi)";
     if (est.training)
         out += std::string(", in the ") + phaseLabel(est.peak_phase) + " phase";
     out += ".\n";
     out += explainPhase(input, est, est.peak_phase) + "\n";
     if (est.cpu_offload_total > 0)
         out += "CPU RAM for offload: " + formatBytes(est.cpu_offload_bytes, unit) + " per GPU, "
-                + formatBytes(est.cpu_offload_total, unit) + " in all.\n";
+               + formatBytes(est.cpu_offload_total, unit) + " in all.\n";
     if (est.too_large)
         out += "Warning: some figures are too large to represent (over 8 EiB).\n";
 
     out += "\nHow each component at the peak comes about:\n";
     for (int c = 0; c < kComponentCount; ++c) {
         const auto comp = static_cast<Component>(c);
-        out += "  " + pad(componentLabel(comp), 18) + " " + explainComponent(input, est, est.peak_phase, comp) + "\n";
+        out += "  " + pad(componentLabel(comp), 18) + " "
+               + explainComponent(input, est, est.peak_phase, comp) + "\n";
     }
 
     if (!gpus.empty()) {
-        out += "\n" + pad("GPU", 24) + pad("Capacity", 12, true) + pad("Fits", 6, true) + pad("Headroom", 12, true)
-                + pad("Max batch", 11, true) + pad("Max seq", 10, true) + "\n";
+        out += "\n" + pad("GPU", 24) + pad("Capacity", 12, true) + pad("Fits", 6, true)
+               + pad("Headroom", 12, true) + pad("Max batch", 11, true) + pad("Max seq", 10, true)
+               + "\n";
         for (const GpuSpec &g : gpus) {
             const Bytes head = g.memory_bytes - est.device_total;
             const bool fits = head >= 0;
             out += pad(g.id, 24) + pad(formatBytes(g.memory_bytes, unit, 1), 12, true)
-                    + pad(fits ? "yes" : "NO", 6, true)
-                    + pad(std::string(head < 0 ? "-" : "").append(formatBytes(head < 0 ? -head : head, unit, 1)), 12, true)
-                    + pad(std::to_string(maxMicroBatch(input, g.memory_bytes)), 11, true)
-                    + pad(std::to_string(maxSequenceLength(input, g.memory_bytes)), 10, true) + "\n";
+                   + pad(fits ? "yes" : "NO", 6, true)
+                   + pad(std::string(head < 0 ? "-" : "")
+                             .append(formatBytes(head < 0 ? -head : head, unit, 1)),
+                         12,
+                         true)
+                   + pad(std::to_string(maxMicroBatch(input, g.memory_bytes)), 11, true)
+                   + pad(std::to_string(maxSequenceLength(input, g.memory_bytes)), 10, true) + "\n";
         }
     }
     return out;

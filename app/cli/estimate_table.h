@@ -13,7 +13,10 @@ namespace membudget::cli {
 
 // The human-readable breakdown `membudget estimate` prints: components by phase, the peak, each
 // component's formula and the verdict for every GPU.
-std::string estimateTable(const Scenario &scenario, const EstimateInput &input, const MemoryEstimate &estimate,
-                          const std::vector<GpuSpec> &gpus, ByteUnit unit);
+std::string estimateTable(const Scenario &scenario,
+                          const EstimateInput &input,
+                          const MemoryEstimate &estimate,
+                          const std::vector<GpuSpec> &gpus,
+                          ByteUnit unit);
 
 } // namespace membudget::cli

@@ -11,27 +11,34 @@ using namespace membudget::cli;
 
 int main(int argc, char **argv)
 {
-    CLI::App app{"MemBudget: GPU memory budgets for training and fine-tuning large language models.\n"
-                 "Without a command, starts the desktop application.",
-                 "membudget"};
+    CLI::App
+        app{"MemBudget: GPU memory budgets for training and fine-tuning large language models.\n"
+            "Without a command, starts the desktop application.",
+            "membudget"};
     app.set_version_flag("--version", std::string("membudget ") + MEMBUDGET_VERSION);
     app.require_subcommand(0, 1);
     const std::string userFolder = membudget::userPresetFolder();
-    app.footer("\"membudget COMMAND --help\" shows a command's options; \"man membudget\" has the details.\n"
+    app.footer("\"membudget COMMAND --help\" shows a command's options; \"man membudget\" has the "
+               "details.\n"
                "User presets (model, GPU and scenario YAML): "
                + (userFolder.empty() ? std::string("none (no home folder)") : userFolder)
                + " ($MEMBUDGET_PRESETS overrides).\n"
                  "Exit codes: 0 ok, 1 bad input, 2 usage.");
 
     EstimateOptions est;
-    auto *estimate = app.add_subcommand("estimate", "Print the per-GPU memory breakdown of a scenario");
+    auto *estimate = app.add_subcommand("estimate",
+                                        "Print the per-GPU memory breakdown of a scenario");
     estimate->add_option("scenario", est.file, "Scenario YAML file")->required();
     estimate->add_flag("--json", est.json, "Machine-readable output (bytes as integers)");
-    estimate->add_option("--gpu", est.gpus, "GPU preset to compare against (repeatable; replaces the scenario's list)");
+    estimate
+        ->add_option("--gpu",
+                     est.gpus,
+                     "GPU preset to compare against (repeatable; replaces the scenario's list)");
     estimate->add_flag("--gib", est.gib, "Show GiB instead of GB");
 
     FitOptions fit;
-    auto *fitCmd = app.add_subcommand("fit", "Suggest technique combinations that make a scenario fit a GPU");
+    auto *fitCmd
+        = app.add_subcommand("fit", "Suggest technique combinations that make a scenario fit a GPU");
     fitCmd->add_option("scenario", fit.file, "Scenario YAML file")->required();
     fitCmd->add_option("--gpu", fit.gpus, "GPU preset (repeatable; default: the scenario's GPUs)");
     fitCmd->add_option("--limit", fit.limit, "Most suggestions per GPU")->check(CLI::Range(1, 100));
@@ -39,7 +46,9 @@ int main(int argc, char **argv)
 
     std::string ladderFile;
     bool ladderJson = false, ladderGib = false;
-    auto *ladder = app.add_subcommand("ladder", "Show what each technique saves, from the naive configuration up");
+    auto *ladder
+        = app.add_subcommand("ladder",
+                             "Show what each technique saves, from the naive configuration up");
     ladder->add_option("scenario", ladderFile, "Scenario YAML file")->required();
     ladder->add_flag("--json", ladderJson, "Machine-readable output");
     ladder->add_flag("--gib", ladderGib, "Show GiB instead of GB");
@@ -52,28 +61,40 @@ int main(int argc, char **argv)
 
     std::vector<std::string> validateFiles;
     auto *validate = app.add_subcommand(
-            "validate", "Check scenario, preset and config.json files; prints file:line:column: problem");
-    validate->add_option("files", validateFiles, "Scenario or preset YAML files, or Hugging Face config.json files")
-            ->required();
+        "validate",
+        "Check scenario, preset and config.json files; prints file:line:column: problem");
+    validate
+        ->add_option("files",
+                     validateFiles,
+                     "Scenario or preset YAML files, or Hugging Face config.json files")
+        ->required();
 
     std::string configFile, importOut;
-    auto *importCmd = app.add_subcommand("import-config", "Turn a Hugging Face config.json into a scenario");
+    auto *importCmd = app.add_subcommand("import-config",
+                                         "Turn a Hugging Face config.json into a scenario");
     importCmd->add_option("config", configFile, "config.json")->required();
-    importCmd->add_option("-o,--output", importOut, "Scenario file to write (default: standard output)");
+    importCmd->add_option("-o,--output",
+                          importOut,
+                          "Scenario file to write (default: standard output)");
 
     std::vector<std::string> exportArgs;
-    auto *exportCmd = app.add_subcommand("export", "Render a scenario's chart to PNG, SVG or PDF (no display needed)");
+    auto *exportCmd
+        = app.add_subcommand("export",
+                             "Render a scenario's chart to PNG, SVG or PDF (no display needed)");
     exportCmd->allow_extras();
     exportCmd->prefix_command();
-    exportCmd->footer("membudget export SCENARIO -o OUT.png|.svg|.pdf [--width W] [--height H] [--scale S]\n"
-                      "                 [--title T] [--caption C] [--gib]\n"
-                      "Runs membudget-gui --export, offscreen. Defaults: 1200 x 700 pixels, scale 1, the scenario's\n"
-                      "name as title, a sentence stating the scenario as caption; --gib for binary units.");
+    exportCmd->footer(
+        "membudget export SCENARIO -o OUT.png|.svg|.pdf [--width W] [--height H] [--scale S]\n"
+        "                 [--title T] [--caption C] [--gib]\n"
+        "Runs membudget-gui --export, offscreen. Defaults: 1200 x 700 pixels, scale 1, the "
+        "scenario's\n"
+        "name as title, a sentence stating the scenario as caption; --gib for binary units.");
 
     auto *gui = app.add_subcommand("gui", "Start the desktop application");
     gui->allow_extras();
     gui->prefix_command();
-    gui->footer("membudget gui [SCENARIO.yaml] is membudget-gui [SCENARIO.yaml]: the desktop application.");
+    gui->footer(
+        "membudget gui [SCENARIO.yaml] is membudget-gui [SCENARIO.yaml]: the desktop application.");
 
     try {
         app.parse(argc, argv);

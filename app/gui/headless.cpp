@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "headless.h"
 
-#include "panels/breakdown_table.h"
 #include "charts/budget_chart.h"
 #include "charts/chart_export.h"
 #include "document/scenario_document.h"
 #include "io/scenario_yaml.h"
+#include "panels/breakdown_table.h"
 
 #include <QCommandLineParser>
 #include <QDir>
@@ -38,18 +38,21 @@ bool positiveInt(const QCommandLineParser &parser, const QString &name, int min,
     bool ok = false;
     const int v = parser.value(name).toInt(&ok);
     if (!ok || v < min || v > max) {
-        printErr(QStringLiteral("membudget-gui: --%1 must be a whole number from %2 to %3, not '%4'")
-                         .arg(name)
-                         .arg(min)
-                         .arg(max)
-                         .arg(parser.value(name)));
+        printErr(
+            QStringLiteral("membudget-gui: --%1 must be a whole number from %2 to %3, not '%4'")
+                .arg(name)
+                .arg(min)
+                .arg(max)
+                .arg(parser.value(name)));
         return false;
     }
     out = v;
     return true;
 }
 
-std::unique_ptr<BudgetChart> chartFor(const Scenario &scenario, const PresetCatalog &catalog, ByteUnit unit)
+std::unique_ptr<BudgetChart> chartFor(const Scenario &scenario,
+                                      const PresetCatalog &catalog,
+                                      ByteUnit unit)
 {
     auto chart = std::make_unique<BudgetChart>();
     useExportPalette(chart.get());
@@ -58,7 +61,11 @@ std::unique_ptr<BudgetChart> chartFor(const Scenario &scenario, const PresetCata
     for (const std::string &id : scenario.gpus)
         if (const GpuSpec *gpu = catalog.findGpu(id))
             gpus.push_back(*gpu);
-    chart->setContents({chartBarFor(QObject::tr("Current"), shortSummary(scenario), scenario, catalog)}, gpus);
+    chart->setContents({chartBarFor(QObject::tr("Current"),
+                                    shortSummary(scenario),
+                                    scenario,
+                                    catalog)},
+                       gpus);
     return chart;
 }
 
@@ -91,24 +98,36 @@ bool displayAvailable(int argc, char **argv)
 void addCommandLineOptions(QCommandLineParser &parser)
 {
     parser.setApplicationDescription(QObject::tr(
-            "MemBudget: GPU memory budgets for training and fine-tuning large language models.\n"
-            "Without options, opens the desktop application (with FILE, opens that scenario)."));
+        "MemBudget: GPU memory budgets for training and fine-tuning large language models.\n"
+        "Without options, opens the desktop application (with FILE, opens that scenario)."));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("file"), QObject::tr("Scenario to open (.yaml)"), QStringLiteral("[FILE]"));
+    parser.addPositionalArgument(QStringLiteral("file"),
+                                 QObject::tr("Scenario to open (.yaml)"),
+                                 QStringLiteral("[FILE]"));
     parser.addOptions({
-            {QStringLiteral("export"), QObject::tr("Render SCENARIO's chart to a file without a display."),
-             QStringLiteral("SCENARIO")},
-            {{QStringLiteral("o"), QStringLiteral("output")}, QObject::tr("The file to write: .png, .svg or .pdf."),
-             QStringLiteral("OUT")},
-            {QStringLiteral("width"), QObject::tr("Width in pixels (default 1200)."), QStringLiteral("W")},
-            {QStringLiteral("height"), QObject::tr("Height in pixels (default 700)."), QStringLiteral("H")},
-            {QStringLiteral("scale"), QObject::tr("PNG pixel scale for high-DPI (default 1)."), QStringLiteral("S")},
-            {QStringLiteral("title"), QObject::tr("Title above the chart (default: the scenario's name)."),
-             QStringLiteral("T")},
-            {QStringLiteral("caption"), QObject::tr("Caption below the chart (default: a sentence stating the scenario)."),
-             QStringLiteral("C")},
-            {QStringLiteral("gib"), QObject::tr("Binary units (GiB) instead of GB.")},
+        {QStringLiteral("export"),
+         QObject::tr("Render SCENARIO's chart to a file without a display."),
+         QStringLiteral("SCENARIO")},
+        {{QStringLiteral("o"), QStringLiteral("output")},
+         QObject::tr("The file to write: .png, .svg or .pdf."),
+         QStringLiteral("OUT")},
+        {QStringLiteral("width"),
+         QObject::tr("Width in pixels (default 1200)."),
+         QStringLiteral("W")},
+        {QStringLiteral("height"),
+         QObject::tr("Height in pixels (default 700)."),
+         QStringLiteral("H")},
+        {QStringLiteral("scale"),
+         QObject::tr("PNG pixel scale for high-DPI (default 1)."),
+         QStringLiteral("S")},
+        {QStringLiteral("title"),
+         QObject::tr("Title above the chart (default: the scenario's name)."),
+         QStringLiteral("T")},
+        {QStringLiteral("caption"),
+         QObject::tr("Caption below the chart (default: a sentence stating the scenario)."),
+         QStringLiteral("C")},
+        {QStringLiteral("gib"), QObject::tr("Binary units (GiB) instead of GB.")},
     });
 }
 
@@ -125,7 +144,9 @@ int runExport(const QCommandLineParser &parser)
         return kExitUsage;
     }
     if (!exportFormatForPath(output)) {
-        printErr(QStringLiteral("membudget-gui: cannot tell the format of '%1'; use .png, .svg or .pdf").arg(output));
+        printErr(
+            QStringLiteral("membudget-gui: cannot tell the format of '%1'; use .png, .svg or .pdf")
+                .arg(output));
         return kExitUsage;
     }
     ExportOptions options;
@@ -136,14 +157,16 @@ int runExport(const QCommandLineParser &parser)
         bool ok = false;
         options.scale = parser.value(QStringLiteral("scale")).toDouble(&ok);
         if (!ok || !(options.scale > 0) || options.scale > 16) {
-            printErr(QStringLiteral("membudget-gui: --scale must be a number above 0 and at most 16, not '%1'")
-                             .arg(parser.value(QStringLiteral("scale"))));
+            printErr(QStringLiteral(
+                         "membudget-gui: --scale must be a number above 0 and at most 16, not '%1'")
+                         .arg(parser.value(QStringLiteral("scale"))));
             return kExitUsage;
         }
     }
     const QStringList extra = parser.positionalArguments();
     if (!extra.isEmpty()) {
-        printErr(QStringLiteral("membudget-gui: unexpected argument '%1' with --export").arg(extra.front()));
+        printErr(QStringLiteral("membudget-gui: unexpected argument '%1' with --export")
+                     .arg(extra.front()));
         return kExitUsage;
     }
 
@@ -170,8 +193,8 @@ int runExport(const QCommandLineParser &parser)
     options.title = parser.isSet(QStringLiteral("title")) ? parser.value(QStringLiteral("title"))
                                                           : QString::fromStdString(scenario->name);
     options.caption = parser.isSet(QStringLiteral("caption"))
-            ? parser.value(QStringLiteral("caption"))
-            : scenarioCaption(*scenario, catalog, chart->bars().front().estimate);
+                          ? parser.value(QStringLiteral("caption"))
+                          : scenarioCaption(*scenario, catalog, chart->bars().front().estimate);
     QString message;
     if (!exportPlot(chart.get(), output, options, &message)) {
         printErr(QStringLiteral("%1: %2").arg(output, message));
@@ -191,7 +214,7 @@ int runWithoutDisplay()
     const auto input = resolveScenario(scenario, catalog, problem);
     if (!input) {
         printErr(QStringLiteral("membudget-gui: the default scenario cannot be estimated: %1")
-                         .arg(QString::fromStdString(problem)));
+                     .arg(QString::fromStdString(problem)));
         return kExitBadInput;
     }
     const MemoryEstimate estimate = estimateMemory(*input);
@@ -199,8 +222,9 @@ int runWithoutDisplay()
     for (const std::string &id : scenario.gpus)
         if (const GpuSpec *gpu = catalog.findGpu(id))
             gpus.push_back(*gpu);
-    printErr(QStringLiteral("membudget-gui: no display found (neither DISPLAY nor WAYLAND_DISPLAY is set); "
-                            "showing the default scenario instead of the window."));
+    printErr(QStringLiteral(
+        "membudget-gui: no display found (neither DISPLAY nor WAYLAND_DISPLAY is set); "
+        "showing the default scenario instead of the window."));
     printOut(breakdownText(scenario, catalog, estimate, gpus, ByteUnit::GB));
 
     const QString path = QDir::current().absoluteFilePath(QStringLiteral("membudget-chart.png"));

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // membudget-gui: the MemBudget desktop application (and its display-less export mode).
+#include "document/scenario_document.h"
 #include "headless.h"
 #include "main_window.h"
-#include "document/scenario_document.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -36,10 +36,13 @@ void quietHandler(QtMsgType type, const QMessageLogContext &context, const QStri
 // chart's first paint once a replot has drawn the data): milliseconds since main(), a steady_clock
 // stamp (CLOCK_MONOTONIC, ns) that tests/bench/bench_startup compares with its launch time, and the
 // resident memory. MEMBUDGET_REPORT_FIRST_PAINT=quit also quits then. See docs/performance.md.
-class FirstPaintReport : public QObject {
+class FirstPaintReport : public QObject
+{
 public:
     FirstPaintReport(QCustomPlot *chart, std::chrono::steady_clock::time_point start, bool quit)
-        : QObject(chart), m_start(start), m_quit(quit)
+        : QObject(chart)
+        , m_start(start)
+        , m_quit(quit)
     {
         chart->installEventFilter(this);
         connect(chart, &QCustomPlot::beforeReplot, this, [this] { m_replotted = true; });
@@ -53,10 +56,13 @@ protected:
         watched->removeEventFilter(this);
         watched->event(event); // paint first, then take the time
         const auto now = std::chrono::steady_clock::now();
-        std::fprintf(stderr, "membudget-gui: first paint %.1f ms after main(), steady_clock %lld ns, VmRSS %ld kB\n",
-                     std::chrono::duration<double, std::milli>(now - m_start).count(),
-                     static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()),
-                     residentKb());
+        std::fprintf(
+            stderr,
+            "membudget-gui: first paint %.1f ms after main(), steady_clock %lld ns, VmRSS %ld kB\n",
+            std::chrono::duration<double, std::milli>(now - m_start).count(),
+            static_cast<long long>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()),
+            residentKb());
         std::fflush(stderr);
         if (m_quit)
             QTimer::singleShot(0, qApp, &QCoreApplication::quit);

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "main_window.h"
 
-#include "panels/breakdown_table.h"
 #include "charts/chart_export.h"
 #include "charts/chart_theme.h"
-#include "panels/controls_panel.h"
-#include "dialogs/export_dialog.h"
-#include "panels/fit_panel.h"
-#include "document/scenario_document.h"
-#include "charts/sweep_chart.h"
 #include "charts/ladder_bars.h"
+#include "charts/sweep_chart.h"
+#include "dialogs/export_dialog.h"
+#include "document/scenario_document.h"
+#include "panels/breakdown_table.h"
+#include "panels/controls_panel.h"
+#include "panels/fit_panel.h"
 #include "panels/verdict_panel.h"
 
 #include <QAction>
@@ -48,7 +48,8 @@ namespace membudget {
 
 namespace {
 
-const char *const kScenarioFilter = QT_TRANSLATE_NOOP("MainWindow", "MemBudget scenarios (*.yaml *.yml);;All files (*)");
+const char *const kScenarioFilter
+    = QT_TRANSLATE_NOOP("MainWindow", "MemBudget scenarios (*.yaml *.yml);;All files (*)");
 
 bool isScenarioFile(const QString &path)
 {
@@ -56,7 +57,10 @@ bool isScenarioFile(const QString &path)
     return suffix == QLatin1String("yaml") || suffix == QLatin1String("yml");
 }
 
-bool isConfigFile(const QString &path) { return QFileInfo(path).suffix().toLower() == QLatin1String("json"); }
+bool isConfigFile(const QString &path)
+{
+    return QFileInfo(path).suffix().toLower() == QLatin1String("json");
+}
 
 QPalette darkPalette()
 {
@@ -88,7 +92,10 @@ QPalette darkPalette()
 
 } // namespace
 
-void initGuiResources() { initMembudgetResources(); }
+void initGuiResources()
+{
+    initMembudgetResources();
+}
 
 // ---------------------------------------------------------------------------------------------
 // UserPrompts
@@ -96,9 +103,12 @@ void initGuiResources() { initMembudgetResources(); }
 UserPrompts::SaveChoice UserPrompts::askSaveChanges(QWidget *parent, const QString &documentName)
 {
     const auto answer = QMessageBox::warning(
-            parent, QObject::tr("Unsaved Changes"),
-            QObject::tr("The scenario \"%1\" has unsaved changes.\nDo you want to save them?").arg(documentName),
-            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel, QMessageBox::Save);
+        parent,
+        QObject::tr("Unsaved Changes"),
+        QObject::tr("The scenario \"%1\" has unsaved changes.\nDo you want to save them?")
+            .arg(documentName),
+        QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel,
+        QMessageBox::Save);
     if (answer == QMessageBox::Save)
         return SaveChoice::Save;
     if (answer == QMessageBox::Discard)
@@ -111,12 +121,18 @@ void UserPrompts::showError(QWidget *parent, const QString &title, const QString
     QMessageBox::critical(parent, title, text);
 }
 
-QString UserPrompts::openFileName(QWidget *parent, const QString &caption, const QString &dir, const QString &filter)
+QString UserPrompts::openFileName(QWidget *parent,
+                                  const QString &caption,
+                                  const QString &dir,
+                                  const QString &filter)
 {
     return QFileDialog::getOpenFileName(parent, caption, dir, filter);
 }
 
-QString UserPrompts::saveFileName(QWidget *parent, const QString &caption, const QString &dir, const QString &filter)
+QString UserPrompts::saveFileName(QWidget *parent,
+                                  const QString &caption,
+                                  const QString &dir,
+                                  const QString &filter)
 {
     return QFileDialog::getSaveFileName(parent, caption, dir, filter);
 }
@@ -125,8 +141,10 @@ QString UserPrompts::saveFileName(QWidget *parent, const QString &caption, const
 // MainWindow
 
 MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> settings, QWidget *parent)
-    : QMainWindow(parent), m_settings(settings ? std::move(settings) : std::make_unique<AppSettings>()),
-      m_prompts(std::make_unique<UserPrompts>()), m_doc(new ScenarioDocument(std::move(catalog), this))
+    : QMainWindow(parent)
+    , m_settings(settings ? std::move(settings) : std::make_unique<AppSettings>())
+    , m_prompts(std::make_unique<UserPrompts>())
+    , m_doc(new ScenarioDocument(std::move(catalog), this))
 {
     initGuiResources();
     setObjectName(QStringLiteral("mainWindow"));
@@ -158,9 +176,11 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
     m_sweep = new SweepView;
     m_sweep->chart()->setUnit(m_unit);
     m_views->addTab(m_chart, tr("Comparison"));
-    m_views->setTabToolTip(0, tr("One stacked bar per scenario: the current one and the ones you pinned"));
+    m_views->setTabToolTip(
+        0, tr("One stacked bar per scenario: the current one and the ones you pinned"));
     m_views->addTab(m_ladder, tr("Technique ladder"));
-    m_views->setTabToolTip(1, tr("From the naive configuration, one memory-saving technique per bar"));
+    m_views->setTabToolTip(1,
+                           tr("From the naive configuration, one memory-saving technique per bar"));
     m_views->addTab(m_sweep, tr("Sweep"));
     m_views->setTabToolTip(2, tr("Peak memory against micro-batch size or sequence length"));
     setCentralWidget(m_views);
@@ -180,7 +200,10 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
         m_chart->setAxisFrozen(dragging);
         m_ladder->setAxisFrozen(dragging);
     });
-    connect(m_controls, &ControlsPanel::importConfigRequested, this, &MainWindow::importConfigDialog);
+    connect(m_controls,
+            &ControlsPanel::importConfigRequested,
+            this,
+            &MainWindow::importConfigDialog);
     connect(m_chart, &BudgetChart::barContextMenuRequested, this, &MainWindow::showBarMenu);
     connect(m_views, &QTabWidget::currentChanged, this, [this](int index) {
         m_settings->setCurrentView(index);
@@ -206,14 +229,21 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
         setTheme(static_cast<int>(m_settings->theme()));
     refresh();
     updateTitle();
-    statusBar()->showMessage(tr("Drag the sliders on the left; hover a segment for its formula."), 8000);
+    statusBar()->showMessage(tr("Drag the sliders on the left; hover a segment for its formula."),
+                             8000);
 }
 
 MainWindow::~MainWindow() = default;
 
-void MainWindow::setPrompts(std::unique_ptr<UserPrompts> prompts) { m_prompts = std::move(prompts); }
+void MainWindow::setPrompts(std::unique_ptr<UserPrompts> prompts)
+{
+    m_prompts = std::move(prompts);
+}
 
-QAction *MainWindow::action(const QString &name) const { return findChild<QAction *>(name); }
+QAction *MainWindow::action(const QString &name) const
+{
+    return findChild<QAction *>(name);
+}
 
 void MainWindow::createDocks()
 {
@@ -223,7 +253,8 @@ void MainWindow::createDocks()
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
     scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    scroll->setMinimumWidth(m_controls->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
+    scroll->setMinimumWidth(m_controls->sizeHint().width()
+                            + scroll->verticalScrollBar()->sizeHint().width() + 4);
     auto *controlsDock = new QDockWidget(tr("Controls"), this);
     controlsDock->setObjectName(QStringLiteral("controlsDock"));
     controlsDock->setWidget(scroll);
@@ -246,8 +277,12 @@ void MainWindow::createDocks()
 
 void MainWindow::createActions()
 {
-    auto make = [this](const char *name, const QString &text, QKeySequence shortcut, const QString &tip,
-                       QStyle::StandardPixmap pixmap = QStyle::SP_CustomBase, const QString &themeIcon = QString()) {
+    auto make = [this](const char *name,
+                       const QString &text,
+                       QKeySequence shortcut,
+                       const QString &tip,
+                       QStyle::StandardPixmap pixmap = QStyle::SP_CustomBase,
+                       const QString &themeIcon = QString()) {
         auto *a = new QAction(text, this);
         a->setObjectName(QLatin1String(name));
         if (!shortcut.isEmpty())
@@ -258,23 +293,43 @@ void MainWindow::createActions()
             a->setIcon(QIcon::fromTheme(themeIcon, style()->standardIcon(pixmap)));
         return a;
     };
-    QAction *a = make("actionNew", tr("&New"), QKeySequence::New, tr("Start from the default scenario"),
-                      QStyle::SP_FileIcon, QStringLiteral("document-new"));
+    QAction *a = make("actionNew",
+                      tr("&New"),
+                      QKeySequence::New,
+                      tr("Start from the default scenario"),
+                      QStyle::SP_FileIcon,
+                      QStringLiteral("document-new"));
     connect(a, &QAction::triggered, this, &MainWindow::newScenario);
-    a = make("actionOpen", tr("&Open…"), QKeySequence::Open, tr("Open a scenario file"), QStyle::SP_DialogOpenButton,
+    a = make("actionOpen",
+             tr("&Open…"),
+             QKeySequence::Open,
+             tr("Open a scenario file"),
+             QStyle::SP_DialogOpenButton,
              QStringLiteral("document-open"));
     connect(a, &QAction::triggered, this, &MainWindow::openDialog);
-    a = make("actionSave", tr("&Save"), QKeySequence::Save, tr("Save the scenario"), QStyle::SP_DialogSaveButton,
+    a = make("actionSave",
+             tr("&Save"),
+             QKeySequence::Save,
+             tr("Save the scenario"),
+             QStyle::SP_DialogSaveButton,
              QStringLiteral("document-save"));
     connect(a, &QAction::triggered, this, &MainWindow::save);
-    a = make("actionSaveAs", tr("Save &As…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S),
+    a = make("actionSaveAs",
+             tr("Save &As…"),
+             QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S),
              tr("Save the scenario under a new name"));
     connect(a, &QAction::triggered, this, &MainWindow::saveAs);
-    a = make("actionImportConfig", tr("&Import config.json…"), QKeySequence(Qt::CTRL | Qt::Key_I),
+    a = make("actionImportConfig",
+             tr("&Import config.json…"),
+             QKeySequence(Qt::CTRL | Qt::Key_I),
              tr("Take the model architecture from a Hugging Face config.json"));
     connect(a, &QAction::triggered, this, &MainWindow::importConfigDialog);
-    a = make("actionExport", tr("&Export Chart…"), QKeySequence(Qt::CTRL | Qt::Key_E),
-             tr("Export the chart as PNG, SVG or PDF"), QStyle::SP_DialogApplyButton, QStringLiteral("document-export"));
+    a = make("actionExport",
+             tr("&Export Chart…"),
+             QKeySequence(Qt::CTRL | Qt::Key_E),
+             tr("Export the chart as PNG, SVG or PDF"),
+             QStyle::SP_DialogApplyButton,
+             QStringLiteral("document-export"));
     connect(a, &QAction::triggered, this, &MainWindow::showExportDialog);
     a = make("actionQuit", tr("&Quit"), QKeySequence::Quit, tr("Quit MemBudget"));
     a->setMenuRole(QAction::QuitRole);
@@ -283,31 +338,52 @@ void MainWindow::createActions()
     QAction *undo = m_doc->undoStack()->createUndoAction(this, tr("&Undo"));
     undo->setObjectName(QStringLiteral("actionUndo"));
     undo->setShortcuts({QKeySequence::Undo});
-    undo->setIcon(QIcon::fromTheme(QStringLiteral("edit-undo"), style()->standardIcon(QStyle::SP_ArrowBack)));
+    undo->setIcon(
+        QIcon::fromTheme(QStringLiteral("edit-undo"), style()->standardIcon(QStyle::SP_ArrowBack)));
     QAction *redo = m_doc->undoStack()->createRedoAction(this, tr("&Redo"));
     redo->setObjectName(QStringLiteral("actionRedo"));
-    redo->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)});
-    redo->setIcon(QIcon::fromTheme(QStringLiteral("edit-redo"), style()->standardIcon(QStyle::SP_ArrowForward)));
-    a = make("actionCopyImage", tr("Copy Chart &Image"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
+    redo->setShortcuts(
+        {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)});
+    redo->setIcon(QIcon::fromTheme(QStringLiteral("edit-redo"),
+                                   style()->standardIcon(QStyle::SP_ArrowForward)));
+    a = make("actionCopyImage",
+             tr("Copy Chart &Image"),
+             QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C),
              tr("Copy the chart to the clipboard as an image"));
     connect(a, &QAction::triggered, this, &MainWindow::copyChartImage);
-    a = make("actionCopyMarkdown", tr("Copy Breakdown as &Markdown"), QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_C),
+    a = make("actionCopyMarkdown",
+             tr("Copy Breakdown as &Markdown"),
+             QKeySequence(Qt::CTRL | Qt::ALT | Qt::Key_C),
              tr("Copy the component-by-phase table as Markdown"));
     connect(a, &QAction::triggered, this, [this] { copyBreakdown(true); });
-    a = make("actionCopyCsv", tr("Copy Breakdown as &CSV"), QKeySequence(),
+    a = make("actionCopyCsv",
+             tr("Copy Breakdown as &CSV"),
+             QKeySequence(),
              tr("Copy the component-by-phase table as CSV (bytes)"));
     connect(a, &QAction::triggered, this, [this] { copyBreakdown(false); });
 
-    a = make("actionPin", tr("&Pin Current Scenario"), QKeySequence(Qt::CTRL | Qt::Key_P),
-             tr("Keep a copy of the current scenario as a bar to compare against"), QStyle::SP_DialogYesButton);
+    a = make("actionPin",
+             tr("&Pin Current Scenario"),
+             QKeySequence(Qt::CTRL | Qt::Key_P),
+             tr("Keep a copy of the current scenario as a bar to compare against"),
+             QStyle::SP_DialogYesButton);
     connect(a, &QAction::triggered, this, &MainWindow::pinCurrent);
-    a = make("actionClearPins", tr("&Remove All Pins"), QKeySequence(), tr("Remove every pinned scenario"),
+    a = make("actionClearPins",
+             tr("&Remove All Pins"),
+             QKeySequence(),
+             tr("Remove every pinned scenario"),
              QStyle::SP_DialogResetButton);
     connect(a, &QAction::triggered, this, &MainWindow::clearPins);
 
     m_unitGroup = new QActionGroup(this);
-    QAction *gb = make("actionUnitGB", tr("Decimal &GB (10⁹ bytes)"), QKeySequence(), tr("Show sizes in GB"));
-    QAction *gib = make("actionUnitGiB", tr("Binary G&iB (2³⁰ bytes)"), QKeySequence(), tr("Show sizes in GiB"));
+    QAction *gb = make("actionUnitGB",
+                       tr("Decimal &GB (10⁹ bytes)"),
+                       QKeySequence(),
+                       tr("Show sizes in GB"));
+    QAction *gib = make("actionUnitGiB",
+                        tr("Binary G&iB (2³⁰ bytes)"),
+                        QKeySequence(),
+                        tr("Show sizes in GiB"));
     for (QAction *u : {gb, gib}) {
         u->setCheckable(true);
         m_unitGroup->addAction(u);
@@ -315,9 +391,13 @@ void MainWindow::createActions()
     (m_unit == ByteUnit::GiB ? gib : gb)->setChecked(true);
     connect(gb, &QAction::triggered, this, [this] { setUnit(ByteUnit::GB); });
     connect(gib, &QAction::triggered, this, [this] { setUnit(ByteUnit::GiB); });
-    a = make("actionToggleUnit", tr("GB / GiB"), QKeySequence(Qt::CTRL | Qt::Key_U), tr("Switch between GB and GiB"));
-    connect(a, &QAction::triggered, this,
-            [this] { setUnit(m_unit == ByteUnit::GB ? ByteUnit::GiB : ByteUnit::GB); });
+    a = make("actionToggleUnit",
+             tr("GB / GiB"),
+             QKeySequence(Qt::CTRL | Qt::Key_U),
+             tr("Switch between GB and GiB"));
+    connect(a, &QAction::triggered, this, [this] {
+        setUnit(m_unit == ByteUnit::GB ? ByteUnit::GiB : ByteUnit::GB);
+    });
 
     a = make("actionAbout", tr("&About MemBudget"), QKeySequence(), tr("Version and licence"));
     a->setMenuRole(QAction::AboutRole);
@@ -420,7 +500,8 @@ void MainWindow::createMenus()
     shortText(action(QStringLiteral("actionExport")), tr("Export"));
     // Undo and redo name the step in their text; on the toolbar the icon (and tooltip) is enough.
     for (const char *name : {"actionUndo", "actionRedo"})
-        if (auto *button = qobject_cast<QToolButton *>(tools->widgetForAction(action(QLatin1String(name)))))
+        if (auto *button = qobject_cast<QToolButton *>(
+                tools->widgetForAction(action(QLatin1String(name)))))
             button->setToolButtonStyle(Qt::ToolButtonIconOnly);
     updateRecentMenu();
 }
@@ -434,8 +515,9 @@ void MainWindow::updateScenariosMenu()
         return;
     }
     for (const ScenarioPreset &preset : scenarios) {
-        const QString name = preset.scenario.name.empty() ? QString::fromStdString(preset.id)
-                                                          : QString::fromStdString(preset.scenario.name);
+        const QString name = preset.scenario.name.empty()
+                                 ? QString::fromStdString(preset.id)
+                                 : QString::fromStdString(preset.scenario.name);
         QAction *a = m_scenariosMenu->addAction(name);
         a->setObjectName(QStringLiteral("scenario_") + QString::fromStdString(preset.id));
         a->setStatusTip(QString::fromStdString(preset.scenario.description));
@@ -452,7 +534,8 @@ void MainWindow::updateRecentMenu()
     const QStringList files = m_settings->recentFiles();
     for (int i = 0; i < files.size(); ++i) {
         const QString path = files[i];
-        QAction *a = m_recentMenu->addAction(QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()));
+        QAction *a = m_recentMenu->addAction(
+            QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()));
         a->setStatusTip(QDir::toNativeSeparators(path));
         connect(a, &QAction::triggered, this, [this, path] { openFile(path); });
     }
@@ -514,14 +597,15 @@ void MainWindow::refresh()
     if (m_doc->valid()) {
         const MemoryEstimate &est = m_doc->estimate();
         QString text = tr("Peak %1 per GPU (%2)")
-                               .arg(QString::fromStdString(formatBytes(est.device_total, m_unit)),
-                                    QString::fromUtf8(phaseLabel(est.peak_phase)).toLower());
+                           .arg(QString::fromStdString(formatBytes(est.device_total, m_unit)),
+                                QString::fromUtf8(phaseLabel(est.peak_phase)).toLower());
         int over = 0;
         const auto gpus = m_doc->selectedGpus();
         for (const GpuSpec &gpu : gpus)
             over += est.device_total > gpu.memory_bytes ? 1 : 0;
         if (!gpus.empty())
-            text += over == 0 ? tr(" · fits every selected GPU") : tr(" · over capacity on %n GPU(s)", "", over);
+            text += over == 0 ? tr(" · fits every selected GPU")
+                              : tr(" · over capacity on %n GPU(s)", "", over);
         m_peakLabel->setText(text);
     } else {
         m_peakLabel->setText(tr("Cannot estimate: %1").arg(m_doc->error()));
@@ -536,7 +620,8 @@ void MainWindow::refreshLazyViews()
 {
     const int view = m_views->currentIndex();
     if (view == LadderView && m_ladderDirty) {
-        m_ladder->setContents(m_doc->valid() ? ladderBars(m_doc->input(), m_unit) : std::vector<ChartBar>{},
+        m_ladder->setContents(m_doc->valid() ? ladderBars(m_doc->input(), m_unit)
+                                             : std::vector<ChartBar>{},
                               m_doc->selectedGpus());
         m_ladderDirty = false;
     }
@@ -571,8 +656,8 @@ void MainWindow::setTheme(int theme)
     } else {
         QApplication::setStyle(QStringLiteral("Fusion"));
         QApplication::setPalette(theme == static_cast<int>(AppSettings::Theme::Dark)
-                                         ? darkPalette()
-                                         : QApplication::style()->standardPalette());
+                                     ? darkPalette()
+                                     : QApplication::style()->standardPalette());
     }
 }
 
@@ -608,7 +693,9 @@ void MainWindow::openDialog()
 {
     if (!maybeSave())
         return;
-    const QString path = m_prompts->openFileName(this, tr("Open Scenario"), m_settings->lastDirectory(),
+    const QString path = m_prompts->openFileName(this,
+                                                 tr("Open Scenario"),
+                                                 m_settings->lastDirectory(),
                                                  tr(kScenarioFilter));
     if (!path.isEmpty())
         openFile(path);
@@ -620,9 +707,10 @@ bool MainWindow::openFile(const QString &path)
         return false;
     LoadError error;
     if (!m_doc->open(path, error)) {
-        m_prompts->showError(this, tr("Cannot Open Scenario"),
+        m_prompts->showError(this,
+                             tr("Cannot Open Scenario"),
                              tr("The scenario could not be opened; the current one is kept.\n\n%1")
-                                     .arg(QString::fromStdString(error.toString())));
+                                 .arg(QString::fromStdString(error.toString())));
         return false;
     }
     rememberFile(path);
@@ -638,10 +726,12 @@ bool MainWindow::canSave()
     // the same combinations), so it is not written: files the app writes always load back.
     if (m_doc->valid())
         return true;
-    m_prompts->showError(this, tr("Cannot Save Scenario"),
-                         tr("This scenario cannot be estimated, so it could not be opened again:\n\n%1\n\n"
-                            "Change the setting (or undo) and save again.")
-                                 .arg(m_doc->error()));
+    m_prompts->showError(
+        this,
+        tr("Cannot Save Scenario"),
+        tr("This scenario cannot be estimated, so it could not be opened again:\n\n%1\n\n"
+           "Change the setting (or undo) and save again.")
+            .arg(m_doc->error()));
     return false;
 }
 
@@ -665,10 +755,12 @@ bool MainWindow::saveAs()
         base = base.section(QLatin1Char('-'), 0, 5, QString::SectionSkipEmpty);
         if (base.isEmpty())
             base = QStringLiteral("scenario");
-        const QString dir = m_settings->lastDirectory().isEmpty() ? QDir::homePath() : m_settings->lastDirectory();
+        const QString dir = m_settings->lastDirectory().isEmpty() ? QDir::homePath()
+                                                                  : m_settings->lastDirectory();
         suggested = QDir(dir).filePath(base + QStringLiteral(".yaml"));
     }
-    QString path = m_prompts->saveFileName(this, tr("Save Scenario"), suggested, tr(kScenarioFilter));
+    QString path
+        = m_prompts->saveFileName(this, tr("Save Scenario"), suggested, tr(kScenarioFilter));
     if (path.isEmpty())
         return false;
     if (QFileInfo(path).suffix().isEmpty())
@@ -682,8 +774,10 @@ bool MainWindow::saveTo(const QString &path)
         return false;
     QString error;
     if (!m_doc->saveAs(path, error)) {
-        m_prompts->showError(this, tr("Cannot Save Scenario"),
-                             tr("%1 could not be written: %2").arg(QDir::toNativeSeparators(path), error));
+        m_prompts->showError(this,
+                             tr("Cannot Save Scenario"),
+                             tr("%1 could not be written: %2")
+                                 .arg(QDir::toNativeSeparators(path), error));
         return false;
     }
     rememberFile(path);
@@ -693,7 +787,9 @@ bool MainWindow::saveTo(const QString &path)
 
 void MainWindow::importConfigDialog()
 {
-    const QString path = m_prompts->openFileName(this, tr("Import config.json"), m_settings->lastDirectory(),
+    const QString path = m_prompts->openFileName(this,
+                                                 tr("Import config.json"),
+                                                 m_settings->lastDirectory(),
                                                  tr("Hugging Face config (*.json);;All files (*)"));
     if (!path.isEmpty())
         importModelConfig(path);
@@ -703,12 +799,16 @@ bool MainWindow::importModelConfig(const QString &path)
 {
     LoadError error;
     if (!m_doc->importModelConfig(path, error)) {
-        m_prompts->showError(this, tr("Cannot Import config.json"),
-                             tr("The model was not changed.\n\n%1").arg(QString::fromStdString(error.toString())));
+        m_prompts->showError(this,
+                             tr("Cannot Import config.json"),
+                             tr("The model was not changed.\n\n%1")
+                                 .arg(QString::fromStdString(error.toString())));
         return false;
     }
     m_settings->setLastDirectory(QFileInfo(path).absolutePath());
-    statusBar()->showMessage(tr("Imported the architecture from %1").arg(QDir::toNativeSeparators(path)), 4000);
+    statusBar()
+        ->showMessage(tr("Imported the architecture from %1").arg(QDir::toNativeSeparators(path)),
+                      4000);
     return true;
 }
 
@@ -720,7 +820,8 @@ void MainWindow::loadPresetScenario(const QString &id)
     m_doc->reset(preset->scenario);
     m_chart->resetAxis();
     m_ladder->resetAxis();
-    statusBar()->showMessage(tr("Loaded the bundled scenario \"%1\"").arg(QString::fromStdString(preset->scenario.name)),
+    statusBar()->showMessage(tr("Loaded the bundled scenario \"%1\"")
+                                 .arg(QString::fromStdString(preset->scenario.name)),
                              4000);
 }
 
@@ -758,14 +859,14 @@ void MainWindow::dropEvent(QDropEvent *event)
     event->acceptProposedAction();
     // Open after the drop returns, so that a dialog does not block the drag source.
     QMetaObject::invokeMethod(
-            this,
-            [this, path] {
-                if (isConfigFile(path))
-                    importModelConfig(path);
-                else
-                    openFile(path);
-            },
-            Qt::QueuedConnection);
+        this,
+        [this, path] {
+            if (isConfigFile(path))
+                importModelConfig(path);
+            else
+                openFile(path);
+        },
+        Qt::QueuedConnection);
 }
 
 // --- comparisons ------------------------------------------------------------------------------
@@ -821,7 +922,9 @@ void MainWindow::showBarMenu(int index, const QPoint &globalPos)
         menu.addAction(tr("Make %1 the Current Scenario").arg(pin.letter), this, [this, pin] {
             m_doc->setScenario(pin.scenario, tr("Restore pinned scenario %1").arg(pin.letter));
         });
-        menu.addAction(tr("Remove Pin %1").arg(pin.letter), this, [this, index] { removePin(index - 1); });
+        menu.addAction(tr("Remove Pin %1").arg(pin.letter), this, [this, index] {
+            removePin(index - 1);
+        });
         menu.addSeparator();
     }
     menu.addAction(action(QStringLiteral("actionPin")));
@@ -861,7 +964,8 @@ std::unique_ptr<QCustomPlot> MainWindow::makeExportPlot(View view) const
     useExportPalette(chart.get());
     chart->setUnit(m_unit);
     if (view == LadderView)
-        chart->setContents(m_doc->valid() ? ladderBars(m_doc->input(), m_unit) : std::vector<ChartBar>{},
+        chart->setContents(m_doc->valid() ? ladderBars(m_doc->input(), m_unit)
+                                          : std::vector<ChartBar>{},
                            m_doc->selectedGpus());
     else
         chart->setContents(comparisonBars(), m_doc->selectedGpus());
@@ -876,13 +980,20 @@ bool MainWindow::exportCurrentView(const QString &path, const ExportOptions &opt
 
 void MainWindow::showExportDialog()
 {
-    const QString dir = m_settings->lastDirectory().isEmpty() ? QDir::homePath() : m_settings->lastDirectory();
+    const QString dir = m_settings->lastDirectory().isEmpty() ? QDir::homePath()
+                                                              : m_settings->lastDirectory();
     QString base = m_doc->filePath().isEmpty() ? QStringLiteral("membudget-chart")
                                                : QFileInfo(m_doc->filePath()).completeBaseName();
-    const QString title = m_doc->scenario().name.empty() ? modelDisplayName(m_doc->scenario(), m_doc->catalog(), m_doc->estimate())
-                                                         : QString::fromStdString(m_doc->scenario().name);
-    ExportDialog dialog(QDir(dir).filePath(base + QStringLiteral(".png")), m_settings->exportOptions(), title,
-                        defaultCaption(), this);
+    const QString title = m_doc->scenario().name.empty()
+                              ? modelDisplayName(m_doc->scenario(),
+                                                 m_doc->catalog(),
+                                                 m_doc->estimate())
+                              : QString::fromStdString(m_doc->scenario().name);
+    ExportDialog dialog(QDir(dir).filePath(base + QStringLiteral(".png")),
+                        m_settings->exportOptions(),
+                        title,
+                        defaultCaption(),
+                        this);
     if (dialog.exec() != QDialog::Accepted)
         return;
     m_settings->setExportOptions(dialog.savedOptions());
@@ -913,8 +1024,11 @@ void MainWindow::copyBreakdown(bool markdown)
         return;
     }
     if (markdown) {
-        QApplication::clipboard()->setText(breakdownMarkdown(m_doc->scenario(), m_doc->catalog(), m_doc->estimate(),
-                                                             m_doc->selectedGpus(), m_unit));
+        QApplication::clipboard()->setText(breakdownMarkdown(m_doc->scenario(),
+                                                             m_doc->catalog(),
+                                                             m_doc->estimate(),
+                                                             m_doc->selectedGpus(),
+                                                             m_unit));
     } else {
         const QString csv = breakdownCsv(m_doc->estimate());
         auto *mime = new QMimeData;
@@ -922,7 +1036,9 @@ void MainWindow::copyBreakdown(bool markdown)
         mime->setData(QStringLiteral("text/csv"), csv.toUtf8());
         QApplication::clipboard()->setMimeData(mime);
     }
-    statusBar()->showMessage(markdown ? tr("Breakdown copied as Markdown") : tr("Breakdown copied as CSV"), 3000);
+    statusBar()->showMessage(markdown ? tr("Breakdown copied as Markdown")
+                                      : tr("Breakdown copied as CSV"),
+                             3000);
 }
 
 void MainWindow::showAbout()
@@ -930,14 +1046,16 @@ void MainWindow::showAbout()
     QMessageBox box(this);
     box.setWindowTitle(tr("About MemBudget"));
     box.setIconPixmap(QIcon(QStringLiteral(":/membudget/membudget.svg")).pixmap(64, 64));
-    box.setText(tr("<h3>MemBudget %1</h3>"
-                   "<p>GPU memory budgets for training, fine-tuning and running large language models: "
-                   "weights, gradients, optimizer states, activations and overheads, phase by phase, "
-                   "against the GPUs you have.</p>")
-                        .arg(QStringLiteral(MEMBUDGET_VERSION)));
-    box.setInformativeText(tr("<p>Licensed under the GNU General Public License, version 3 or later.</p>"
-                              "<p>Built with Qt %1 and QCustomPlot %2.</p>")
-                                   .arg(QString::fromLatin1(qVersion()), QStringLiteral(QCUSTOMPLOT_VERSION_STR)));
+    box.setText(
+        tr("<h3>MemBudget %1</h3>"
+           "<p>GPU memory budgets for training, fine-tuning and running large language models: "
+           "weights, gradients, optimizer states, activations and overheads, phase by phase, "
+           "against the GPUs you have.</p>")
+            .arg(QStringLiteral(MEMBUDGET_VERSION)));
+    box.setInformativeText(
+        tr("<p>Licensed under the GNU General Public License, version 3 or later.</p>"
+           "<p>Built with Qt %1 and QCustomPlot %2.</p>")
+            .arg(QString::fromLatin1(qVersion()), QStringLiteral(QCUSTOMPLOT_VERSION_STR)));
     box.exec();
 }
 

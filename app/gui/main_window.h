@@ -4,9 +4,9 @@
 // The main window: controls on the left, the chart views in the middle (comparison, technique
 // ladder, sweep), verdict and "make it fit" below; file handling, export, settings.
 
-#include "document/app_settings.h"
 #include "charts/budget_chart.h"
 #include "charts/chart_export.h"
+#include "document/app_settings.h"
 
 #include <QMainWindow>
 
@@ -31,23 +31,32 @@ class VerdictPanel;
 void initGuiResources();
 
 // Dialogs that ask the user something; tests replace them.
-class UserPrompts {
+class UserPrompts
+{
 public:
     enum class SaveChoice { Save, Discard, Cancel };
     virtual ~UserPrompts() = default;
     virtual SaveChoice askSaveChanges(QWidget *parent, const QString &documentName);
     virtual void showError(QWidget *parent, const QString &title, const QString &text);
-    virtual QString openFileName(QWidget *parent, const QString &caption, const QString &dir, const QString &filter);
-    virtual QString saveFileName(QWidget *parent, const QString &caption, const QString &dir, const QString &filter);
+    virtual QString openFileName(QWidget *parent,
+                                 const QString &caption,
+                                 const QString &dir,
+                                 const QString &filter);
+    virtual QString saveFileName(QWidget *parent,
+                                 const QString &caption,
+                                 const QString &dir,
+                                 const QString &filter);
 };
 
-class MainWindow : public QMainWindow {
+class MainWindow : public QMainWindow
+{
     Q_OBJECT
 public:
     enum View { ComparisonView, LadderView, SweepViewIndex };
 
     // `settings` may be null (the default QSettings); tests pass an ini file of their own.
-    explicit MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> settings = nullptr,
+    explicit MainWindow(PresetCatalog catalog,
+                        std::unique_ptr<AppSettings> settings = nullptr,
                         QWidget *parent = nullptr);
     ~MainWindow() override;
 
@@ -84,7 +93,9 @@ public:
     ByteUnit unit() const { return m_unit; }
 
     // Exports the current view; `options` as the export dialog gives them.
-    bool exportCurrentView(const QString &path, const ExportOptions &options, QString *error = nullptr);
+    bool exportCurrentView(const QString &path,
+                           const ExportOptions &options,
+                           QString *error = nullptr);
     // A fresh chart of `view` (not shown), in export colours, for files and the clipboard.
     std::unique_ptr<QCustomPlot> makeExportPlot(View view) const;
     QString defaultCaption() const;
@@ -97,7 +108,8 @@ protected:
     void dropEvent(QDropEvent *event) override;
 
 private:
-    struct Pin {
+    struct Pin
+    {
         QString letter;
         Scenario scenario;
         ChartBar bar;

@@ -8,7 +8,8 @@ namespace membudget {
 
 namespace {
 
-struct Option {
+struct Option
+{
     std::string label;
     double slowdown = 1.0;
     void (*apply)(EstimateInput &, int) = nullptr;
@@ -27,68 +28,100 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
     if (t.mode != Mode::Train)
         return groups;
     if (t.precision == Precision::Fp32 || isAmp(t.precision)) {
-        groups.push_back({{"precision: bf16 (pure)", 0.9, [](EstimateInput &e, int) { e.training.precision = Precision::Bf16; }, 0},
-                          {"precision: mixed-bf16 (fp32 master)", 0.95,
-                           [](EstimateInput &e, int) { e.training.precision = Precision::MixedBf16; }, 0}});
+        groups.push_back(
+            {{"precision: bf16 (pure)",
+              0.9,
+              [](EstimateInput &e, int) { e.training.precision = Precision::Bf16; },
+              0},
+             {"precision: mixed-bf16 (fp32 master)",
+              0.95,
+              [](EstimateInput &e, int) { e.training.precision = Precision::MixedBf16; },
+              0}});
     }
     if (t.attention != Attention::Flash)
-        groups.push_back({{"attention: flash", 0.9, [](EstimateInput &e, int) { e.training.attention = Attention::Flash; }, 0}});
-    if (t.optimizer == Optimizer::AdamW || t.optimizer == Optimizer::PagedAdamW || t.optimizer == Optimizer::AdamWFused) {
+        groups.push_back({{"attention: flash",
+                           0.9,
+                           [](EstimateInput &e, int) { e.training.attention = Attention::Flash; },
+                           0}});
+    if (t.optimizer == Optimizer::AdamW || t.optimizer == Optimizer::PagedAdamW
+        || t.optimizer == Optimizer::AdamWFused) {
         std::vector<Option> g;
         if (t.optimizer != Optimizer::AdamWFused)
-            g.push_back({"optimizer: adamw-fused (no foreach temporaries)", 0.97,
-                         [](EstimateInput &e, int) { e.training.optimizer = Optimizer::AdamWFused; }, 0});
-        g.push_back({"optimizer: adamw-8bit", 1.0, [](EstimateInput &e, int) { e.training.optimizer = Optimizer::AdamW8bit; }, 0});
-        g.push_back({"optimizer: paged-adamw-8bit", 1.02,
-                     [](EstimateInput &e, int) { e.training.optimizer = Optimizer::PagedAdamW8bit; }, 0});
+            g.push_back({"optimizer: adamw-fused (no foreach temporaries)",
+                         0.97,
+                         [](EstimateInput &e, int) { e.training.optimizer = Optimizer::AdamWFused; },
+                         0});
+        g.push_back({"optimizer: adamw-8bit",
+                     1.0,
+                     [](EstimateInput &e, int) { e.training.optimizer = Optimizer::AdamW8bit; },
+                     0});
+        g.push_back({"optimizer: paged-adamw-8bit",
+                     1.02,
+                     [](EstimateInput &e, int) { e.training.optimizer = Optimizer::PagedAdamW8bit; },
+                     0});
         groups.push_back(g);
     }
     if (t.loss != LossImplementation::Chunked)
-        groups.push_back({{"loss: chunked cross-entropy (no whole fp32 logits)", 1.02,
-                           [](EstimateInput &e, int) { e.training.loss = LossImplementation::Chunked; }, 0}});
+        groups.push_back(
+            {{"loss: chunked cross-entropy (no whole fp32 logits)",
+              1.02,
+              [](EstimateInput &e, int) { e.training.loss = LossImplementation::Chunked; },
+              0}});
     if (t.checkpointing != Checkpointing::Full) {
         std::vector<Option> g;
         if (t.checkpointing == Checkpointing::None)
-            g.push_back({"gradient checkpointing: selective", 1.05,
-                         [](EstimateInput &e, int) { e.training.checkpointing = Checkpointing::Selective; }, 0});
-        g.push_back({"gradient checkpointing: full", 1.25,
-                     [](EstimateInput &e, int) { e.training.checkpointing = Checkpointing::Full; }, 0});
+            g.push_back(
+                {"gradient checkpointing: selective",
+                 1.05,
+                 [](EstimateInput &e, int) { e.training.checkpointing = Checkpointing::Selective; },
+                 0});
+        g.push_back({"gradient checkpointing: full",
+                     1.25,
+                     [](EstimateInput &e, int) { e.training.checkpointing = Checkpointing::Full; },
+                     0});
         groups.push_back(g);
     }
     if (t.micro_batch_size > 1) {
         std::vector<Option> g;
         for (int div = 2; div <= t.micro_batch_size && div <= 64; div *= 2) {
-            g.push_back({"micro-batch " + std::to_string(std::max<std::int64_t>(1, t.micro_batch_size / div)) + " x "
-                                 + std::to_string(t.gradient_accumulation_steps * div) + " accumulation steps",
-                         1.0 + 0.04 * static_cast<double>(__builtin_ctz(static_cast<unsigned>(div))),
-                         [](EstimateInput &e, int d) {
-                             e.training.micro_batch_size = std::max<std::int64_t>(1, e.training.micro_batch_size / d);
-                             e.training.gradient_accumulation_steps *= d;
-                         },
-                         div});
+            g.push_back(
+                {"micro-batch "
+                     + std::to_string(std::max<std::int64_t>(1, t.micro_batch_size / div)) + " x "
+                     + std::to_string(t.gradient_accumulation_steps * div) + " accumulation steps",
+                 1.0 + 0.04 * static_cast<double>(__builtin_ctz(static_cast<unsigned>(div))),
+                 [](EstimateInput &e, int d) {
+                     e.training.micro_batch_size
+                         = std::max<std::int64_t>(1, e.training.micro_batch_size / d);
+                     e.training.gradient_accumulation_steps *= d;
+                 },
+                 div});
         }
         groups.push_back(g);
     }
     if (t.method == Method::Full) {
-        groups.push_back({{"method: LoRA r16 on all linear layers", 0.8,
+        groups.push_back({{"method: LoRA r16 on all linear layers",
+                           0.8,
                            [](EstimateInput &e, int) {
                                e.training.method = Method::Lora;
                                e.training.lora.rank = 16;
                                e.training.lora.targets = TargetAllLinear;
                            },
                            0},
-                          {"method: QLoRA (NF4) r16 on all linear layers", 1.05,
+                          {"method: QLoRA (NF4) r16 on all linear layers",
+                           1.05,
                            [](EstimateInput &e, int) {
                                e.training.method = Method::Qlora;
                                e.training.quantization = Quantization::Nf4;
                                e.training.lora.rank = 16;
                                e.training.lora.targets = TargetAllLinear;
-                               if (e.training.precision == Precision::Fp32 || isAmp(e.training.precision))
+                               if (e.training.precision == Precision::Fp32
+                                   || isAmp(e.training.precision))
                                    e.training.precision = Precision::Bf16;
                            },
                            0}});
     } else if (t.method == Method::Lora) {
-        groups.push_back({{"method: QLoRA (NF4)", 1.3,
+        groups.push_back({{"method: QLoRA (NF4)",
+                           1.3,
                            [](EstimateInput &e, int) {
                                e.training.method = Method::Qlora;
                                e.training.quantization = Quantization::Nf4;
@@ -96,13 +129,24 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                            0}});
     }
     if (in.parallelism.gpus > 1 && in.parallelism.sharding == Sharding::None) {
-        groups.push_back({{"sharding: zero2", 1.05, [](EstimateInput &e, int) { e.parallelism.sharding = Sharding::Zero2; }, 0},
-                          {"sharding: fsdp-full", 1.15, [](EstimateInput &e, int) { e.parallelism.sharding = Sharding::FsdpFull; }, 0}});
+        groups.push_back(
+            {{"sharding: zero2",
+              1.05,
+              [](EstimateInput &e, int) { e.parallelism.sharding = Sharding::Zero2; },
+              0},
+             {"sharding: fsdp-full",
+              1.15,
+              [](EstimateInput &e, int) { e.parallelism.sharding = Sharding::FsdpFull; },
+              0}});
     }
     if (!t.offload.optimizer) {
         std::vector<Option> g;
-        g.push_back({"CPU offload of optimizer states", 2.0, [](EstimateInput &e, int) { e.training.offload.optimizer = true; }, 0});
-        g.push_back({"CPU offload of optimizer states and parameters (ZeRO-3)", 4.0,
+        g.push_back({"CPU offload of optimizer states",
+                     2.0,
+                     [](EstimateInput &e, int) { e.training.offload.optimizer = true; },
+                     0});
+        g.push_back({"CPU offload of optimizer states and parameters (ZeRO-3)",
+                     4.0,
                      [](EstimateInput &e, int) {
                          e.training.offload.optimizer = true;
                          e.training.offload.parameters = true;
@@ -132,7 +176,8 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, Bytes capacit
     const auto groups = techniqueGroups(input);
     if (groups.empty() || limit <= 0)
         return out;
-    struct Candidate {
+    struct Candidate
+    {
         std::vector<int> choice;
         FitSuggestion suggestion;
     };

@@ -10,10 +10,11 @@ namespace membudget {
 
 // One way to make a scenario fit: a set of technique changes, its expected cost in step time and
 // the resulting peak.
-struct FitSuggestion {
+struct FitSuggestion
+{
     std::vector<std::string> changes; // "gradient checkpointing: full", "optimizer: adamw-8bit", ...
-    EstimateInput input; // the scenario with the changes applied
-    double slowdown = 1.0; // expected step time relative to the original (1.0 = same)
+    EstimateInput input;              // the scenario with the changes applied
+    double slowdown = 1.0;            // expected step time relative to the original (1.0 = same)
     Bytes device_total = 0;
     Bytes headroom = 0; // capacity - device_total
 };

@@ -21,7 +21,7 @@ Bytes metricOf(const MemoryEstimate &e, FitMetric metric)
 namespace {
 
 // Largest value v in [1, limit] with fits(v); memory is monotone in v, so bisect. 0 if none fits.
-template <typename Fits>
+template<typename Fits>
 std::int64_t largestFitting(std::int64_t limit, Fits fits)
 {
     if (limit < 1 || !fits(1))
@@ -46,7 +46,10 @@ std::int64_t largestFitting(std::int64_t limit, Fits fits)
 
 } // namespace
 
-std::int64_t maxMicroBatch(const EstimateInput &input, std::int64_t capacity, FitMetric metric, std::int64_t limit)
+std::int64_t maxMicroBatch(const EstimateInput &input,
+                           std::int64_t capacity,
+                           FitMetric metric,
+                           std::int64_t limit)
 {
     EstimateInput probe = input;
     return largestFitting(limit, [&](std::int64_t b) {
@@ -55,7 +58,10 @@ std::int64_t maxMicroBatch(const EstimateInput &input, std::int64_t capacity, Fi
     });
 }
 
-std::int64_t maxSequenceLength(const EstimateInput &input, std::int64_t capacity, FitMetric metric, std::int64_t limit)
+std::int64_t maxSequenceLength(const EstimateInput &input,
+                               std::int64_t capacity,
+                               FitMetric metric,
+                               std::int64_t limit)
 {
     EstimateInput probe = input;
     return largestFitting(limit, [&](std::int64_t s) {

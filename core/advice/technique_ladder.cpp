@@ -44,7 +44,8 @@ std::vector<LadderStep> techniqueLadder(const EstimateInput &input)
         e.training.lora.rank = 16;
         e.training.lora.targets = TargetAllLinear;
     }
-    steps.push_back({"+ LoRA", "frozen base, rank-" + std::to_string(e.training.lora.rank) + " adapters", e});
+    steps.push_back(
+        {"+ LoRA", "frozen base, rank-" + std::to_string(e.training.lora.rank) + " adapters", e});
     e.training.method = Method::Qlora;
     e.training.quantization = Quantization::Nf4;
     steps.push_back({"+ QLoRA", "frozen base in 4-bit NF4", e});

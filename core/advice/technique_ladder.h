@@ -8,8 +8,9 @@
 
 namespace membudget {
 
-struct LadderStep {
-    std::string label; // "+ bf16", "+ flash attention", ...
+struct LadderStep
+{
+    std::string label;  // "+ bf16", "+ flash attention", ...
     std::string detail; // what changed, in a sentence
     EstimateInput input;
 };

@@ -3,9 +3,9 @@
 
 #include <cctype>
 #include <charconv>
-#include <limits>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace membudget {
 
@@ -16,7 +16,8 @@ std::string formatBytes(Bytes bytes, ByteUnit unit, int decimals)
     const bool binary = unit == ByteUnit::GiB;
     const double base = binary ? 1024.0 : 1000.0;
     const double v = static_cast<double>(bytes);
-    const char *const names[2][5] = {{"B", "KB", "MB", "GB", "TB"}, {"B", "KiB", "MiB", "GiB", "TiB"}};
+    const char *const names[2][5] = {{"B", "KB", "MB", "GB", "TB"},
+                                     {"B", "KiB", "MiB", "GiB", "TiB"}};
     int idx = 3;
     double scaled = v / (base * base * base);
     if (std::fabs(scaled) >= 1000.0 * (binary ? 1.024 : 1.0)) {
@@ -35,7 +36,12 @@ std::string formatBytes(Bytes bytes, ByteUnit unit, int decimals)
         }
     }
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f %s", idx == 0 ? 0 : decimals, scaled, names[binary ? 1 : 0][idx]);
+    std::snprintf(buf,
+                  sizeof buf,
+                  "%.*f %s",
+                  idx == 0 ? 0 : decimals,
+                  scaled,
+                  names[binary ? 1 : 0][idx]);
     return buf;
 }
 

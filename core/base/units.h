@@ -45,6 +45,9 @@ inline Bytes mulSat(Bytes a, Bytes b)
     return out;
 }
 
-inline bool isSaturated(Bytes b) { return b >= kBytesMax / 2; }
+inline bool isSaturated(Bytes b)
+{
+    return b >= kBytesMax / 2;
+}
 
 } // namespace membudget

@@ -6,7 +6,8 @@
 
 namespace membudget {
 
-struct EmbeddedFile {
+struct EmbeddedFile
+{
     std::string_view path; // relative to presets/, e.g. "models/llama.yaml"
     std::string_view text;
 };

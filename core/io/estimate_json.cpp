@@ -20,7 +20,9 @@ nlohmann::json breakdownJson(const Breakdown &b)
 
 } // namespace
 
-nlohmann::json estimateToJson(const Scenario &scenario, const EstimateInput &input, const MemoryEstimate &est,
+nlohmann::json estimateToJson(const Scenario &scenario,
+                              const EstimateInput &input,
+                              const MemoryEstimate &est,
                               const std::vector<GpuSpec> &gpus)
 {
     nlohmann::json j;
@@ -33,12 +35,14 @@ nlohmann::json estimateToJson(const Scenario &scenario, const EstimateInput &inp
     nlohmann::json perGpu;
     nlohmann::json components = nlohmann::json::object();
     for (int i = 0; i < kComponentCount; ++i)
-        components[componentKey(static_cast<Component>(i))] = est.components.bytes[static_cast<std::size_t>(i)];
+        components[componentKey(static_cast<Component>(i))]
+            = est.components.bytes[static_cast<std::size_t>(i)];
     perGpu["components"] = components;
     nlohmann::json phases = nlohmann::json::object();
     const int phaseCount = est.training ? kPhaseCount : 1;
     for (int p = 0; p < phaseCount; ++p)
-        phases[phaseKey(static_cast<Phase>(p))] = breakdownJson(est.phases[static_cast<std::size_t>(p)]);
+        phases[phaseKey(static_cast<Phase>(p))] = breakdownJson(
+            est.phases[static_cast<std::size_t>(p)]);
     perGpu["phases"] = phases;
     perGpu["peak_allocated"] = est.peak_allocated;
     perGpu["peak_reserved"] = est.peak_reserved;

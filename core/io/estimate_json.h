@@ -16,7 +16,9 @@ struct Scenario;
 // The `membudget estimate --json` document (shape documented in docs/cli.md): bytes as integers,
 // per-phase breakdowns, peak phase, and for each GPU whether it fits plus the largest micro-batch
 // and sequence that would.
-nlohmann::json estimateToJson(const Scenario &scenario, const EstimateInput &input,
-                              const MemoryEstimate &estimate, const std::vector<GpuSpec> &gpus);
+nlohmann::json estimateToJson(const Scenario &scenario,
+                              const EstimateInput &input,
+                              const MemoryEstimate &estimate,
+                              const std::vector<GpuSpec> &gpus);
 
 } // namespace membudget

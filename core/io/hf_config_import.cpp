@@ -23,21 +23,26 @@ constexpr int kMaxJsonNesting = 64;
 // Where each key of the top-level object (and of "text_config") starts, found by one pass over text
 // that nlohmann::json has already accepted as well-formed. The same pass refuses duplicate keys
 // (json::parse keeps the last silently) and nesting past kMaxJsonNesting, with their positions.
-struct JsonKeyPositions {
+struct JsonKeyPositions
+{
     std::map<std::string, std::size_t> root;
     std::map<std::string, std::size_t> textConfig;
 };
 
-bool scanJsonKeys(const std::string &text, JsonKeyPositions &out, std::size_t &badAt, std::string &problem)
+bool scanJsonKeys(const std::string &text,
+                  JsonKeyPositions &out,
+                  std::size_t &badAt,
+                  std::string &problem)
 {
-    struct Level {
+    struct Level
+    {
         bool object = false;
         bool expectKey = false;
         std::set<std::string> keys;
         std::map<std::string, std::size_t> *record = nullptr;
     };
     std::vector<Level> stack;
-    std::string lastKey;  // the key whose value comes next
+    std::string lastKey; // the key whose value comes next
     std::size_t i = 0;
     while (i < text.size()) {
         const char c = text[i];
@@ -64,7 +69,8 @@ bool scanJsonKeys(const std::string &text, JsonKeyPositions &out, std::size_t &b
         if (c == '{' || c == '[') {
             if (static_cast<int>(stack.size()) >= kMaxJsonNesting) {
                 badAt = i;
-                problem = "nesting too deep (more than " + std::to_string(kMaxJsonNesting) + " levels)";
+                problem = "nesting too deep (more than " + std::to_string(kMaxJsonNesting)
+                          + " levels)";
                 return false;
             }
             Level level;
@@ -72,7 +78,8 @@ bool scanJsonKeys(const std::string &text, JsonKeyPositions &out, std::size_t &b
             level.expectKey = level.object;
             if (level.object && stack.empty())
                 level.record = &out.root;
-            else if (level.object && stack.size() == 1 && stack.back().object && lastKey == "text_config")
+            else if (level.object && stack.size() == 1 && stack.back().object
+                     && lastKey == "text_config")
                 level.record = &out.textConfig;
             stack.push_back(std::move(level));
         } else if (c == '}' || c == ']') {
@@ -86,11 +93,12 @@ bool scanJsonKeys(const std::string &text, JsonKeyPositions &out, std::size_t &b
     return true;
 }
 
-struct Reader {
+struct Reader
+{
     const json &j;
     const std::string &text;
     const std::map<std::string, std::size_t> &keyAt; // where this object's keys start
-    std::size_t objectStart;                        // where this object starts
+    std::size_t objectStart;                         // where this object starts
     LoadError &error;
 
     // Errors point at the key they are about, or at the object that lacks it.
@@ -116,8 +124,11 @@ struct Reader {
         return nullptr;
     }
 
-    bool integer(std::initializer_list<const char *> names, std::optional<std::int64_t> &out, bool required,
-                 std::int64_t min = 1, std::int64_t max = 100'000'000)
+    bool integer(std::initializer_list<const char *> names,
+                 std::optional<std::int64_t> &out,
+                 bool required,
+                 std::int64_t min = 1,
+                 std::int64_t max = 100'000'000)
     {
         std::string key = *names.begin();
         const json *v = find(names, &key);
@@ -129,24 +140,31 @@ struct Reader {
         // Whole numbers may be written as 4096 or 4096.0; anything past int64 is out of range
         // (checked before converting: a double-to-integer cast out of range is undefined).
         std::int64_t n = 0;
-        if (v->is_number_integer() && !(v->is_number_unsigned() && v->get<std::uint64_t>() > static_cast<std::uint64_t>(max))) {
+        if (v->is_number_integer()
+            && !(v->is_number_unsigned()
+                 && v->get<std::uint64_t>() > static_cast<std::uint64_t>(max))) {
             n = v->get<std::int64_t>();
         } else if (v->is_number_float()) {
             const double d = v->get<double>();
             if (!(d == std::floor(d)) || !std::isfinite(d))
                 return fail(key, "'" + key + "' must be a whole number, not " + v->dump());
             if (d < static_cast<double>(min) || d > static_cast<double>(max))
-                return fail(key, "'" + key + "' must be between " + std::to_string(min) + " and " + std::to_string(max)
-                                         + ", not " + v->dump());
+                return fail(key,
+                            "'" + key + "' must be between " + std::to_string(min) + " and "
+                                + std::to_string(max) + ", not " + v->dump());
             n = static_cast<std::int64_t>(d);
         } else if (v->is_number_unsigned()) {
-            n = max + (max < std::numeric_limits<std::int64_t>::max() ? 1 : 0); // reported as out of range below
+            n = max
+                + (max < std::numeric_limits<std::int64_t>::max()
+                       ? 1
+                       : 0); // reported as out of range below
         } else {
             return fail(key, "'" + key + "' must be a whole number, not " + v->dump());
         }
         if (n < min || n > max)
-            return fail(key, "'" + key + "' must be between " + std::to_string(min) + " and " + std::to_string(max)
-                                     + ", not " + v->dump());
+            return fail(key,
+                        "'" + key + "' must be between " + std::to_string(min) + " and "
+                            + std::to_string(max) + ", not " + v->dump());
         out = n;
         return true;
     }
@@ -171,7 +189,9 @@ struct Reader {
             return fail(key, std::string("'") + key + "' must be a number, not " + it->dump());
         const double v = it->get<double>();
         if (!(v >= 0 && v < 1))
-            return fail(key, std::string("'") + key + "' must be a probability in [0, 1), not " + it->dump());
+            return fail(key,
+                        std::string("'") + key + "' must be a probability in [0, 1), not "
+                            + it->dump());
         out = v;
         return true;
     }
@@ -183,12 +203,15 @@ struct Reader {
     }
 };
 
-constexpr const char *kSupported = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3, "
-                                   "gemma3_text, phi3, olmo, olmo2, starcoder2, gpt2, gpt_bigcode, falcon";
+constexpr const char *kSupported
+    = "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3, "
+      "gemma3_text, phi3, olmo, olmo2, starcoder2, gpt2, gpt_bigcode, falcon";
 
 } // namespace
 
-std::optional<ModelSpec> importHfConfig(const std::string &text, const std::string &fileName, LoadError &error)
+std::optional<ModelSpec> importHfConfig(const std::string &text,
+                                        const std::string &fileName,
+                                        LoadError &error)
 {
     error = LoadError{};
     error.file = fileName;
@@ -221,13 +244,15 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
     const std::size_t rootStart = text.find_first_of("{[");
     if (!root.is_object()) {
         positionOf(text, text.find_first_not_of(" \t\r\n\xEF\xBB\xBF"), error.line, error.column);
-        error.message = std::string("a config.json must be a JSON object ({...}), not ") + root.type_name();
+        error.message = std::string("a config.json must be a JSON object ({...}), not ")
+                        + root.type_name();
         return std::nullopt;
     }
     const json *cfg = &root;
     const std::map<std::string, std::size_t> *cfgKeys = &keys.root;
     std::size_t cfgStart = rootStart;
-    if (auto tc = root.find("text_config"); tc != root.end() && tc->is_object() && !root.contains("num_hidden_layers")) {
+    if (auto tc = root.find("text_config");
+        tc != root.end() && tc->is_object() && !root.contains("num_hidden_layers")) {
         cfg = &*tc; // multimodal wrappers (Gemma 3, Llama 3.2 Vision...) keep the decoder here
         cfgKeys = &keys.textConfig;
         cfgStart = text.find('{', keys.root.at("text_config"));
@@ -239,15 +264,19 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
         type = top.string("model_type");
     if (type.empty()) {
         (cfg->contains("model_type") ? r : top)
-                .fail("model_type", "config.json has no 'model_type' string; supported: " + std::string(kSupported));
+            .fail("model_type",
+                  "config.json has no 'model_type' string; supported: " + std::string(kSupported));
         return std::nullopt;
     }
 
     ModelSpec s;
     ModelFamily family = ModelFamily::Llama;
-    const bool llamaLike = type == "llama" || type == "mistral" || type == "mixtral" || type == "qwen2" || type == "qwen3"
-            || type == "qwen3_moe" || type == "phi3" || type == "olmo" || type == "olmo2" || type == "starcoder2";
-    const bool gemma = type == "gemma" || type == "gemma2" || type == "gemma3" || type == "gemma3_text";
+    const bool llamaLike = type == "llama" || type == "mistral" || type == "mixtral"
+                           || type == "qwen2" || type == "qwen3" || type == "qwen3_moe"
+                           || type == "phi3" || type == "olmo" || type == "olmo2"
+                           || type == "starcoder2";
+    const bool gemma = type == "gemma" || type == "gemma2" || type == "gemma3"
+                       || type == "gemma3_text";
     if (gemma)
         family = ModelFamily::Gemma;
     else if (type == "gpt2")
@@ -258,7 +287,9 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
         family = ModelFamily::Falcon;
     else if (!llamaLike) {
         (cfg->contains("model_type") ? r : top)
-                .fail("model_type", "model_type '" + type + "' is not supported; supported: " + std::string(kSupported));
+            .fail("model_type",
+                  "model_type '" + type
+                      + "' is not supported; supported: " + std::string(kSupported));
         return std::nullopt;
     }
     s.family = family;
@@ -267,7 +298,11 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
         || !r.integer({"hidden_size", "n_embd", "d_model"}, s.hidden_size, true, 1, 10'000'000)
         || !r.integer({"num_attention_heads", "n_head"}, s.attention_heads, true, 1, 100'000)
         || !r.integer({"vocab_size"}, s.vocab_size, true, 1, 100'000'000)
-        || !r.integer({"max_position_embeddings", "n_positions", "n_ctx"}, s.max_position_embeddings, false, 1, 100'000'000)
+        || !r.integer({"max_position_embeddings", "n_positions", "n_ctx"},
+                      s.max_position_embeddings,
+                      false,
+                      1,
+                      100'000'000)
         || !r.integer({"head_dim"}, s.head_dim, false, 1, 100'000))
         return std::nullopt;
     const std::int64_t h = *s.hidden_size;
@@ -332,7 +367,8 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
     std::optional<bool> tied;
     if (!r.boolean("tie_word_embeddings", tied))
         return std::nullopt;
-    s.tied_embeddings = tied.value_or(!(llamaLike && type != "starcoder2" && type != "olmo" && type != "olmo2"));
+    s.tied_embeddings = tied.value_or(
+        !(llamaLike && type != "starcoder2" && type != "olmo" && type != "olmo2"));
 
     // Biases and norms per family.
     std::optional<bool> attnBias, mlpBias;
@@ -344,7 +380,8 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
         s.qkv_bias = s.o_bias = true;
     if (mlpBias.value_or(false))
         s.mlp_bias = true;
-    if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3" || type == "gemma3_text" || type == "olmo2")
+    if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3" || type == "gemma3_text"
+        || type == "olmo2")
         s.qk_norm = true;
     if (type == "gemma2" || type == "gemma3" || type == "gemma3_text")
         s.norms_per_layer = 4;
@@ -363,11 +400,13 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
         const std::string act = r.string("activation_function");
         if (!act.empty() && act != "gelu_new")
             s.mlp = MlpKind::Gelu;
-        if (!r.number("attn_pdrop", s.attention_dropout) || !r.number("resid_pdrop", s.hidden_dropout))
+        if (!r.number("attn_pdrop", s.attention_dropout)
+            || !r.number("resid_pdrop", s.hidden_dropout))
             return std::nullopt;
     }
     if (family == ModelFamily::BigCode) {
-        if (!r.number("attn_pdrop", s.attention_dropout) || !r.number("resid_pdrop", s.hidden_dropout))
+        if (!r.number("attn_pdrop", s.attention_dropout)
+            || !r.number("resid_pdrop", s.hidden_dropout))
             return std::nullopt;
     }
     if (llamaLike || gemma) {
@@ -384,10 +423,12 @@ std::optional<ModelSpec> importHfConfig(const std::string &text, const std::stri
     probe.model = s;
     std::string modelProblem, where;
     if (!resolveScenario(probe, PresetCatalog::bundled(), modelProblem, &where)) {
-        static const std::map<std::string, const char *> jsonKey = {
-                {"model.kv_heads", "num_key_value_heads"}, {"model.experts_per_token", "num_experts_per_tok"}};
+        static const std::map<std::string, const char *> jsonKey
+            = {{"model.kv_heads", "num_key_value_heads"},
+               {"model.experts_per_token", "num_experts_per_tok"}};
         const auto it = jsonKey.find(where);
-        r.fail(it != jsonKey.end() ? it->second : "", "config.json describes a model MemBudget cannot use: " + modelProblem);
+        r.fail(it != jsonKey.end() ? it->second : "",
+               "config.json describes a model MemBudget cannot use: " + modelProblem);
         return std::nullopt;
     }
     return s;

@@ -13,7 +13,9 @@ namespace membudget {
 // GPT-BigCode, Falcon, OLMo...) into a model section with every architecture key set. Unknown
 // model types are an error naming the supported ones; missing or mistyped fields report the line
 // and column in the JSON file.
-std::optional<ModelSpec> importHfConfig(const std::string &text, const std::string &fileName, LoadError &error);
+std::optional<ModelSpec> importHfConfig(const std::string &text,
+                                        const std::string &fileName,
+                                        LoadError &error);
 
 std::optional<ModelSpec> importHfConfigFile(const std::string &path, LoadError &error);
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/input_file.h"
 
+#include "base/utf8.h"
 #include "io/hf_config_import.h"
 #include "io/preset_catalog.h"
 #include "io/scenario_yaml.h"
-#include "base/utf8.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -47,12 +47,14 @@ bool checkInputText(const std::string &text, const std::string &fileName, LoadEr
         const std::size_t n = utf8SequenceLength(text, i, cp);
         std::string problem;
         if (n == 0)
-            problem = "not valid UTF-8 text (byte " + hexByte(static_cast<unsigned char>(text[i])) + ")";
+            problem = "not valid UTF-8 text (byte " + hexByte(static_cast<unsigned char>(text[i]))
+                      + ")";
         else if (cp == 0)
             problem = "a binary file, not text (NUL byte)";
         else if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7F
                  || (cp >= 0x80 && cp <= 0x9F && cp != 0x85))
-            problem = "a binary file, not text (control character U+00" + hexByte(static_cast<unsigned char>(cp)).substr(2) + ")";
+            problem = "a binary file, not text (control character U+00"
+                      + hexByte(static_cast<unsigned char>(cp)).substr(2) + ")";
         if (!problem.empty()) {
             error.file = fileName;
             positionOf(text, i, error.line, error.column);
@@ -89,7 +91,7 @@ bool readInputFile(const std::string &path, const char *what, std::string &text,
         error.line = 1;
         error.column = 1;
         error.message = "the file is " + std::to_string(size / (1024 * 1024)) + " MiB; a " + what
-                + " file is a few kilobytes (at most 1 MiB is read)";
+                        + " file is a few kilobytes (at most 1 MiB is read)";
         return false;
     }
     std::ifstream in(path, std::ios::binary);
@@ -107,7 +109,8 @@ bool readInputFile(const std::string &path, const char *what, std::string &text,
         text.clear();
         error.line = 1;
         error.column = 1;
-        error.message = std::string("the file grew past 1 MiB while it was read; a ") + what + " file is a few kilobytes";
+        error.message = std::string("the file grew past 1 MiB while it was read; a ") + what
+                        + " file is a few kilobytes";
         return false;
     }
     return true; // the parser each caller hands the text to checks it (checkInputText) first
@@ -122,8 +125,9 @@ InputFileKind guessInputFileKind(const std::string &path, const std::string &tex
     const std::size_t at = text.find("membudget-presets/");
     if (at != std::string::npos) {
         const std::size_t lineStart = text.rfind('\n', at);
-        const std::string lead = text.substr(lineStart == std::string::npos ? 0 : lineStart + 1,
-                                             at - (lineStart == std::string::npos ? 0 : lineStart + 1));
+        const std::string lead
+            = text.substr(lineStart == std::string::npos ? 0 : lineStart + 1,
+                          at - (lineStart == std::string::npos ? 0 : lineStart + 1));
         if (lead.find("format") != std::string::npos && lead.find('#') == std::string::npos)
             return InputFileKind::Presets;
     }
@@ -143,7 +147,10 @@ const char *inputFileKindName(InputFileKind kind)
     return "input";
 }
 
-bool checkInputFile(const std::string &path, const PresetCatalog &catalog, LoadError &error, InputFileKind *kind)
+bool checkInputFile(const std::string &path,
+                    const PresetCatalog &catalog,
+                    LoadError &error,
+                    InputFileKind *kind)
 {
     std::string text;
     // Peek at the name first so the size message names the right kind of file.

@@ -41,7 +41,9 @@ const char *inputFileKindName(InputFileKind kind);
 
 // Loads `path` the way the app would use it and reports the first problem: a scenario is parsed
 // and resolved against `catalog`; a preset file is added to a copy of it; a config.json is imported.
-bool checkInputFile(const std::string &path, const PresetCatalog &catalog, LoadError &error,
+bool checkInputFile(const std::string &path,
+                    const PresetCatalog &catalog,
+                    LoadError &error,
                     InputFileKind *kind = nullptr);
 
 } // namespace membudget

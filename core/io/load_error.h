@@ -6,7 +6,8 @@
 namespace membudget {
 
 // Where and why a file could not be used. Line and column are 1-based; 0 means "the whole file".
-struct LoadError {
+struct LoadError
+{
     std::string file;
     int line = 0;
     int column = 0;

@@ -18,27 +18,27 @@ constexpr std::int64_t kMaxDim = 10'000'000;
 bool readArchitectureKeys(YamlReader &r, const YAML::Node &m, ModelSpec &s)
 {
     return r.getEnum(m, "family", s.family, parseFamily, kFamilyList, 5)
-            && r.getDouble(m, "parameters", s.parameters, 1e3, 1e14)
-            && r.getInt(m, "layers", s.layers, 1, 100'000)
-            && r.getInt(m, "hidden_size", s.hidden_size, 1, kMaxDim)
-            && r.getInt(m, "intermediate_size", s.intermediate_size, 1, kMaxDim)
-            && r.getInt(m, "attention_heads", s.attention_heads, 1, 100'000)
-            && r.getInt(m, "kv_heads", s.kv_heads, 1, 100'000)
-            && r.getInt(m, "head_dim", s.head_dim, 1, 100'000)
-            && r.getInt(m, "vocab_size", s.vocab_size, 1, 100'000'000)
-            && r.getInt(m, "max_position_embeddings", s.max_position_embeddings, 1, 100'000'000)
-            && r.getBool(m, "tied_embeddings", s.tied_embeddings)
-            && r.getEnum(m, "mlp", s.mlp, parseMlp, kMlpList, 4)
-            && r.getEnum(m, "norm", s.norm, parseNorm, kNormList, 4)
-            && r.getEnum(m, "positions", s.positions, parsePosition, kPositionList, 2)
-            && r.getBool(m, "qkv_bias", s.qkv_bias) && r.getBool(m, "o_bias", s.o_bias)
-            && r.getBool(m, "mlp_bias", s.mlp_bias) && r.getBool(m, "qk_norm", s.qk_norm)
-            && r.getInt(m, "norms_per_layer", s.norms_per_layer, 0, 16)
-            && r.getBool(m, "parallel_attention", s.parallel_attention)
-            && r.getInt(m, "experts", s.experts, 1, 100'000)
-            && r.getInt(m, "experts_per_token", s.experts_per_token, 1, 100'000)
-            && r.getDouble(m, "attention_dropout", s.attention_dropout, 0.0, 0.999)
-            && r.getDouble(m, "hidden_dropout", s.hidden_dropout, 0.0, 0.999);
+           && r.getDouble(m, "parameters", s.parameters, 1e3, 1e14)
+           && r.getInt(m, "layers", s.layers, 1, 100'000)
+           && r.getInt(m, "hidden_size", s.hidden_size, 1, kMaxDim)
+           && r.getInt(m, "intermediate_size", s.intermediate_size, 1, kMaxDim)
+           && r.getInt(m, "attention_heads", s.attention_heads, 1, 100'000)
+           && r.getInt(m, "kv_heads", s.kv_heads, 1, 100'000)
+           && r.getInt(m, "head_dim", s.head_dim, 1, 100'000)
+           && r.getInt(m, "vocab_size", s.vocab_size, 1, 100'000'000)
+           && r.getInt(m, "max_position_embeddings", s.max_position_embeddings, 1, 100'000'000)
+           && r.getBool(m, "tied_embeddings", s.tied_embeddings)
+           && r.getEnum(m, "mlp", s.mlp, parseMlp, kMlpList, 4)
+           && r.getEnum(m, "norm", s.norm, parseNorm, kNormList, 4)
+           && r.getEnum(m, "positions", s.positions, parsePosition, kPositionList, 2)
+           && r.getBool(m, "qkv_bias", s.qkv_bias) && r.getBool(m, "o_bias", s.o_bias)
+           && r.getBool(m, "mlp_bias", s.mlp_bias) && r.getBool(m, "qk_norm", s.qk_norm)
+           && r.getInt(m, "norms_per_layer", s.norms_per_layer, 0, 16)
+           && r.getBool(m, "parallel_attention", s.parallel_attention)
+           && r.getInt(m, "experts", s.experts, 1, 100'000)
+           && r.getInt(m, "experts_per_token", s.experts_per_token, 1, 100'000)
+           && r.getDouble(m, "attention_dropout", s.attention_dropout, 0.0, 0.999)
+           && r.getDouble(m, "hidden_dropout", s.hidden_dropout, 0.0, 0.999);
 }
 
 std::string formatYamlNumber(double value)
@@ -57,30 +57,42 @@ std::string yamlString(const std::string &text)
 {
     bool plain = !text.empty() && text.size() < 200;
     for (char c : text) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-'
-                || c == '_' || c == '.' || c == '/';
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+                        || c == '-' || c == '_' || c == '.' || c == '/';
         plain = plain && ok;
     }
     // Words YAML would read as something other than a string stay quoted.
-    static const char *const special[] = {"true", "false", "True", "False", "TRUE", "FALSE", "yes", "no", "Yes",
-                                          "No", "on", "off", "On", "Off", "null", "Null", "NULL", "~", "y", "n"};
+    static const char *const special[] = {"true", "false", "True", "False", "TRUE", "FALSE", "yes",
+                                          "no",   "Yes",   "No",   "on",    "off",  "On",    "Off",
+                                          "null", "Null",  "NULL", "~",     "y",    "n"};
     for (const char *w : special)
         plain = plain && text != w;
     if (plain) {
         double d = 0;
         auto res = std::from_chars(text.data(), text.data() + text.size(), d);
-        plain = !(res.ec == std::errc() && res.ptr == text.data() + text.size()) && text[0] != '-' && text[0] != '.';
+        plain = !(res.ec == std::errc() && res.ptr == text.data() + text.size()) && text[0] != '-'
+                && text[0] != '.';
     }
     if (plain)
         return text;
     std::string out = "\"";
     for (unsigned char c : text) {
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
         default:
             if (c < 0x20 || c == 0x7f) {
                 char buf[8];

@@ -3,19 +3,38 @@
 
 // Reading and writing the architecture keys shared by scenario files (`model:`) and model presets.
 
-#include "model/scenario.h"
 #include "io/yaml_reader.h"
+#include "model/scenario.h"
 
 #include <string>
 
 namespace membudget {
 
 // The architecture keys, in the order they are written.
-inline constexpr const char *kArchitectureKeys[] = {
-        "family", "parameters", "layers", "hidden_size", "intermediate_size", "attention_heads", "kv_heads",
-        "head_dim", "vocab_size", "max_position_embeddings", "tied_embeddings", "mlp", "norm", "positions",
-        "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "norms_per_layer", "parallel_attention", "experts",
-        "experts_per_token", "attention_dropout", "hidden_dropout"};
+inline constexpr const char *kArchitectureKeys[] = {"family",
+                                                    "parameters",
+                                                    "layers",
+                                                    "hidden_size",
+                                                    "intermediate_size",
+                                                    "attention_heads",
+                                                    "kv_heads",
+                                                    "head_dim",
+                                                    "vocab_size",
+                                                    "max_position_embeddings",
+                                                    "tied_embeddings",
+                                                    "mlp",
+                                                    "norm",
+                                                    "positions",
+                                                    "qkv_bias",
+                                                    "o_bias",
+                                                    "mlp_bias",
+                                                    "qk_norm",
+                                                    "norms_per_layer",
+                                                    "parallel_attention",
+                                                    "experts",
+                                                    "experts_per_token",
+                                                    "attention_dropout",
+                                                    "hidden_dropout"};
 
 // Reads every architecture key present in `map` (the caller checks for unknown keys).
 bool readArchitectureKeys(YamlReader &reader, const YAML::Node &map, ModelSpec &spec);

@@ -17,7 +17,6 @@ namespace membudget {
 
 namespace {
 
-
 std::size_t editDistance(const std::string &a, const std::string &b)
 {
     std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
@@ -34,7 +33,7 @@ std::size_t editDistance(const std::string &a, const std::string &b)
     return prev[b.size()];
 }
 
-template <typename T>
+template<typename T>
 std::vector<std::string> nearest(const std::vector<T> &items, const std::string &id, int count)
 {
     std::vector<std::pair<std::size_t, std::string>> scored;
@@ -57,12 +56,36 @@ std::vector<std::string> nearest(const std::vector<T> &items, const std::string 
 
 bool readModelPreset(YamlReader &r, const YAML::Node &node, ModelPreset &out)
 {
-    if (!r.expectMap(node, "a model preset",
-                     {"id", "name", "source", "published_parameters", "family", "parameters", "layers", "hidden_size",
-                      "intermediate_size", "attention_heads", "kv_heads", "head_dim", "vocab_size",
-                      "max_position_embeddings", "tied_embeddings", "mlp", "norm", "positions", "qkv_bias", "o_bias",
-                      "mlp_bias", "qk_norm", "norms_per_layer", "parallel_attention", "experts", "experts_per_token",
-                      "attention_dropout", "hidden_dropout"}))
+    if (!r.expectMap(node,
+                     "a model preset",
+                     {"id",
+                      "name",
+                      "source",
+                      "published_parameters",
+                      "family",
+                      "parameters",
+                      "layers",
+                      "hidden_size",
+                      "intermediate_size",
+                      "attention_heads",
+                      "kv_heads",
+                      "head_dim",
+                      "vocab_size",
+                      "max_position_embeddings",
+                      "tied_embeddings",
+                      "mlp",
+                      "norm",
+                      "positions",
+                      "qkv_bias",
+                      "o_bias",
+                      "mlp_bias",
+                      "qk_norm",
+                      "norms_per_layer",
+                      "parallel_attention",
+                      "experts",
+                      "experts_per_token",
+                      "attention_dropout",
+                      "hidden_dropout"}))
         return false;
     if (!node["id"].IsDefined())
         return r.fail(node, "a model preset needs an 'id'");
@@ -80,18 +103,24 @@ bool readModelPreset(YamlReader &r, const YAML::Node &node, ModelPreset &out)
 
 bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
 {
-    if (!r.expectMap(node, "a GPU preset", {"id", "name", "vendor", "segment", "memory_mib", "memory_gib", "memory_gb"}))
+    if (!r.expectMap(node,
+                     "a GPU preset",
+                     {"id", "name", "vendor", "segment", "memory_mib", "memory_gib", "memory_gb"}))
         return false;
     if (!node["id"].IsDefined())
         return r.fail(node, "a GPU preset needs an 'id'");
     double mib = 0, gib = 0, gb = 0;
     if (!r.getString(node, "id", gpu.id) || !r.getString(node, "name", gpu.name)
         || !r.getString(node, "vendor", gpu.vendor) || !r.getString(node, "segment", gpu.segment)
-        || !r.getDouble(node, "memory_mib", mib, 1, 1e9) || !r.getDouble(node, "memory_gib", gib, 0.001, 1e6)
+        || !r.getDouble(node, "memory_mib", mib, 1, 1e9)
+        || !r.getDouble(node, "memory_gib", gib, 0.001, 1e6)
         || !r.getDouble(node, "memory_gb", gb, 0.001, 1e6))
         return false;
-    if (!gpu.segment.empty() && gpu.segment != "consumer" && gpu.segment != "workstation" && gpu.segment != "datacenter")
-        return r.fail(node["segment"], "unknown segment '" + gpu.segment + "'; expected consumer, workstation or datacenter");
+    if (!gpu.segment.empty() && gpu.segment != "consumer" && gpu.segment != "workstation"
+        && gpu.segment != "datacenter")
+        return r.fail(node["segment"],
+                      "unknown segment '" + gpu.segment
+                          + "'; expected consumer, workstation or datacenter");
     if (mib > 0)
         gpu.memory_bytes = toBytes(mib * static_cast<double>(kMiB));
     else if (gib > 0)
@@ -119,26 +148,46 @@ ModelArchitecture applyModelSpec(const ModelSpec &s, ModelArchitecture base, boo
         a = quickArchitecture(*s.parameters);
     if (s.family)
         applyFamilyDefaults(a, *s.family);
-    if (s.layers) a.layers = *s.layers;
-    if (s.hidden_size) a.hidden_size = *s.hidden_size;
-    if (s.intermediate_size) a.intermediate_size = *s.intermediate_size;
-    if (s.attention_heads) a.attention_heads = *s.attention_heads;
-    if (s.vocab_size) a.vocab_size = *s.vocab_size;
-    if (s.max_position_embeddings) a.max_position_embeddings = *s.max_position_embeddings;
-    if (s.tied_embeddings) a.tied_embeddings = *s.tied_embeddings;
-    if (s.mlp) a.mlp = *s.mlp;
-    if (s.norm) a.norm = *s.norm;
-    if (s.positions) a.positions = *s.positions;
-    if (s.qkv_bias) a.qkv_bias = *s.qkv_bias;
-    if (s.o_bias) a.o_bias = *s.o_bias;
-    if (s.mlp_bias) a.mlp_bias = *s.mlp_bias;
-    if (s.qk_norm) a.qk_norm = *s.qk_norm;
-    if (s.norms_per_layer) a.norms_per_layer = *s.norms_per_layer;
-    if (s.parallel_attention) a.parallel_attention = *s.parallel_attention;
-    if (s.experts) a.experts = *s.experts;
-    if (s.experts_per_token) a.experts_per_token = *s.experts_per_token;
-    if (s.attention_dropout) a.attention_dropout = *s.attention_dropout;
-    if (s.hidden_dropout) a.hidden_dropout = *s.hidden_dropout;
+    if (s.layers)
+        a.layers = *s.layers;
+    if (s.hidden_size)
+        a.hidden_size = *s.hidden_size;
+    if (s.intermediate_size)
+        a.intermediate_size = *s.intermediate_size;
+    if (s.attention_heads)
+        a.attention_heads = *s.attention_heads;
+    if (s.vocab_size)
+        a.vocab_size = *s.vocab_size;
+    if (s.max_position_embeddings)
+        a.max_position_embeddings = *s.max_position_embeddings;
+    if (s.tied_embeddings)
+        a.tied_embeddings = *s.tied_embeddings;
+    if (s.mlp)
+        a.mlp = *s.mlp;
+    if (s.norm)
+        a.norm = *s.norm;
+    if (s.positions)
+        a.positions = *s.positions;
+    if (s.qkv_bias)
+        a.qkv_bias = *s.qkv_bias;
+    if (s.o_bias)
+        a.o_bias = *s.o_bias;
+    if (s.mlp_bias)
+        a.mlp_bias = *s.mlp_bias;
+    if (s.qk_norm)
+        a.qk_norm = *s.qk_norm;
+    if (s.norms_per_layer)
+        a.norms_per_layer = *s.norms_per_layer;
+    if (s.parallel_attention)
+        a.parallel_attention = *s.parallel_attention;
+    if (s.experts)
+        a.experts = *s.experts;
+    if (s.experts_per_token)
+        a.experts_per_token = *s.experts_per_token;
+    if (s.attention_dropout)
+        a.attention_dropout = *s.attention_dropout;
+    if (s.hidden_dropout)
+        a.hidden_dropout = *s.hidden_dropout;
     // Derived defaults: head_dim = hidden / heads, and KV heads follow the heads unless the family
     // is multi-query, whenever the shape changed and the file did not say.
     if (s.head_dim)
@@ -148,7 +197,9 @@ ModelArchitecture applyModelSpec(const ModelSpec &s, ModelArchitecture base, boo
     if (s.kv_heads)
         a.kv_heads = *s.kv_heads;
     else if (s.attention_heads || s.family)
-        a.kv_heads = (a.family == ModelFamily::BigCode || a.family == ModelFamily::Falcon) ? 1 : a.attention_heads;
+        a.kv_heads = (a.family == ModelFamily::BigCode || a.family == ModelFamily::Falcon)
+                         ? 1
+                         : a.attention_heads;
     if (a.experts_per_token > a.experts)
         a.experts_per_token = a.experts;
     return a;
@@ -178,7 +229,9 @@ bool PresetCatalog::addFile(const std::string &fileName, const std::string &text
             return false;
         std::string format;
         if (!root["format"].IsDefined())
-            return r.failAt(root.Mark(), std::string("missing 'format: ") + kPresetFormat + "' (or membudget/1 for a scenario)");
+            return r.failAt(root.Mark(),
+                            std::string("missing 'format: ") + kPresetFormat
+                                + "' (or membudget/1 for a scenario)");
         if (!r.getString(root, "format", format))
             return false;
         if (format == kScenarioFormat) {
@@ -189,10 +242,14 @@ bool PresetCatalog::addFile(const std::string &fileName, const std::string &text
             return true;
         }
         if (format != kPresetFormat && format.rfind("membudget-presets/", 0) == 0)
-            return r.fail(root["format"], "format '" + format + "' was written by a newer MemBudget; this version reads "
-                                                  + kPresetFormat);
+            return r.fail(root["format"],
+                          "format '" + format
+                              + "' was written by a newer MemBudget; this version reads "
+                              + kPresetFormat);
         if (format != kPresetFormat)
-            return r.fail(root["format"], "format '" + format + "' is not " + kPresetFormat + " or " + kScenarioFormat);
+            return r.fail(root["format"],
+                          "format '" + format + "' is not " + kPresetFormat + " or "
+                              + kScenarioFormat);
         if (!r.expectMap(root, "the preset file", {"format", "models", "gpus"}))
             return false;
         if (!root["models"].IsDefined() && !root["gpus"].IsDefined())
@@ -219,7 +276,8 @@ bool PresetCatalog::addFile(const std::string &fileName, const std::string &text
         }
         return true;
     } catch (const std::exception &e) {
-        return r.failAt(YAML::Mark::null_mark(), std::string("cannot read the presets: ") + e.what());
+        return r.failAt(YAML::Mark::null_mark(),
+                        std::string("cannot read the presets: ") + e.what());
     }
 }
 
@@ -231,8 +289,9 @@ std::vector<LoadError> PresetCatalog::addFolder(const std::string &folder)
         return errors;
     std::vector<std::filesystem::path> files;
     for (auto it = std::filesystem::recursive_directory_iterator(
-                 folder, std::filesystem::directory_options::skip_permission_denied, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+             folder, std::filesystem::directory_options::skip_permission_denied, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator();
+         it.increment(ec)) {
         if (it.depth() > 4)
             it.disable_recursion_pending();
         const auto &p = it->path();
@@ -316,7 +375,8 @@ std::vector<std::string> PresetCatalog::suggestGpus(const std::string &id, int c
     return nearest(m_gpus, id, count);
 }
 
-std::optional<ModelArchitecture> PresetCatalog::resolveModel(const ModelSpec &spec, std::string &error) const
+std::optional<ModelArchitecture> PresetCatalog::resolveModel(const ModelSpec &spec,
+                                                             std::string &error) const
 {
     if (!spec.preset.empty()) {
         const ModelPreset *preset = findModel(spec.preset);
@@ -332,7 +392,9 @@ std::optional<ModelArchitecture> PresetCatalog::resolveModel(const ModelSpec &sp
     return applyModelSpec(spec, ModelArchitecture{}, false);
 }
 
-std::optional<EstimateInput> resolveScenario(const Scenario &scenario, const PresetCatalog &catalog, std::string &error,
+std::optional<EstimateInput> resolveScenario(const Scenario &scenario,
+                                             const PresetCatalog &catalog,
+                                             std::string &error,
                                              std::string *key)
 {
     auto arch = catalog.resolveModel(scenario.model, error);

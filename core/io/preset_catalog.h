@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-#include "model/gpu_spec.h"
 #include "io/load_error.h"
+#include "model/gpu_spec.h"
 #include "model/model_architecture.h"
 #include "model/scenario.h"
 
@@ -16,23 +16,26 @@ namespace membudget {
 // The format line of a preset file (models and GPUs); scenarios say kScenarioFormat.
 inline constexpr const char *kPresetFormat = "membudget-presets/1";
 
-struct ModelPreset {
-    std::string id; // "llama-3.1-8b"
-    std::string name; // "Llama 3.1 8B"
-    std::string source; // where the architecture comes from (a config.json)
+struct ModelPreset
+{
+    std::string id;                        // "llama-3.1-8b"
+    std::string name;                      // "Llama 3.1 8B"
+    std::string source;                    // where the architecture comes from (a config.json)
     std::int64_t published_parameters = 0; // 0 when the source states none
     ModelArchitecture arch;
 };
 
-struct ScenarioPreset {
-    std::string id; // file name without extension
+struct ScenarioPreset
+{
+    std::string id;   // file name without extension
     std::string file; // "scenarios/qlora-7b-24gb.yaml"
     Scenario scenario;
 };
 
 // Model, GPU and scenario presets: the bundled ones (presets/ compiled in) plus any folder of user
 // files, which override bundled entries with the same id. Lookups are by id.
-class PresetCatalog {
+class PresetCatalog
+{
 public:
     // The bundled presets, parsed once on first use. Thread-safe.
     static const PresetCatalog &bundled();
@@ -81,7 +84,9 @@ namespace membudget {
 
 // Turns a scenario into the estimator's input (preset resolved, architecture complete) and checks it
 // with validateInput(). Returns std::nullopt with a message when that fails.
-std::optional<EstimateInput> resolveScenario(const Scenario &scenario, const PresetCatalog &catalog,
-                                             std::string &error, std::string *key = nullptr);
+std::optional<EstimateInput> resolveScenario(const Scenario &scenario,
+                                             const PresetCatalog &catalog,
+                                             std::string &error,
+                                             std::string *key = nullptr);
 
 } // namespace membudget

@@ -17,13 +17,23 @@ namespace membudget {
 
 namespace {
 
-
 bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
 {
-    if (!r.expectMap(t, "training",
-                     {"mode", "method", "precision", "quantization", "optimizer", "micro_batch_size",
-                      "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "attention",
-                      "loss", "lora", "offload"}))
+    if (!r.expectMap(t,
+                     "training",
+                     {"mode",
+                      "method",
+                      "precision",
+                      "quantization",
+                      "optimizer",
+                      "micro_batch_size",
+                      "sequence_length",
+                      "gradient_accumulation_steps",
+                      "gradient_checkpointing",
+                      "attention",
+                      "loss",
+                      "lora",
+                      "offload"}))
         return false;
     if (!(r.getEnum(t, "mode", c.mode, parseMode, kModeNames, 2)
           && r.getEnum(t, "method", c.method, parseMethod, kMethodNames, 3)
@@ -32,7 +42,12 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
           && r.getInt(t, "micro_batch_size", c.micro_batch_size, 1, 1'000'000)
           && r.getInt(t, "sequence_length", c.sequence_length, 1, 100'000'000)
           && r.getInt(t, "gradient_accumulation_steps", c.gradient_accumulation_steps, 1, 1'000'000)
-          && r.getEnum(t, "gradient_checkpointing", c.checkpointing, parseCheckpointing, kCheckpointingNames, 3)
+          && r.getEnum(t,
+                       "gradient_checkpointing",
+                       c.checkpointing,
+                       parseCheckpointing,
+                       kCheckpointingNames,
+                       3)
           && r.getEnum(t, "attention", c.attention, parseAttention, kAttentionNames, 3)
           && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 3)))
         return false;
@@ -42,19 +57,28 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
     if (!r.getEnum(t, "quantization", c.quantization, parseQuantization, kQuantizationNames, 4))
         return false;
     if (const YAML::Node lora = t["lora"]; lora.IsDefined()) {
-        if (!r.expectMap(lora, "training.lora", {"rank", "alpha", "dropout", "targets", "adapter_precision"}))
+        if (!r.expectMap(lora,
+                         "training.lora",
+                         {"rank", "alpha", "dropout", "targets", "adapter_precision"}))
             return false;
-        if (!(r.getInt(lora, "rank", c.lora.rank, 1, 65536) && r.getDouble(lora, "alpha", c.lora.alpha, 1e-6, 1e6)
+        if (!(r.getInt(lora, "rank", c.lora.rank, 1, 65536)
+              && r.getDouble(lora, "alpha", c.lora.alpha, 1e-6, 1e6)
               && r.getDouble(lora, "dropout", c.lora.dropout, 0.0, 0.999)
-              && r.getEnum(lora, "adapter_precision", c.lora.adapter_precision, parseAdapterPrecision,
-                           kAdapterPrecisionNames, 2)))
+              && r.getEnum(lora,
+                           "adapter_precision",
+                           c.lora.adapter_precision,
+                           parseAdapterPrecision,
+                           kAdapterPrecisionNames,
+                           2)))
             return false;
         if (const YAML::Node targets = lora["targets"]; targets.IsDefined()) {
             unsigned bits = 0;
             if (targets.IsScalar()) {
                 if (!parseLoraTarget(targets.Scalar(), bits))
-                    return r.fail(targets, "unknown LoRA target '" + targets.Scalar()
-                                          + "'; expected all-linear or a list of " + allowedNames(kLoraTargetNames, 7));
+                    return r.fail(targets,
+                                  "unknown LoRA target '" + targets.Scalar()
+                                      + "'; expected all-linear or a list of "
+                                      + allowedNames(kLoraTargetNames, 7));
             } else if (targets.IsSequence()) {
                 if (targets.size() == 0)
                     return r.fail(targets, "LoRA targets must name at least one module");
@@ -63,11 +87,14 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                     if (!r.scalarText(item, "targets", name))
                         return false;
                     if (!parseLoraTarget(name, bits))
-                        return r.fail(item, "unknown LoRA target '" + name + "'; expected all-linear or "
-                                                    + allowedNames(kLoraTargetNames, 7));
+                        return r.fail(item,
+                                      "unknown LoRA target '" + name + "'; expected all-linear or "
+                                          + allowedNames(kLoraTargetNames, 7));
                 }
             } else {
-                return r.fail(targets, "LoRA targets must be a list of module names such as [q_proj, v_proj]");
+                return r
+                    .fail(targets,
+                          "LoRA targets must be a list of module names such as [q_proj, v_proj]");
             }
             c.lora.targets = bits;
         }
@@ -75,7 +102,8 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
     if (const YAML::Node off = t["offload"]; off.IsDefined()) {
         if (!r.expectMap(off, "training.offload", {"optimizer", "parameters"}))
             return false;
-        if (!(r.getBool(off, "optimizer", c.offload.optimizer) && r.getBool(off, "parameters", c.offload.parameters)))
+        if (!(r.getBool(off, "optimizer", c.offload.optimizer)
+              && r.getBool(off, "parameters", c.offload.parameters)))
             return false;
     }
     return true;
@@ -83,11 +111,31 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
 
 bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const PresetCatalog *catalog)
 {
-    std::initializer_list<const char *> keys = {
-            "preset", "family", "parameters", "layers", "hidden_size", "intermediate_size", "attention_heads",
-            "kv_heads", "head_dim", "vocab_size", "max_position_embeddings", "tied_embeddings", "mlp", "norm",
-            "positions", "qkv_bias", "o_bias", "mlp_bias", "qk_norm", "norms_per_layer", "parallel_attention",
-            "experts", "experts_per_token", "attention_dropout", "hidden_dropout"};
+    std::initializer_list<const char *> keys = {"preset",
+                                                "family",
+                                                "parameters",
+                                                "layers",
+                                                "hidden_size",
+                                                "intermediate_size",
+                                                "attention_heads",
+                                                "kv_heads",
+                                                "head_dim",
+                                                "vocab_size",
+                                                "max_position_embeddings",
+                                                "tied_embeddings",
+                                                "mlp",
+                                                "norm",
+                                                "positions",
+                                                "qkv_bias",
+                                                "o_bias",
+                                                "mlp_bias",
+                                                "qk_norm",
+                                                "norms_per_layer",
+                                                "parallel_attention",
+                                                "experts",
+                                                "experts_per_token",
+                                                "attention_dropout",
+                                                "hidden_dropout"};
     if (!r.expectMap(m, "model", keys))
         return false;
     if (!r.getString(m, "preset", spec.preset) || !readArchitectureKeys(r, m, spec))
@@ -105,7 +153,9 @@ bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const Preset
 
 } // namespace
 
-std::optional<Scenario> parseScenario(const std::string &text, const std::string &fileName, LoadError &error,
+std::optional<Scenario> parseScenario(const std::string &text,
+                                      const std::string &fileName,
+                                      LoadError &error,
                                       const PresetCatalog *catalog)
 {
     YamlReader r(fileName, error);
@@ -113,12 +163,22 @@ std::optional<Scenario> parseScenario(const std::string &text, const std::string
     if (!r.parse(text, root))
         return std::nullopt;
     try {
-        if (!r.expectMap(root, "the scenario",
-                         {"format", "name", "description", "model", "training", "parallelism", "gpus", "overheads"}))
+        if (!r.expectMap(root,
+                         "the scenario",
+                         {"format",
+                          "name",
+                          "description",
+                          "model",
+                          "training",
+                          "parallelism",
+                          "gpus",
+                          "overheads"}))
             return std::nullopt;
         const YAML::Node format = root["format"];
         if (!format.IsDefined()) {
-            r.failAt(root.Mark(), std::string("missing 'format: ") + kScenarioFormat + "' line (is this a MemBudget scenario?)");
+            r.failAt(root.Mark(),
+                     std::string("missing 'format: ") + kScenarioFormat
+                         + "' line (is this a MemBudget scenario?)");
             return std::nullopt;
         }
         std::string fmt;
@@ -126,9 +186,13 @@ std::optional<Scenario> parseScenario(const std::string &text, const std::string
             return std::nullopt;
         if (fmt != kScenarioFormat) {
             if (fmt.rfind("membudget/", 0) == 0)
-                r.fail(format, "format '" + fmt + "' was written by a newer MemBudget; this version reads " + kScenarioFormat);
+                r.fail(format,
+                       "format '" + fmt + "' was written by a newer MemBudget; this version reads "
+                           + kScenarioFormat);
             else
-                r.fail(format, "format '" + fmt + "' is not a MemBudget scenario; expected " + kScenarioFormat);
+                r.fail(format,
+                       "format '" + fmt + "' is not a MemBudget scenario; expected "
+                           + kScenarioFormat);
             return std::nullopt;
         }
         Scenario s;
@@ -146,8 +210,10 @@ std::optional<Scenario> parseScenario(const std::string &text, const std::string
                 || !r.getInt(p, "tensor_parallel", s.parallelism.tensor_parallel, 1, 65536))
                 return std::nullopt;
             if (s.parallelism.gpus % s.parallelism.tensor_parallel != 0) {
-                r.fail(p, "gpus (" + std::to_string(s.parallelism.gpus) + ") must be a multiple of tensor_parallel ("
-                                  + std::to_string(s.parallelism.tensor_parallel) + ")");
+                r.fail(p,
+                       "gpus (" + std::to_string(s.parallelism.gpus)
+                           + ") must be a multiple of tensor_parallel ("
+                           + std::to_string(s.parallelism.tensor_parallel) + ")");
                 return std::nullopt;
             }
         }
@@ -155,7 +221,11 @@ std::optional<Scenario> parseScenario(const std::string &text, const std::string
             if (!r.expectMap(o, "overheads", {"cuda_context", "nccl", "allocator_reserve"})
                 || !r.getByteSize(o, "cuda_context", s.overheads.cuda_context_bytes, 1024 * kGiB)
                 || !r.getByteSize(o, "nccl", s.overheads.nccl_bytes, 1024 * kGiB)
-                || !r.getDouble(o, "allocator_reserve", s.overheads.allocator_reserve_fraction, 0.0, 10.0))
+                || !r.getDouble(o,
+                                "allocator_reserve",
+                                s.overheads.allocator_reserve_fraction,
+                                0.0,
+                                10.0))
                 return std::nullopt;
         }
         if (const YAML::Node g = root["gpus"]; g.IsDefined()) {
@@ -201,8 +271,10 @@ std::optional<Scenario> parseScenario(const std::string &text, const std::string
                 r.fail(at, problem);
                 return std::nullopt;
             }
-        } else if (s.training.method == Method::Qlora && s.training.quantization == Quantization::None) {
-            r.fail(root["training"]["quantization"], "qlora needs a quantized base: quantization int8, nf4 or nf4-double");
+        } else if (s.training.method == Method::Qlora
+                   && s.training.quantization == Quantization::None) {
+            r.fail(root["training"]["quantization"],
+                   "qlora needs a quantized base: quantization int8, nf4 or nf4-double");
             return std::nullopt;
         }
         return s;
@@ -212,7 +284,9 @@ std::optional<Scenario> parseScenario(const std::string &text, const std::string
     }
 }
 
-std::optional<Scenario> loadScenarioFile(const std::string &path, LoadError &error, const PresetCatalog *catalog)
+std::optional<Scenario> loadScenarioFile(const std::string &path,
+                                         LoadError &error,
+                                         const PresetCatalog *catalog)
 {
     std::string text;
     if (!readInputFile(path, "scenario", text, error))
@@ -261,10 +335,11 @@ std::string scenarioToYaml(const Scenario &s)
         for (std::size_t i = 0; i < names.size(); ++i)
             out += (i ? ", " : "") + names[i];
         out += "]\n";
-        out += std::string("    adapter_precision: ") + adapterPrecisionName(t.lora.adapter_precision) + "\n";
+        out += std::string("    adapter_precision: ")
+               + adapterPrecisionName(t.lora.adapter_precision) + "\n";
     }
     out += std::string("  offload: {optimizer: ") + (t.offload.optimizer ? "true" : "false")
-            + ", parameters: " + (t.offload.parameters ? "true" : "false") + "}\n";
+           + ", parameters: " + (t.offload.parameters ? "true" : "false") + "}\n";
     out += "parallelism:\n";
     out += "  gpus: " + std::to_string(s.parallelism.gpus) + "\n";
     out += std::string("  sharding: ") + shardingName(s.parallelism.sharding) + "\n";
@@ -273,7 +348,8 @@ std::string scenarioToYaml(const Scenario &s)
         out += "overheads:\n";
         out += "  cuda_context: " + std::to_string(s.overheads.cuda_context_bytes) + "\n";
         out += "  nccl: " + std::to_string(s.overheads.nccl_bytes) + "\n";
-        out += "  allocator_reserve: " + formatYamlNumber(s.overheads.allocator_reserve_fraction) + "\n";
+        out += "  allocator_reserve: " + formatYamlNumber(s.overheads.allocator_reserve_fraction)
+               + "\n";
     }
     out += "gpus: [";
     for (std::size_t i = 0; i < s.gpus.size(); ++i)

@@ -14,11 +14,14 @@ class PresetCatalog;
 // Reads a scenario (format membudget/1). Unknown keys, wrong types, out-of-range values, unknown
 // enum names and (when `catalog` is given) unknown model or GPU presets are errors with the line
 // and column of the offending node. Never throws.
-std::optional<Scenario> parseScenario(const std::string &text, const std::string &fileName, LoadError &error,
+std::optional<Scenario> parseScenario(const std::string &text,
+                                      const std::string &fileName,
+                                      LoadError &error,
                                       const PresetCatalog *catalog = nullptr);
 
 // Reads a file from disk (at most 16 MiB) and parses it.
-std::optional<Scenario> loadScenarioFile(const std::string &path, LoadError &error,
+std::optional<Scenario> loadScenarioFile(const std::string &path,
+                                         LoadError &error,
                                          const PresetCatalog *catalog = nullptr);
 
 // Writes the scenario as YAML: keys in the documented order, only what differs from the defaults

@@ -15,7 +15,10 @@ namespace membudget {
 
 namespace {
 
-bool isQuoted(const YAML::Node &node) { return node.Tag() == "!"; }
+bool isQuoted(const YAML::Node &node)
+{
+    return node.Tag() == "!";
+}
 
 std::string describe(const YAML::Node &node)
 {
@@ -27,7 +30,8 @@ std::string describe(const YAML::Node &node)
     case YAML::NodeType::Null:
         return "nothing (null)";
     case YAML::NodeType::Scalar:
-        return isQuoted(node) ? "the string \"" + node.Scalar() + "\"" : "\"" + node.Scalar() + "\"";
+        return isQuoted(node) ? "the string \"" + node.Scalar() + "\""
+                              : "\"" + node.Scalar() + "\"";
     default:
         return "nothing";
     }
@@ -73,7 +77,8 @@ std::size_t secondDocumentStart(const std::string &text)
             end = text.size();
         const std::string_view line(text.data() + lineStart, end - lineStart);
         const auto isMarker = [&](std::string_view m) {
-            return line.substr(0, 3) == m && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+            return line.substr(0, 3) == m
+                   && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
         };
         if (isMarker("---") || isMarker("...")) {
             if (sawContent)
@@ -83,7 +88,8 @@ std::size_t secondDocumentStart(const std::string &text)
                 sawContent = true; // "--- value" starts the first document with content
         } else {
             const std::size_t first = line.find_first_not_of(" \t\r");
-            if (first != std::string_view::npos && line[first] != '#' && !(first == 0 && line[0] == '%'))
+            if (first != std::string_view::npos && line[first] != '#'
+                && !(first == 0 && line[0] == '%'))
                 sawContent = true;
         }
         lineStart = end + 1;
@@ -104,7 +110,9 @@ bool YamlReader::parse(const std::string &text, YAML::Node &root)
         if (const std::size_t at = secondDocumentStart(text); at != std::string::npos) {
             int line = 0, column = 0;
             positionOf(text, at, line, column);
-            return failAtPosition(line, column, "more than one YAML document (---); a MemBudget file holds one");
+            return failAtPosition(line,
+                                  column,
+                                  "more than one YAML document (---); a MemBudget file holds one");
         }
         root = YAML::Load(text);
     } catch (const YAML::DeepRecursion &e) {
@@ -130,7 +138,8 @@ bool YamlReader::fail(const YAML::Node &node, const std::string &message)
 bool YamlReader::failAt(const YAML::Mark &mark, const std::string &message)
 {
     // yaml-cpp's marks are 0-based; null_mark() (-1) means no position.
-    return failAtPosition(mark.line >= 0 ? mark.line + 1 : 0, mark.column >= 0 && mark.line >= 0 ? mark.column + 1 : 0,
+    return failAtPosition(mark.line >= 0 ? mark.line + 1 : 0,
+                          mark.column >= 0 && mark.line >= 0 ? mark.column + 1 : 0,
                           message);
 }
 
@@ -153,7 +162,9 @@ bool YamlReader::checkTag(const YAML::Node &node)
     std::string shown = tag.rfind("tag:yaml.org,2002:", 0) == 0 ? "!!" + tag.substr(18) : tag;
     if (shown.size() > 40)
         shown = shown.substr(0, 40) + "...";
-    return fail(node, "YAML tag '" + shown + "' is not supported: MemBudget files are plain values "
+    return fail(node,
+                "YAML tag '" + shown
+                    + "' is not supported: MemBudget files are plain values "
                       "and never include other files");
 }
 
@@ -176,7 +187,8 @@ bool YamlReader::expectMap(const YAML::Node &node, const std::string &what)
     return true;
 }
 
-bool YamlReader::expectMap(const YAML::Node &node, const std::string &what,
+bool YamlReader::expectMap(const YAML::Node &node,
+                           const std::string &what,
                            std::initializer_list<const char *> allowed)
 {
     if (!expectMap(node, what))
@@ -193,7 +205,8 @@ bool YamlReader::expectMap(const YAML::Node &node, const std::string &what,
                 list += i++ ? ", " : "";
                 list += a;
             }
-            return fail(it->first, "unknown key '" + name + "' in " + what + "; expected one of: " + list);
+            return fail(it->first,
+                        "unknown key '" + name + "' in " + what + "; expected one of: " + list);
         }
     }
     return true;
@@ -221,7 +234,9 @@ bool YamlReader::checkQuoteClosed(const YAML::Node &node)
             return true;
         }
     }
-    return fail(node, std::string("this quoted value has no closing ") + (q == '"' ? "double" : "single") + " quote");
+    return fail(node,
+                std::string("this quoted value has no closing ") + (q == '"' ? "double" : "single")
+                    + " quote");
 }
 
 bool YamlReader::scalarText(const YAML::Node &node, const std::string &what, std::string &out)
@@ -234,7 +249,8 @@ bool YamlReader::scalarText(const YAML::Node &node, const std::string &what, std
     return true;
 }
 
-bool YamlReader::toDouble(const YAML::Node &node, const std::string &what, double &out, double min, double max)
+bool YamlReader::toDouble(
+    const YAML::Node &node, const std::string &what, double &out, double min, double max)
 {
     if (!checkTag(node))
         return false;
@@ -256,12 +272,17 @@ bool YamlReader::toDouble(const YAML::Node &node, const std::string &what, doubl
     if (!std::isfinite(v))
         return fail(node, "'" + what + "' must be a finite number, not " + s);
     if (v < min || v > max)
-        return fail(node, "'" + what + "' must be between " + shortNumber(min) + " and " + shortNumber(max) + ", not " + s);
+        return fail(node,
+                    "'" + what + "' must be between " + shortNumber(min) + " and "
+                        + shortNumber(max) + ", not " + s);
     out = v;
     return true;
 }
 
-bool YamlReader::toInt(const YAML::Node &node, const std::string &what, std::int64_t &out, std::int64_t min,
+bool YamlReader::toInt(const YAML::Node &node,
+                       const std::string &what,
+                       std::int64_t &out,
+                       std::int64_t min,
                        std::int64_t max)
 {
     if (!checkTag(node))
@@ -281,8 +302,10 @@ bool YamlReader::toInt(const YAML::Node &node, const std::string &what, std::int
         // plain integer
     } else if (res.ec == std::errc::result_out_of_range) {
         if (s.front() == '-')
-            return fail(node, "'" + what + "' is too small: " + s + " (at least " + withCommas(min) + ")");
-        return fail(node, "'" + what + "' is too large: " + s + " (at most " + withCommas(max) + ")");
+            return fail(node,
+                        "'" + what + "' is too small: " + s + " (at least " + withCommas(min) + ")");
+        return fail(node,
+                    "'" + what + "' is too large: " + s + " (at most " + withCommas(max) + ")");
     } else {
         double d = 0;
         auto dres = std::from_chars(first, last, d);
@@ -291,22 +314,30 @@ bool YamlReader::toInt(const YAML::Node &node, const std::string &what, std::int
         if (d != std::floor(d))
             return fail(node, "'" + what + "' must be a whole number, not " + s);
         if (d < static_cast<double>(min) || d > static_cast<double>(max))
-            return fail(node, "'" + what + "' must be between " + withCommas(min) + " and " + withCommas(max) + ", not " + s);
+            return fail(node,
+                        "'" + what + "' must be between " + withCommas(min) + " and "
+                            + withCommas(max) + ", not " + s);
         v = static_cast<std::int64_t>(d);
     }
     if (v < min || v > max)
-        return fail(node, "'" + what + "' must be between " + withCommas(min) + " and " + withCommas(max) + ", not " + s);
+        return fail(node,
+                    "'" + what + "' must be between " + withCommas(min) + " and " + withCommas(max)
+                        + ", not " + s);
     out = v;
     return true;
 }
 
-bool YamlReader::getInt(const YAML::Node &map, const char *key, std::int64_t &out, std::int64_t min, std::int64_t max)
+bool YamlReader::getInt(
+    const YAML::Node &map, const char *key, std::int64_t &out, std::int64_t min, std::int64_t max)
 {
     const YAML::Node node = map[key];
     return !node.IsDefined() || toInt(node, key, out, min, max);
 }
 
-bool YamlReader::getInt(const YAML::Node &map, const char *key, std::optional<std::int64_t> &out, std::int64_t min,
+bool YamlReader::getInt(const YAML::Node &map,
+                        const char *key,
+                        std::optional<std::int64_t> &out,
+                        std::int64_t min,
                         std::int64_t max)
 {
     const YAML::Node node = map[key];
@@ -319,14 +350,15 @@ bool YamlReader::getInt(const YAML::Node &map, const char *key, std::optional<st
     return true;
 }
 
-bool YamlReader::getDouble(const YAML::Node &map, const char *key, double &out, double min, double max)
+bool YamlReader::getDouble(
+    const YAML::Node &map, const char *key, double &out, double min, double max)
 {
     const YAML::Node node = map[key];
     return !node.IsDefined() || toDouble(node, key, out, min, max);
 }
 
-bool YamlReader::getDouble(const YAML::Node &map, const char *key, std::optional<double> &out, double min,
-                           double max)
+bool YamlReader::getDouble(
+    const YAML::Node &map, const char *key, std::optional<double> &out, double min, double max)
 {
     const YAML::Node node = map[key];
     if (!node.IsDefined())
@@ -384,7 +416,10 @@ bool YamlReader::getString(const YAML::Node &map, const char *key, std::string &
     return true;
 }
 
-bool YamlReader::getByteSize(const YAML::Node &map, const char *key, std::int64_t &out, std::int64_t max)
+bool YamlReader::getByteSize(const YAML::Node &map,
+                             const char *key,
+                             std::int64_t &out,
+                             std::int64_t max)
 {
     const YAML::Node node = map[key];
     if (!node.IsDefined())
@@ -394,14 +429,19 @@ bool YamlReader::getByteSize(const YAML::Node &map, const char *key, std::int64_
         return false;
     Bytes v = 0;
     if (!parseByteSize(text, v))
-        return fail(node, std::string("'") + key + "' must be a size such as 512MiB, 0.5GiB or 2GB, not \"" + text + "\"");
+        return fail(node,
+                    std::string("'") + key
+                        + "' must be a size such as 512MiB, 0.5GiB or 2GB, not \"" + text + "\"");
     if (v > max)
-        return fail(node, std::string("'") + key + "' is larger than " + formatBytes(max, ByteUnit::GiB));
+        return fail(node,
+                    std::string("'") + key + "' is larger than " + formatBytes(max, ByteUnit::GiB));
     out = v;
     return true;
 }
 
-std::string YamlReader::unknownName(const std::string &key, const std::string &value, const char *const *names,
+std::string YamlReader::unknownName(const std::string &key,
+                                    const std::string &value,
+                                    const char *const *names,
                                     int count)
 {
     return "unknown " + key + " '" + value + "'; expected " + allowedNames(names, count);

@@ -16,9 +16,13 @@
 
 namespace membudget {
 
-class YamlReader {
+class YamlReader
+{
 public:
-    YamlReader(std::string fileName, LoadError &error) : m_file(std::move(fileName)), m_error(error) {}
+    YamlReader(std::string fileName, LoadError &error)
+        : m_file(std::move(fileName))
+        , m_error(error)
+    {}
 
     // Parses a whole document. Returns false with the parser's position and a readable message for
     // syntax errors, nesting that is too deep, or an empty document.
@@ -29,23 +33,37 @@ public:
     bool failAtPosition(int line, int column, const std::string &message); // 1-based; 0: none
 
     // A mapping whose keys are plain scalars, each at most once, all among `allowed`.
-    bool expectMap(const YAML::Node &node, const std::string &what, std::initializer_list<const char *> allowed);
+    bool expectMap(const YAML::Node &node,
+                   const std::string &what,
+                   std::initializer_list<const char *> allowed);
     bool expectMap(const YAML::Node &node, const std::string &what); // any keys, still no duplicates
 
     // Each getter leaves `out` untouched when the key is absent and returns false only on an error.
-    bool getInt(const YAML::Node &map, const char *key, std::int64_t &out, std::int64_t min, std::int64_t max);
-    bool getInt(const YAML::Node &map, const char *key, std::optional<std::int64_t> &out, std::int64_t min,
+    bool getInt(const YAML::Node &map,
+                const char *key,
+                std::int64_t &out,
+                std::int64_t min,
+                std::int64_t max);
+    bool getInt(const YAML::Node &map,
+                const char *key,
+                std::optional<std::int64_t> &out,
+                std::int64_t min,
                 std::int64_t max);
     bool getDouble(const YAML::Node &map, const char *key, double &out, double min, double max);
-    bool getDouble(const YAML::Node &map, const char *key, std::optional<double> &out, double min, double max);
+    bool getDouble(
+        const YAML::Node &map, const char *key, std::optional<double> &out, double min, double max);
     bool getBool(const YAML::Node &map, const char *key, bool &out);
     bool getBool(const YAML::Node &map, const char *key, std::optional<bool> &out);
     bool getString(const YAML::Node &map, const char *key, std::string &out);
     bool getByteSize(const YAML::Node &map, const char *key, std::int64_t &out, std::int64_t max);
 
-    template <typename Enum>
-    bool getEnum(const YAML::Node &map, const char *key, Enum &out, bool (*parseFn)(const std::string &, Enum &),
-                 const char *const *names, int count)
+    template<typename Enum>
+    bool getEnum(const YAML::Node &map,
+                 const char *key,
+                 Enum &out,
+                 bool (*parseFn)(const std::string &, Enum &),
+                 const char *const *names,
+                 int count)
     {
         const YAML::Node node = map[key];
         if (!node.IsDefined())
@@ -57,9 +75,13 @@ public:
             return fail(node, unknownName(key, text, names, count));
         return true;
     }
-    template <typename Enum>
-    bool getEnum(const YAML::Node &map, const char *key, std::optional<Enum> &out,
-                 bool (*parseFn)(const std::string &, Enum &), const char *const *names, int count)
+    template<typename Enum>
+    bool getEnum(const YAML::Node &map,
+                 const char *key,
+                 std::optional<Enum> &out,
+                 bool (*parseFn)(const std::string &, Enum &),
+                 const char *const *names,
+                 int count)
     {
         if (!map[key].IsDefined())
             return true;
@@ -78,16 +100,24 @@ public:
 
     // Scalar helpers usable on a node directly.
     bool scalarText(const YAML::Node &node, const std::string &what, std::string &out);
-    bool toInt(const YAML::Node &node, const std::string &what, std::int64_t &out, std::int64_t min, std::int64_t max);
-    bool toDouble(const YAML::Node &node, const std::string &what, double &out, double min, double max);
+    bool toInt(const YAML::Node &node,
+               const std::string &what,
+               std::int64_t &out,
+               std::int64_t min,
+               std::int64_t max);
+    bool toDouble(
+        const YAML::Node &node, const std::string &what, double &out, double min, double max);
 
-    static std::string unknownName(const std::string &key, const std::string &value, const char *const *names,
+    static std::string unknownName(const std::string &key,
+                                   const std::string &value,
+                                   const char *const *names,
                                    int count);
 
 private:
     std::string m_file;
     LoadError &m_error;
-    const std::string *m_text = nullptr; // the text given to parse(); callers keep it alive while reading
+    const std::string *m_text
+        = nullptr; // the text given to parse(); callers keep it alive while reading
 };
 
 } // namespace membudget

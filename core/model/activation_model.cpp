@@ -9,10 +9,11 @@ namespace membudget {
 namespace {
 
 // What decides which tensors autograd keeps.
-struct SaveRules {
-    double E = 2; // compute dtype bytes (matmul outputs)
-    double R = 2; // residual stream dtype bytes (norm inputs and outputs)
-    bool amp = false; // autocast: every F.linear casts an fp32 input to a fresh 16-bit copy
+struct SaveRules
+{
+    double E = 2;          // compute dtype bytes (matmul outputs)
+    double R = 2;          // residual stream dtype bytes (norm inputs and outputs)
+    bool amp = false;      // autocast: every F.linear casts an fp32 input to a fresh 16-bit copy
     bool trainBase = true; // base weights require grad: a linear saves its input for the weight grad
     bool lora = false;
     unsigned targets = 0;
@@ -29,7 +30,10 @@ struct SaveRules {
 //  - under autocast each F.linear call casts an fp32 input separately (only weights are cached);
 //  - a PEFT LoRA layer casts X to the adapter dtype, applies its own dropout (saving a 1-byte mask on
 //    CUDA) and lora_A saves the result; lora_B saves lora_A's rank-wide output (peft/tuners/lora/layer.py).
-double linearInputs(const SaveRules &r, double dIn, double xb, std::initializer_list<unsigned> consumers,
+double linearInputs(const SaveRules &r,
+                    double dIn,
+                    double xb,
+                    std::initializer_list<unsigned> consumers,
                     bool alreadySaved)
 {
     double bytes = 0;
@@ -81,7 +85,8 @@ double normSaved(const SaveRules &r, NormKind kind, double h, bool trainableWeig
 
 } // namespace
 
-ActivationProfile activationProfile(const ModelArchitecture &arch, const TrainingConfig &training,
+ActivationProfile activationProfile(const ModelArchitecture &arch,
+                                    const TrainingConfig &training,
                                     std::int64_t tensor_parallel)
 {
     SaveRules r;
@@ -103,7 +108,9 @@ ActivationProfile activationProfile(const ModelArchitecture &arch, const Trainin
     const double a = static_cast<double>(arch.attention_heads) / t;
     const double k = std::max(1.0, static_cast<double>(arch.kv_heads) / t);
     const double I = static_cast<double>(arch.intermediate_size) / t;
-    const double topK = arch.isMoe() ? static_cast<double>(std::min(arch.experts_per_token, arch.experts)) : 1.0;
+    const double topK = arch.isMoe()
+                            ? static_cast<double>(std::min(arch.experts_per_token, arch.experts))
+                            : 1.0;
     const bool llamaStyle = arch.family == ModelFamily::Llama || arch.family == ModelFamily::Gemma;
     const bool fused = !llamaStyle;
     const double E = r.E;
@@ -125,7 +132,8 @@ ActivationProfile activationProfile(const ModelArchitecture &arch, const Trainin
         if (fused)
             linear += linearInputs(r, h, R, {TargetQ | TargetK | TargetV, TargetUp}, false);
         else
-            linear += linearInputs(r, h, R, {TargetQ, TargetK, TargetV, TargetGate, TargetUp}, false);
+            linear
+                += linearInputs(r, h, R, {TargetQ, TargetK, TargetV, TargetGate, TargetUp}, false);
     } else if (fused) {
         linear += linearInputs(r, h, R, {TargetQ | TargetK | TargetV}, false);
     } else {
@@ -200,7 +208,8 @@ ActivationProfile activationProfile(const ModelArchitecture &arch, const Trainin
             linear += topK * linearInputs(r, h, R, {TargetGate, TargetUp}, false);
         else
             linear += topK * linearInputs(r, h, R, {TargetUp}, false);
-        linear += topK * (mlpInternal + linearInputs(r, I, downInputBytes, {TargetDown}, false) + E * h);
+        linear += topK
+                  * (mlpInternal + linearInputs(r, I, downInputBytes, {TargetDown}, false) + E * h);
     } else {
         if (!arch.parallel_attention) {
             if (arch.isGatedMlp())
@@ -240,7 +249,8 @@ ActivationProfile activationProfile(const ModelArchitecture &arch, const Trainin
         out.model_per_position = 2 * d * R;
     // Eager attention builds a [b, 1, s, s] additive mask in the compute dtype once per forward; full
     // checkpointing keeps it as an input of every checkpoint (one shared tensor) until backward.
-    if (llamaStyle && training.attention == Attention::Eager && training.checkpointing == Checkpointing::Full)
+    if (llamaStyle && training.attention == Attention::Eager
+        && training.checkpointing == Checkpointing::Full)
         out.checkpoint_mask = E;
     // With a frozen embedding (LoRA, QLoRA) the first layer's input needs no gradient: its first norm
     // keeps nothing, and eager attention keeps q only for k's gradient and k only for q's.
@@ -250,7 +260,8 @@ ActivationProfile activationProfile(const ModelArchitecture &arch, const Trainin
         // Dropout on an input without gradient keeps no mask (autograd records no node for it).
         if (r.loraDropout > 0) {
             const unsigned qkv = r.targets & (TargetQ | TargetK | TargetV);
-            const double adapters = fused ? (qkv ? 1 : 0) : static_cast<double>(__builtin_popcount(qkv));
+            const double adapters = fused ? (qkv ? 1 : 0)
+                                          : static_cast<double>(__builtin_popcount(qkv));
             saved += adapters * h;
         }
         if (training.attention == Attention::Eager && !checkpointSelective) {

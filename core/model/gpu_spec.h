@@ -6,11 +6,12 @@
 
 namespace membudget {
 
-struct GpuSpec {
-    std::string id; // lowercase, hyphenated: "a100-80gb"
-    std::string name; // "NVIDIA A100 80GB"
-    std::string vendor; // "NVIDIA" | "AMD" | ...
-    std::string segment; // "consumer" | "workstation" | "datacenter"
+struct GpuSpec
+{
+    std::string id;                // lowercase, hyphenated: "a100-80gb"
+    std::string name;              // "NVIDIA A100 80GB"
+    std::string vendor;            // "NVIDIA" | "AMD" | ...
+    std::string segment;           // "consumer" | "workstation" | "datacenter"
     std::int64_t memory_bytes = 0; // total device memory as the driver reports it
 };
 

@@ -4,20 +4,44 @@
 namespace membudget {
 
 namespace {
-const char *const kComponentKeys[kComponentCount] = {"weights", "gradients", "master_weights",
-                                                     "optimizer_states", "activations", "logits",
-                                                     "temporaries", "cuda_context", "allocator_reserve"};
-const char *const kComponentLabels[kComponentCount] = {"Weights", "Gradients", "Master weights",
-                                                       "Optimizer states", "Activations", "Logits & loss",
-                                                       "Temporaries", "CUDA context", "Allocator reserve"};
+const char *const kComponentKeys[kComponentCount] = {"weights",
+                                                     "gradients",
+                                                     "master_weights",
+                                                     "optimizer_states",
+                                                     "activations",
+                                                     "logits",
+                                                     "temporaries",
+                                                     "cuda_context",
+                                                     "allocator_reserve"};
+const char *const kComponentLabels[kComponentCount] = {"Weights",
+                                                       "Gradients",
+                                                       "Master weights",
+                                                       "Optimizer states",
+                                                       "Activations",
+                                                       "Logits & loss",
+                                                       "Temporaries",
+                                                       "CUDA context",
+                                                       "Allocator reserve"};
 const char *const kPhaseKeys[kPhaseCount] = {"forward", "backward", "optimizer_step"};
 const char *const kPhaseLabels[kPhaseCount] = {"Forward", "Backward", "Optimizer step"};
 } // namespace
 
-const char *componentKey(Component c) { return kComponentKeys[static_cast<int>(c)]; }
-const char *componentLabel(Component c) { return kComponentLabels[static_cast<int>(c)]; }
-const char *phaseKey(Phase p) { return kPhaseKeys[static_cast<int>(p)]; }
-const char *phaseLabel(Phase p) { return kPhaseLabels[static_cast<int>(p)]; }
+const char *componentKey(Component c)
+{
+    return kComponentKeys[static_cast<int>(c)];
+}
+const char *componentLabel(Component c)
+{
+    return kComponentLabels[static_cast<int>(c)];
+}
+const char *phaseKey(Phase p)
+{
+    return kPhaseKeys[static_cast<int>(p)];
+}
+const char *phaseLabel(Phase p)
+{
+    return kPhaseLabels[static_cast<int>(p)];
+}
 
 Bytes Breakdown::allocated() const
 {

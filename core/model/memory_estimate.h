@@ -27,72 +27,75 @@ inline constexpr int kAllocatedComponentCount = 7;
 enum class Phase { Forward, Backward, OptimizerStep };
 inline constexpr int kPhaseCount = 3;
 
-const char *componentKey(Component c); // "optimizer_states" (JSON and scenario key)
+const char *componentKey(Component c);   // "optimizer_states" (JSON and scenario key)
 const char *componentLabel(Component c); // "Optimizer states" (for people)
-const char *phaseKey(Phase p); // "optimizer_step"
-const char *phaseLabel(Phase p); // "Optimizer step"
+const char *phaseKey(Phase p);           // "optimizer_step"
+const char *phaseLabel(Phase p);         // "Optimizer step"
 
-struct Breakdown {
+struct Breakdown
+{
     std::array<Bytes, kComponentCount> bytes{};
 
     Bytes &operator[](Component c) { return bytes[static_cast<int>(c)]; }
     Bytes operator[](Component c) const { return bytes[static_cast<int>(c)]; }
     Bytes allocated() const; // sum of the seven allocated components (saturating)
-    Bytes total() const; // all nine
+    Bytes total() const;     // all nine
 };
 
 // Intermediate quantities the estimate was built from, kept so that every component can be
 // explained with its numbers filled in (see explanation.h) without computing anything twice.
-struct Derivation {
-    double parameters = 0; // whole model
-    double active_parameters = 0; // per token (MoE: top-k experts)
+struct Derivation
+{
+    double parameters = 0;           // whole model
+    double active_parameters = 0;    // per token (MoE: top-k experts)
     double trainable_parameters = 0; // whole model
-    double params_per_gpu = 0; // after tensor-parallel split, before ZeRO/FSDP sharding
+    double params_per_gpu = 0;       // after tensor-parallel split, before ZeRO/FSDP sharding
     double trainable_per_gpu = 0;
-    double weight_bytes_full = 0; // this GPU's slice of the model before sharding
+    double weight_bytes_full = 0;      // this GPU's slice of the model before sharding
     double weight_bytes_per_param = 0; // average
     double grad_bytes_per_param = 0;
     double master_bytes_per_param = 0;
-    double optimizer_bytes_per_param = 0; // average over trainable parameters
+    double optimizer_bytes_per_param = 0;                     // average over trainable parameters
     double weight_shard = 1, grad_shard = 1, state_shard = 1; // divisors from ZeRO/FSDP
-    double tokens = 0; // micro_batch x sequence
-    double layer_activation_per_token = 0; // bytes saved per token per layer, excl. s^2 terms
+    double tokens = 0;                                        // micro_batch x sequence
+    double layer_activation_per_token = 0;      // bytes saved per token per layer, excl. s^2 terms
     double layer_attention_score_per_token = 0; // bytes per token per layer of s^2 terms (x s)
-    double layer_saved_bytes = 0; // bytes one layer saves for backward at this micro-batch
-    double layer_checkpoint_bytes = 0; // with full checkpointing: the saved layer input
+    double layer_saved_bytes = 0;          // bytes one layer saves for backward at this micro-batch
+    double layer_checkpoint_bytes = 0;     // with full checkpointing: the saved layer input
     double embedding_activation_bytes = 0; // before the first layer and after the last
-    double logits_forward_bytes = 0; // held at the end of forward
-    double logits_backward_bytes = 0; // held at the start of backward
-    double logits_bytes_per_token = 0; // backward peak bytes per token per vocab entry (x V)
-    double layer_backward_transient = 0; // gradient buffers of one layer's backward
-    double recompute_bytes = 0; // one layer recomputed under checkpointing
+    double logits_forward_bytes = 0;       // held at the end of forward
+    double logits_backward_bytes = 0;      // held at the start of backward
+    double logits_bytes_per_token = 0;     // backward peak bytes per token per vocab entry (x V)
+    double layer_backward_transient = 0;   // gradient buffers of one layer's backward
+    double recompute_bytes = 0;            // one layer recomputed under checkpointing
     double optimizer_step_temporaries = 0;
     double sharding_transient_forward = 0; // FSDP/ZeRO-3 gathered units, buckets
     double sharding_transient_backward = 0;
     double ddp_bucket_bytes = 0;
     double autocast_weight_cache = 0; // AMP: 16-bit copies of the weights during forward/backward
-    double dequant_transient = 0; // QLoRA: one dequantized base weight
-    double kv_cache_bytes = 0; // inference
-    double cpu_offload_bytes = 0; // per GPU
+    double dequant_transient = 0;     // QLoRA: one dequantized base weight
+    double kv_cache_bytes = 0;        // inference
+    double cpu_offload_bytes = 0;     // per GPU
     std::int64_t data_parallel = 1;
     bool grads_live_in_forward = false; // gradient accumulation keeps gradients between micro-batches
     bool paged_optimizer = false;
     int backward_peak_at_start = 1; // 1: the backward peak is at its start (logits), 0: at its end
 };
 
-struct MemoryEstimate {
+struct MemoryEstimate
+{
     bool training = true;
     std::int64_t parameters = 0;
     std::int64_t trainable_parameters = 0;
     std::array<Breakdown, kPhaseCount> phases{}; // forward end, backward peak, optimizer-step peak
     Phase peak_phase = Phase::Forward;
-    Breakdown components; // the breakdown at the peak moment, cuda context and reserve included
+    Breakdown components;     // the breakdown at the peak moment, cuda context and reserve included
     Bytes peak_allocated = 0; // torch.cuda.max_memory_allocated()
-    Bytes peak_reserved = 0; // torch.cuda.max_memory_reserved()
-    Bytes device_total = 0; // nvidia-smi
+    Bytes peak_reserved = 0;  // torch.cuda.max_memory_reserved()
+    Bytes device_total = 0;   // nvidia-smi
     Bytes cpu_offload_bytes = 0; // CPU RAM per GPU for offloaded states / parameters
     Bytes cpu_offload_total = 0; // for all GPUs of the job
-    bool too_large = false; // some figure saturated at 2^63 bytes
+    bool too_large = false;      // some figure saturated at 2^63 bytes
     Derivation derivation;
 
     const Breakdown &phase(Phase p) const { return phases[static_cast<int>(p)]; }

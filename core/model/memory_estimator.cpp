@@ -66,13 +66,27 @@ double quantizedBytes(Quantization q, double rows, double cols, double count)
     return 0;
 }
 
-bool shardsParameters(Sharding s) { return s == Sharding::Zero3 || s == Sharding::FsdpFull; }
-bool shardsGradients(Sharding s) { return s != Sharding::None && s != Sharding::Zero1; }
-bool shardsStates(Sharding s) { return s != Sharding::None; }
+bool shardsParameters(Sharding s)
+{
+    return s == Sharding::Zero3 || s == Sharding::FsdpFull;
+}
+bool shardsGradients(Sharding s)
+{
+    return s != Sharding::None && s != Sharding::Zero1;
+}
+bool shardsStates(Sharding s)
+{
+    return s != Sharding::None;
+}
 
-
-void setAllocated(Breakdown &b, double weights, double grads, double master, double states, double acts,
-                  double logits, double temps)
+void setAllocated(Breakdown &b,
+                  double weights,
+                  double grads,
+                  double master,
+                  double states,
+                  double acts,
+                  double logits,
+                  double temps)
 {
     b[Component::Weights] = toBytes(weights);
     b[Component::Gradients] = toBytes(grads);
@@ -95,20 +109,25 @@ std::string validateInput(const EstimateInput &in, std::string *key)
             *key = where;
         return std::string(message);
     };
-    if (m.layers < 1 || m.hidden_size < 1 || m.attention_heads < 1 || m.kv_heads < 1 || m.head_dim < 1
-        || m.vocab_size < 1 || m.intermediate_size < 1)
-        return problem("model", "the model needs at least one layer, head, KV head and vocabulary entry and a positive width");
+    if (m.layers < 1 || m.hidden_size < 1 || m.attention_heads < 1 || m.kv_heads < 1
+        || m.head_dim < 1 || m.vocab_size < 1 || m.intermediate_size < 1)
+        return problem("model",
+                       "the model needs at least one layer, head, KV head and vocabulary entry and "
+                       "a positive width");
     if (m.kv_heads > m.attention_heads)
         return problem("model.kv_heads", "kv_heads must not exceed attention_heads");
     if (m.attention_heads % m.kv_heads != 0)
-        return problem("model.kv_heads", "attention_heads must be a multiple of kv_heads (grouped-query attention)");
+        return problem("model.kv_heads",
+                       "attention_heads must be a multiple of kv_heads (grouped-query attention)");
     if (m.experts_per_token < 1 || m.experts_per_token > m.experts)
         return problem("model.experts_per_token", "experts_per_token must be between 1 and experts");
     if (t.method == Method::Qlora && t.quantization == Quantization::None)
-        return problem("training.quantization", "qlora needs a quantized base: quantization int8, nf4 or nf4-double");
+        return problem("training.quantization",
+                       "qlora needs a quantized base: quantization int8, nf4 or nf4-double");
     if (t.mode == Mode::Train && t.method == Method::Full && t.quantization != Quantization::None)
         return problem("training.quantization",
-                       "full fine-tuning cannot train quantized weights: use method qlora, or quantization none");
+                       "full fine-tuning cannot train quantized weights: use method qlora, or "
+                       "quantization none");
     if (t.mode == Mode::Train && t.method == Method::Lora && t.quantization != Quantization::None)
         return problem("training.quantization", "a quantized base is QLoRA: use method qlora");
     if (t.method != Method::Full && t.lora.targets == 0)
@@ -118,9 +137,11 @@ std::string validateInput(const EstimateInput &in, std::string *key)
     if (p.gpus % p.tensor_parallel != 0)
         return problem("parallelism.tensor_parallel", "gpus must be a multiple of tensor_parallel");
     if (m.attention_heads % p.tensor_parallel != 0)
-        return problem("parallelism.tensor_parallel", "attention_heads must be divisible by tensor_parallel");
+        return problem("parallelism.tensor_parallel",
+                       "attention_heads must be divisible by tensor_parallel");
     if (t.offload.parameters && !shardsParameters(p.sharding))
-        return problem("training.offload", "offloading parameters needs sharding zero3 or fsdp-full");
+        return problem("training.offload",
+                       "offloading parameters needs sharding zero3 or fsdp-full");
     return {};
 }
 
@@ -141,7 +162,9 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
     const double tp = static_cast<double>(std::max<std::int64_t>(1, par.tensor_parallel));
     const double N = static_cast<double>(std::max<std::int64_t>(1, par.dataParallel()));
     const bool multiGpu = par.gpus > 1;
-    const Sharding sharding = multiGpu || tr.offload.parameters || tr.offload.optimizer ? par.sharding : Sharding::None;
+    const Sharding sharding = multiGpu || tr.offload.parameters || tr.offload.optimizer
+                                  ? par.sharding
+                                  : Sharding::None;
 
     // Bytes per element: weights in their storage dtype; gradients in the parameter dtype; fp32 master
     // copy and fp32 states for mixed precision (Rajbhandari et al. 2020, arXiv:1910.02054, section 3.1:
@@ -152,7 +175,8 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
     const double sb = isPure16(p) ? 2 : 4;
     const double ab = tr.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : wb;
     const double asb = ab == 2 ? 2 : 4;
-    const Quantization quant = (!train || tr.method == Method::Qlora) ? tr.quantization : Quantization::None;
+    const Quantization quant = (!train || tr.method == Method::Qlora) ? tr.quantization
+                                                                      : Quantization::None;
     const double rank = static_cast<double>(tr.lora.rank);
     const double L = static_cast<double>(arch.layers);
 
@@ -166,12 +190,15 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
         const double cols = static_cast<double>(g.cols) / split;
         const double count = static_cast<double>(g.count);
         const double n = rows * cols * count;
-        const bool inLayer = g.role != TensorRole::Embedding && g.role != TensorRole::PositionEmbedding
-                && g.role != TensorRole::LmHead && g.role != TensorRole::FinalNorm;
+        const bool inLayer = g.role != TensorRole::Embedding
+                             && g.role != TensorRole::PositionEmbedding
+                             && g.role != TensorRole::LmHead && g.role != TensorRole::FinalNorm;
         params += n;
-        if (g.linear || g.role == TensorRole::LmHead || (g.role == TensorRole::Embedding && arch.tied_embeddings))
+        if (g.linear || g.role == TensorRole::LmHead
+            || (g.role == TensorRole::Embedding && arch.tied_embeddings))
             linearElements += n;
-        const bool quantized = quant != Quantization::None && g.linear && g.role != TensorRole::LmHead;
+        const bool quantized = quant != Quantization::None && g.linear
+                               && g.role != TensorRole::LmHead;
         const double w = quantized ? quantizedBytes(quant, rows, cols, count) : n * wb;
         weights += w;
         (inLayer ? layerWeights : rootWeights) += w;
@@ -195,7 +222,7 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
             gGrad = nAdapter * ab;
             master += nAdapter * mb;
             states += optimizerStateBytes(tr.optimizer, rows, rank, count, asb)
-                    + optimizerStateBytes(tr.optimizer, rank, cols, count, asb);
+                      + optimizerStateBytes(tr.optimizer, rank, cols, count, asb);
             largestTrainable = std::max(largestTrainable, std::max(rows, cols) * rank);
         }
         grads += gGrad;
@@ -217,9 +244,11 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
     dv.master_bytes_per_param = mb;
     dv.optimizer_bytes_per_param = trainable > 0 ? states / trainable : 0;
     dv.data_parallel = static_cast<std::int64_t>(N);
-    dv.paged_optimizer = tr.optimizer == Optimizer::PagedAdamW || tr.optimizer == Optimizer::PagedAdamW8bit;
+    dv.paged_optimizer = tr.optimizer == Optimizer::PagedAdamW
+                         || tr.optimizer == Optimizer::PagedAdamW8bit;
 
-    const double T = static_cast<double>(tr.micro_batch_size) * static_cast<double>(tr.sequence_length);
+    const double T = static_cast<double>(tr.micro_batch_size)
+                     * static_cast<double>(tr.sequence_length);
     const double s = static_cast<double>(tr.sequence_length);
     const double b = static_cast<double>(tr.micro_batch_size);
     const double vocab = static_cast<double>(arch.vocab_size) / tp;
@@ -243,7 +272,8 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
             attnWork += (2 * E + 4) * a * s;
         const double topK = arch.isMoe() ? static_cast<double>(arch.experts_per_token) : 1.0;
         const double mlpWork = (arch.isGatedMlp() ? 3 : 2) * E * I * topK;
-        const double prefill = T * (std::max(attnWork, mlpWork) + 3 * prof.stream_bytes * h + 4 * h);
+        const double prefill = T
+                               * (std::max(attnWork, mlpWork) + 3 * prof.stream_bytes * h + 4 * h);
         const double logits = b * vocab * (E + 4);
         double w = weights;
         if (shardsParameters(sharding))
@@ -285,7 +315,8 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
         const double unit = layerWeights / L;
         const double unitGrad = layerGrads / L;
         const double h = static_cast<double>(arch.hidden_size);
-        const double reduceBucket = std::min(2 * h * h * gb, gAll); // HF "auto": hidden^2, double-buffered
+        const double reduceBucket = std::min(2 * h * h * gb,
+                                             gAll); // HF "auto": hidden^2, double-buffered
         double shardFwd = 0, shardBwd = 0;
         if (sharding == Sharding::FsdpFull && gathers) {
             // FSDP (Zhao et al. 2023, arXiv:2304.11277, section 3.2): the root unit (embeddings, lm_head)
@@ -302,7 +333,8 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
             shardBwd = reduceBucket;
         }
         if (sharding == Sharding::None && multiGpu)
-            dv.ddp_bucket_bytes = grads; // DDP buckets copy the gradients (gradient_as_bucket_view=False)
+            dv.ddp_bucket_bytes
+                = grads; // DDP buckets copy the gradients (gradient_as_bucket_view=False)
         dv.sharding_transient_forward = shardFwd;
         dv.sharding_transient_backward = shardBwd;
 
@@ -313,7 +345,8 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
         // torch's fused AdamW (fused=True) updates in place.
         double stepTemp = 0;
         if (!tr.offload.optimizer) {
-            const bool deepspeed = sharding == Sharding::Zero1 || sharding == Sharding::Zero2 || sharding == Sharding::Zero3;
+            const bool deepspeed = sharding == Sharding::Zero1 || sharding == Sharding::Zero2
+                                   || sharding == Sharding::Zero3;
             switch (tr.optimizer) {
             case Optimizer::AdamW:
             case Optimizer::PagedAdamW:
@@ -341,12 +374,14 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
 
         // Activations.
         const double layerFull = T * (prof.layer_full_linear + prof.layer_full_score * s);
-        const double layerSaved = tr.checkpointing == Checkpointing::Full ? T * prof.layer_checkpoint
-                                                                          : T * (prof.layer_linear + prof.layer_score * s);
+        const double layerSaved = tr.checkpointing == Checkpointing::Full
+                                      ? T * prof.layer_checkpoint
+                                      : T * (prof.layer_linear + prof.layer_score * s);
         double firstLayerSaving = T * (prof.first_layer_linear + prof.first_layer_score * s);
         if (tr.checkpointing == Checkpointing::Full)
             firstLayerSaving = 0;
-        const double modelLevel = T * prof.model_level + s * prof.model_per_position + T * s * prof.checkpoint_mask;
+        const double modelLevel = T * prof.model_level + s * prof.model_per_position
+                                  + T * s * prof.checkpoint_mask;
         const double actAll = L * layerSaved - firstLayerSaving + modelLevel;
         const double bwdTransient = T * (prof.backward_linear + prof.backward_score * s);
         const double recompute = tr.checkpointing == Checkpointing::Full ? layerFull : 0;
@@ -367,22 +402,48 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
         const double always = dv.ddp_bucket_bytes + dv.dequant_transient;
 
         Breakdown &fwd = est.phases[0];
-        setAllocated(fwd, wFwdBwd, gPrev, mAll, sAll, actAll, dv.logits_forward_bytes,
+        setAllocated(fwd,
+                     wFwdBwd,
+                     gPrev,
+                     mAll,
+                     sAll,
+                     actAll,
+                     dv.logits_forward_bytes,
                      shardFwd + dv.autocast_weight_cache + always);
 
         // Backward: activations are released layer by layer while gradients fill in, so memory is
         // linear in the layer index and its maximum is at the first or the last layer processed; the
         // loss gradient chain at the very start may top both.
         Breakdown start, first, last;
-        setAllocated(start, wFwdBwd, gPrev, mAll, sAll, actAll, dv.logits_backward_bytes,
+        setAllocated(start,
+                     wFwdBwd,
+                     gPrev,
+                     mAll,
+                     sAll,
+                     actAll,
+                     dv.logits_backward_bytes,
                      shardBwd + dv.autocast_weight_cache + always);
         const double gHead = accumulating ? gAll : (nonLayerGrads + layerGrads / L) / shardG;
-        setAllocated(first, wFwdBwd, gHead, mAll, sAll, actAll, 0,
+        setAllocated(first,
+                     wFwdBwd,
+                     gHead,
+                     mAll,
+                     sAll,
+                     actAll,
+                     0,
                      shardBwd + bwdTransient + recompute + dv.autocast_weight_cache + always);
-        const double lastActs = (tr.checkpointing == Checkpointing::Full ? dv.layer_checkpoint_bytes
-                                                                         : dv.layer_saved_bytes - firstLayerSaving)
-                + modelLevel;
-        setAllocated(last, wFwdBwd, gAll, mAll, sAll, lastActs, 0, shardBwd + bwdTransient + recompute + always);
+        const double lastActs = (tr.checkpointing == Checkpointing::Full
+                                     ? dv.layer_checkpoint_bytes
+                                     : dv.layer_saved_bytes - firstLayerSaving)
+                                + modelLevel;
+        setAllocated(last,
+                     wFwdBwd,
+                     gAll,
+                     mAll,
+                     sAll,
+                     lastActs,
+                     0,
+                     shardBwd + bwdTransient + recompute + always);
         const Breakdown *best = &start;
         dv.backward_peak_at_start = 1;
         if (first.allocated() > best->allocated()) {
@@ -401,14 +462,15 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
 
     // Overheads outside torch's allocated bytes.
     const double context = static_cast<double>(in.overheads.cuda_context_bytes)
-            + (multiGpu ? static_cast<double>(in.overheads.nccl_bytes) : 0.0);
+                           + (multiGpu ? static_cast<double>(in.overheads.nccl_bytes) : 0.0);
     const int phaseCount = train ? kPhaseCount : 1;
     int peak = 0;
     for (int i = 0; i < phaseCount; ++i) {
         Breakdown &ph = est.phases[static_cast<std::size_t>(i)];
         const Bytes allocated = ph.allocated();
         ph[Component::CudaContext] = toBytes(context);
-        ph[Component::AllocatorReserve] = toBytes(static_cast<double>(allocated) * in.overheads.allocator_reserve_fraction);
+        ph[Component::AllocatorReserve] = toBytes(static_cast<double>(allocated)
+                                                  * in.overheads.allocator_reserve_fraction);
         if (allocated > est.phases[static_cast<std::size_t>(peak)].allocated())
             peak = i;
     }

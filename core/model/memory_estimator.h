@@ -8,7 +8,8 @@
 namespace membudget {
 
 // Everything the estimator needs, with the model fully resolved (no preset look-ups left).
-struct EstimateInput {
+struct EstimateInput
+{
     ModelArchitecture arch;
     TrainingConfig training;
     ParallelismConfig parallelism;

@@ -8,7 +8,7 @@ namespace membudget {
 
 namespace {
 
-template <typename Enum, std::size_t N>
+template<typename Enum, std::size_t N>
 bool parseFrom(const char *const (&names)[N], const std::string &text, Enum &out)
 {
     for (std::size_t i = 0; i < N; ++i) {
@@ -27,14 +27,38 @@ const char *const kPositionNames[] = {"rotary", "learned"};
 
 } // namespace
 
-const char *familyName(ModelFamily family) { return kFamilyNames[static_cast<int>(family)]; }
-bool parseFamily(const std::string &text, ModelFamily &out) { return parseFrom(kFamilyNames, text, out); }
-const char *mlpName(MlpKind kind) { return kMlpNames[static_cast<int>(kind)]; }
-bool parseMlp(const std::string &text, MlpKind &out) { return parseFrom(kMlpNames, text, out); }
-const char *normName(NormKind kind) { return kNormNames[static_cast<int>(kind)]; }
-bool parseNorm(const std::string &text, NormKind &out) { return parseFrom(kNormNames, text, out); }
-const char *positionName(PositionKind kind) { return kPositionNames[static_cast<int>(kind)]; }
-bool parsePosition(const std::string &text, PositionKind &out) { return parseFrom(kPositionNames, text, out); }
+const char *familyName(ModelFamily family)
+{
+    return kFamilyNames[static_cast<int>(family)];
+}
+bool parseFamily(const std::string &text, ModelFamily &out)
+{
+    return parseFrom(kFamilyNames, text, out);
+}
+const char *mlpName(MlpKind kind)
+{
+    return kMlpNames[static_cast<int>(kind)];
+}
+bool parseMlp(const std::string &text, MlpKind &out)
+{
+    return parseFrom(kMlpNames, text, out);
+}
+const char *normName(NormKind kind)
+{
+    return kNormNames[static_cast<int>(kind)];
+}
+bool parseNorm(const std::string &text, NormKind &out)
+{
+    return parseFrom(kNormNames, text, out);
+}
+const char *positionName(PositionKind kind)
+{
+    return kPositionNames[static_cast<int>(kind)];
+}
+bool parsePosition(const std::string &text, PositionKind &out)
+{
+    return parseFrom(kPositionNames, text, out);
+}
 
 void applyFamilyDefaults(ModelArchitecture &arch, ModelFamily family)
 {
@@ -108,7 +132,8 @@ ModelArchitecture quickArchitecture(double parameters)
     const std::int64_t hidden = std::max<std::int64_t>(128, std::llround(h / 128.0) * 128);
     const std::int64_t headDim = hidden >= 1024 ? 128 : 64;
     const std::int64_t heads = std::max<std::int64_t>(1, hidden / headDim);
-    const std::int64_t layers = std::max<std::int64_t>(2, std::llround(static_cast<double>(hidden) / 128.0));
+    const std::int64_t layers
+        = std::max<std::int64_t>(2, std::llround(static_cast<double>(hidden) / 128.0));
     const double hd = static_cast<double>(hidden);
     const double embed = 2 * vocab * hd + hd;
     const double perLayerFixed = 4 * hd * hd + 2 * hd; // attention + two norms

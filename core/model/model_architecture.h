@@ -10,23 +10,23 @@ namespace membudget {
 // below; every switch can still be overridden one by one.
 enum class ModelFamily {
     Llama, // RMSNorm, rotary, gated SwiGLU, separate q/k/v (Llama, Mistral, Qwen, Phi-3/4, SmolLM...)
-    Gemma, // Llama layout, GeGLU, RMSNorm computed wholly in fp32, embeddings scaled
-    Gpt2, // LayerNorm, learned positions, fused qkv with biases, GELU MLP, dropout 0.1
+    Gemma,   // Llama layout, GeGLU, RMSNorm computed wholly in fp32, embeddings scaled
+    Gpt2,    // LayerNorm, learned positions, fused qkv with biases, GELU MLP, dropout 0.1
     BigCode, // GPT-2 layout with multi-query attention (SantaCoder, StarCoder)
-    Falcon, // parallel attention + MLP sharing one LayerNorm, multi-query attention
+    Falcon,  // parallel attention + MLP sharing one LayerNorm, multi-query attention
 };
 
 enum class MlpKind {
-    GatedSilu, // down(silu(gate(x)) * up(x))
-    GatedGelu, // down(gelu_tanh(gate(x)) * up(x)) (Gemma)
-    Gelu, // fc2(gelu(fc1(x))) with torch's fused gelu
+    GatedSilu,      // down(silu(gate(x)) * up(x))
+    GatedGelu,      // down(gelu_tanh(gate(x)) * up(x)) (Gemma)
+    Gelu,           // fc2(gelu(fc1(x))) with torch's fused gelu
     GeluTanhPython, // GPT-2's NewGELUActivation written in Python ops (saves more)
 };
 
 enum class NormKind {
-    RmsNorm, // HF LlamaRMSNorm: fp32 upcast, result cast back, then weight
-    RmsNormFp32, // Gemma: whole norm including the weight in fp32
-    LayerNorm, // torch.nn.LayerNorm with weight and bias
+    RmsNorm,           // HF LlamaRMSNorm: fp32 upcast, result cast back, then weight
+    RmsNormFp32,       // Gemma: whole norm including the weight in fp32
+    LayerNorm,         // torch.nn.LayerNorm with weight and bias
     LayerNormNoParams, // OLMo-1: non-parametric LayerNorm
 };
 
@@ -34,7 +34,8 @@ enum class PositionKind { Rotary, Learned };
 
 // A decoder-only transformer, exactly as far as memory is concerned. Field names follow Hugging Face
 // config.json where one exists.
-struct ModelArchitecture {
+struct ModelArchitecture
+{
     ModelFamily family = ModelFamily::Llama;
     MlpKind mlp = MlpKind::GatedSilu;
     NormKind norm = NormKind::RmsNorm;
@@ -50,18 +51,19 @@ struct ModelArchitecture {
     std::int64_t max_position_embeddings = 4096; // parameters only with learned positions
     bool tied_embeddings = false;
 
-    bool qkv_bias = false; // Qwen2, GPT-2
-    bool o_bias = false; // GPT-2
-    bool mlp_bias = false; // GPT-2, StarCoder
-    bool qk_norm = false; // Qwen3, Gemma-3, OLMo-2: RMSNorm over head_dim on q and k
+    bool qkv_bias = false;            // Qwen2, GPT-2
+    bool o_bias = false;              // GPT-2
+    bool mlp_bias = false;            // GPT-2, StarCoder
+    bool qk_norm = false;             // Qwen3, Gemma-3, OLMo-2: RMSNorm over head_dim on q and k
     std::int64_t norms_per_layer = 2; // Gemma-2/3: 4; Falcon-7B: 1
-    bool parallel_attention = false; // Falcon / GPT-J: attention and MLP read the same norm output
+    bool parallel_attention = false;  // Falcon / GPT-J: attention and MLP read the same norm output
 
     std::int64_t experts = 1; // mixture of experts when > 1
     std::int64_t experts_per_token = 1;
 
     double attention_dropout = 0.0; // dropout on attention probabilities (GPT-2: 0.1)
-    double hidden_dropout = 0.0; // dropout after attention and MLP outputs and embeddings (GPT-2: 0.1)
+    double hidden_dropout
+        = 0.0; // dropout after attention and MLP outputs and embeddings (GPT-2: 0.1)
 
     bool isMoe() const { return experts > 1; }
     bool isGatedMlp() const { return mlp == MlpKind::GatedSilu || mlp == MlpKind::GatedGelu; }

@@ -9,13 +9,20 @@ namespace membudget {
 
 namespace {
 
-struct LayoutBuilder {
+struct LayoutBuilder
+{
     ParameterLayout layout;
 
-    void add(TensorRole role, std::int64_t rows, std::int64_t cols, std::int64_t count, bool linear,
-             unsigned loraBits, bool split)
+    void add(TensorRole role,
+             std::int64_t rows,
+             std::int64_t cols,
+             std::int64_t count,
+             bool linear,
+             unsigned loraBits,
+             bool split)
     {
-        if (rows <= 0 || cols <= 0 || count <= 0 || layout.group_count >= static_cast<int>(layout.groups.size()))
+        if (rows <= 0 || cols <= 0 || count <= 0
+            || layout.group_count >= static_cast<int>(layout.groups.size()))
             return;
         TensorGroup &g = layout.groups[static_cast<std::size_t>(layout.group_count++)];
         g.role = role;
@@ -45,7 +52,7 @@ ParameterLayout parameterLayout(const ModelArchitecture &arch)
     const bool layerNorm = arch.norm == NormKind::LayerNorm;
     const bool parametricNorm = arch.norm != NormKind::LayerNormNoParams;
     const bool fusedQkv = arch.family == ModelFamily::Gpt2 || arch.family == ModelFamily::BigCode
-            || arch.family == ModelFamily::Falcon;
+                          || arch.family == ModelFamily::Falcon;
 
     b.add(TensorRole::Embedding, arch.vocab_size, h, 1, false, 0, true);
     if (arch.positions == PositionKind::Learned)
@@ -97,21 +104,24 @@ ParameterLayout parameterLayout(const ModelArchitecture &arch)
     for (const TensorGroup &g : out) {
         out.total += g.totalElements();
         out.largest_tensor = std::max(out.largest_tensor, g.elements());
-        const bool perLayer = g.role != TensorRole::Embedding && g.role != TensorRole::PositionEmbedding
-                && g.role != TensorRole::LmHead && g.role != TensorRole::FinalNorm;
+        const bool perLayer = g.role != TensorRole::Embedding
+                              && g.role != TensorRole::PositionEmbedding
+                              && g.role != TensorRole::LmHead && g.role != TensorRole::FinalNorm;
         if (perLayer && L > 0)
             out.per_layer += g.totalElements() / static_cast<double>(L);
         if (g.linear && perLayer)
             out.largest_linear = std::max(out.largest_linear, g.elements());
         const bool expertTensor = arch.isMoe()
-                && (g.role == TensorRole::Gate || g.role == TensorRole::Up || g.role == TensorRole::Down
-                    || (g.role == TensorRole::Bias && g.count == mlpCount));
+                                  && (g.role == TensorRole::Gate || g.role == TensorRole::Up
+                                      || g.role == TensorRole::Down
+                                      || (g.role == TensorRole::Bias && g.count == mlpCount));
         if (expertTensor)
             expertElements += g.totalElements();
     }
     const double activeShare = arch.isMoe()
-            ? static_cast<double>(std::min(arch.experts_per_token, E)) / static_cast<double>(E)
-            : 1.0;
+                                   ? static_cast<double>(std::min(arch.experts_per_token, E))
+                                         / static_cast<double>(E)
+                                   : 1.0;
     out.active = out.total - expertElements * (1.0 - activeShare);
     return out;
 }
@@ -124,7 +134,8 @@ double loraParameters(const ParameterLayout &layout, unsigned targets, std::int6
     for (const TensorGroup &g : layout) {
         if (!g.linear || (g.lora_bits & targets) == 0)
             continue;
-        total += static_cast<double>(rank) * static_cast<double>(g.rows + g.cols) * static_cast<double>(g.count);
+        total += static_cast<double>(rank) * static_cast<double>(g.rows + g.cols)
+                 * static_cast<double>(g.count);
     }
     return total;
 }

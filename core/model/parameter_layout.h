@@ -28,12 +28,13 @@ enum class TensorRole {
 };
 
 // A set of identical parameter tensors: `count` tensors of shape rows x cols (cols == 1 for vectors).
-struct TensorGroup {
+struct TensorGroup
+{
     TensorRole role = TensorRole::Bias;
     std::int64_t rows = 0; // in_features for linear weights
     std::int64_t cols = 1; // out_features for linear weights
     std::int64_t count = 0;
-    bool linear = false; // a linear layer's weight matrix: quantizable, a LoRA target candidate
+    bool linear = false;    // a linear layer's weight matrix: quantizable, a LoRA target candidate
     unsigned lora_bits = 0; // LoraTarget bits that select this matrix
     bool tensor_parallel_split = false; // divided over tensor-parallel ranks (Megatron layout)
 
@@ -43,12 +44,13 @@ struct TensorGroup {
 
 // Every parameter tensor of a model, grouped. Parameter counts of published models come out exact:
 // Llama-2-7B 6,738,415,616; Llama-3-8B 8,030,261,248; Mistral-7B-v0.1 7,241,732,096.
-struct ParameterLayout {
+struct ParameterLayout
+{
     std::array<TensorGroup, 24> groups{};
     int group_count = 0;
-    double total = 0; // all parameters (tied embeddings once)
-    double per_layer = 0; // one decoder layer
-    double active = 0; // used per token (MoE: experts_per_token of the experts)
+    double total = 0;          // all parameters (tied embeddings once)
+    double per_layer = 0;      // one decoder layer
+    double active = 0;         // used per token (MoE: experts_per_token of the experts)
     double largest_tensor = 0; // elements of the largest single tensor
     double largest_linear = 0; // elements of the largest linear weight inside a layer
 

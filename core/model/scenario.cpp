@@ -5,8 +5,8 @@ namespace membudget {
 
 bool operator==(const LoraConfig &a, const LoraConfig &b)
 {
-    return a.rank == b.rank && a.alpha == b.alpha && a.dropout == b.dropout && a.targets == b.targets
-            && a.adapter_precision == b.adapter_precision;
+    return a.rank == b.rank && a.alpha == b.alpha && a.dropout == b.dropout
+           && a.targets == b.targets && a.adapter_precision == b.adapter_precision;
 }
 bool operator==(const OffloadConfig &a, const OffloadConfig &b)
 {
@@ -14,11 +14,12 @@ bool operator==(const OffloadConfig &a, const OffloadConfig &b)
 }
 bool operator==(const TrainingConfig &a, const TrainingConfig &b)
 {
-    return a.mode == b.mode && a.method == b.method && a.precision == b.precision && a.quantization == b.quantization
-            && a.optimizer == b.optimizer && a.micro_batch_size == b.micro_batch_size
-            && a.sequence_length == b.sequence_length && a.gradient_accumulation_steps == b.gradient_accumulation_steps
-            && a.checkpointing == b.checkpointing && a.attention == b.attention && a.loss == b.loss && a.lora == b.lora
-            && a.offload == b.offload;
+    return a.mode == b.mode && a.method == b.method && a.precision == b.precision
+           && a.quantization == b.quantization && a.optimizer == b.optimizer
+           && a.micro_batch_size == b.micro_batch_size && a.sequence_length == b.sequence_length
+           && a.gradient_accumulation_steps == b.gradient_accumulation_steps
+           && a.checkpointing == b.checkpointing && a.attention == b.attention && a.loss == b.loss
+           && a.lora == b.lora && a.offload == b.offload;
 }
 bool operator==(const ParallelismConfig &a, const ParallelismConfig &b)
 {
@@ -27,12 +28,13 @@ bool operator==(const ParallelismConfig &a, const ParallelismConfig &b)
 bool operator==(const OverheadConfig &a, const OverheadConfig &b)
 {
     return a.cuda_context_bytes == b.cuda_context_bytes && a.nccl_bytes == b.nccl_bytes
-            && a.allocator_reserve_fraction == b.allocator_reserve_fraction;
+           && a.allocator_reserve_fraction == b.allocator_reserve_fraction;
 }
 bool operator==(const Scenario &a, const Scenario &b)
 {
-    return a.name == b.name && a.description == b.description && a.model == b.model && a.training == b.training
-            && a.parallelism == b.parallelism && a.overheads == b.overheads && a.gpus == b.gpus;
+    return a.name == b.name && a.description == b.description && a.model == b.model
+           && a.training == b.training && a.parallelism == b.parallelism
+           && a.overheads == b.overheads && a.gpus == b.gpus;
 }
 
 Scenario defaultScenario()

@@ -16,7 +16,8 @@ inline constexpr const char *kScenarioFormat = "membudget/1";
 // The model section of a scenario as written: a preset, a bare parameter count (quick mode), or an
 // architecture, with any explicit key overriding the preset. Unset fields are std::nullopt so that
 // saving writes back exactly what the user chose.
-struct ModelSpec {
+struct ModelSpec
+{
     std::string preset;
     std::optional<double> parameters;
     std::optional<ModelFamily> family;
@@ -24,15 +25,15 @@ struct ModelSpec {
     std::optional<NormKind> norm;
     std::optional<PositionKind> positions;
     std::optional<std::int64_t> layers, hidden_size, intermediate_size, attention_heads, kv_heads,
-            head_dim, vocab_size, max_position_embeddings, norms_per_layer, experts,
-            experts_per_token;
+        head_dim, vocab_size, max_position_embeddings, norms_per_layer, experts, experts_per_token;
     std::optional<bool> tied_embeddings, qkv_bias, o_bias, mlp_bias, qk_norm, parallel_attention;
     std::optional<double> attention_dropout, hidden_dropout;
 
     bool operator==(const ModelSpec &) const = default;
 };
 
-struct Scenario {
+struct Scenario
+{
     std::string name;
     std::string description;
     ModelSpec model;

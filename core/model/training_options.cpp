@@ -5,20 +5,30 @@ namespace membudget {
 
 const char *const kModeNames[2] = {"train", "inference"};
 const char *const kMethodNames[3] = {"full", "lora", "qlora"};
-const char *const kPrecisionNames[7] = {"fp32", "amp-bf16", "amp-fp16", "bf16", "fp16", "mixed-bf16", "mixed-fp16"};
+const char *const kPrecisionNames[7]
+    = {"fp32", "amp-bf16", "amp-fp16", "bf16", "fp16", "mixed-bf16", "mixed-fp16"};
 const char *const kQuantizationNames[4] = {"none", "int8", "nf4", "nf4-double"};
-const char *const kOptimizerNames[9] = {"adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit",
-                                        "sgd", "sgd-momentum", "adafactor", "lion", "adamw-fused"};
+const char *const kOptimizerNames[9] = {"adamw",
+                                        "adamw-8bit",
+                                        "paged-adamw",
+                                        "paged-adamw-8bit",
+                                        "sgd",
+                                        "sgd-momentum",
+                                        "adafactor",
+                                        "lion",
+                                        "adamw-fused"};
 const char *const kCheckpointingNames[3] = {"none", "full", "selective"};
 const char *const kAttentionNames[3] = {"eager", "sdpa", "flash"};
-const char *const kShardingNames[6] = {"none", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op"};
+const char *const kShardingNames[6]
+    = {"none", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op"};
 const char *const kAdapterPrecisionNames[2] = {"fp32", "base"};
 const char *const kLossNames[3] = {"hf", "hf-legacy", "chunked"};
-const char *const kLoraTargetNames[7] = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
+const char *const kLoraTargetNames[7]
+    = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
 
 namespace {
 
-template <typename Enum, std::size_t N>
+template<typename Enum, std::size_t N>
 bool parseFrom(const char *const (&names)[N], const std::string &text, Enum &out)
 {
     for (std::size_t i = 0; i < N; ++i) {
@@ -43,26 +53,86 @@ std::string allowedNames(const char *const *names, int count)
     return out;
 }
 
-const char *modeName(Mode v) { return kModeNames[static_cast<int>(v)]; }
-bool parseMode(const std::string &s, Mode &v) { return parseFrom(kModeNames, s, v); }
-const char *methodName(Method v) { return kMethodNames[static_cast<int>(v)]; }
-bool parseMethod(const std::string &s, Method &v) { return parseFrom(kMethodNames, s, v); }
-const char *precisionName(Precision v) { return kPrecisionNames[static_cast<int>(v)]; }
-bool parsePrecision(const std::string &s, Precision &v) { return parseFrom(kPrecisionNames, s, v); }
-const char *quantizationName(Quantization v) { return kQuantizationNames[static_cast<int>(v)]; }
-bool parseQuantization(const std::string &s, Quantization &v) { return parseFrom(kQuantizationNames, s, v); }
-const char *optimizerName(Optimizer v) { return kOptimizerNames[static_cast<int>(v)]; }
-bool parseOptimizer(const std::string &s, Optimizer &v) { return parseFrom(kOptimizerNames, s, v); }
-const char *checkpointingName(Checkpointing v) { return kCheckpointingNames[static_cast<int>(v)]; }
-bool parseCheckpointing(const std::string &s, Checkpointing &v) { return parseFrom(kCheckpointingNames, s, v); }
-const char *attentionName(Attention v) { return kAttentionNames[static_cast<int>(v)]; }
-bool parseAttention(const std::string &s, Attention &v) { return parseFrom(kAttentionNames, s, v); }
-const char *shardingName(Sharding v) { return kShardingNames[static_cast<int>(v)]; }
-bool parseSharding(const std::string &s, Sharding &v) { return parseFrom(kShardingNames, s, v); }
-const char *lossName(LossImplementation v) { return kLossNames[static_cast<int>(v)]; }
-bool parseLoss(const std::string &s, LossImplementation &v) { return parseFrom(kLossNames, s, v); }
-const char *adapterPrecisionName(AdapterPrecision v) { return kAdapterPrecisionNames[static_cast<int>(v)]; }
-bool parseAdapterPrecision(const std::string &s, AdapterPrecision &v) { return parseFrom(kAdapterPrecisionNames, s, v); }
+const char *modeName(Mode v)
+{
+    return kModeNames[static_cast<int>(v)];
+}
+bool parseMode(const std::string &s, Mode &v)
+{
+    return parseFrom(kModeNames, s, v);
+}
+const char *methodName(Method v)
+{
+    return kMethodNames[static_cast<int>(v)];
+}
+bool parseMethod(const std::string &s, Method &v)
+{
+    return parseFrom(kMethodNames, s, v);
+}
+const char *precisionName(Precision v)
+{
+    return kPrecisionNames[static_cast<int>(v)];
+}
+bool parsePrecision(const std::string &s, Precision &v)
+{
+    return parseFrom(kPrecisionNames, s, v);
+}
+const char *quantizationName(Quantization v)
+{
+    return kQuantizationNames[static_cast<int>(v)];
+}
+bool parseQuantization(const std::string &s, Quantization &v)
+{
+    return parseFrom(kQuantizationNames, s, v);
+}
+const char *optimizerName(Optimizer v)
+{
+    return kOptimizerNames[static_cast<int>(v)];
+}
+bool parseOptimizer(const std::string &s, Optimizer &v)
+{
+    return parseFrom(kOptimizerNames, s, v);
+}
+const char *checkpointingName(Checkpointing v)
+{
+    return kCheckpointingNames[static_cast<int>(v)];
+}
+bool parseCheckpointing(const std::string &s, Checkpointing &v)
+{
+    return parseFrom(kCheckpointingNames, s, v);
+}
+const char *attentionName(Attention v)
+{
+    return kAttentionNames[static_cast<int>(v)];
+}
+bool parseAttention(const std::string &s, Attention &v)
+{
+    return parseFrom(kAttentionNames, s, v);
+}
+const char *shardingName(Sharding v)
+{
+    return kShardingNames[static_cast<int>(v)];
+}
+bool parseSharding(const std::string &s, Sharding &v)
+{
+    return parseFrom(kShardingNames, s, v);
+}
+const char *lossName(LossImplementation v)
+{
+    return kLossNames[static_cast<int>(v)];
+}
+bool parseLoss(const std::string &s, LossImplementation &v)
+{
+    return parseFrom(kLossNames, s, v);
+}
+const char *adapterPrecisionName(AdapterPrecision v)
+{
+    return kAdapterPrecisionNames[static_cast<int>(v)];
+}
+bool parseAdapterPrecision(const std::string &s, AdapterPrecision &v)
+{
+    return parseFrom(kAdapterPrecisionNames, s, v);
+}
 
 const char *loraTargetName(LoraTarget t)
 {
@@ -100,9 +170,21 @@ std::vector<std::string> loraTargetNames(unsigned bits)
     return out;
 }
 
-bool isAmp(Precision p) { return p == Precision::AmpBf16 || p == Precision::AmpFp16; }
-bool isPure16(Precision p) { return p == Precision::Bf16 || p == Precision::Fp16; }
-bool isMixedMaster(Precision p) { return p == Precision::MixedBf16 || p == Precision::MixedFp16; }
-bool is16bitWeights(Precision p) { return isPure16(p) || isMixedMaster(p); }
+bool isAmp(Precision p)
+{
+    return p == Precision::AmpBf16 || p == Precision::AmpFp16;
+}
+bool isPure16(Precision p)
+{
+    return p == Precision::Bf16 || p == Precision::Fp16;
+}
+bool isMixedMaster(Precision p)
+{
+    return p == Precision::MixedBf16 || p == Precision::MixedFp16;
+}
+bool is16bitWeights(Precision p)
+{
+    return isPure16(p) || isMixedMaster(p);
+}
 
 } // namespace membudget

@@ -21,7 +21,17 @@ enum class Precision { Fp32, AmpBf16, AmpFp16, Bf16, Fp16, MixedBf16, MixedFp16 
 enum class Quantization { None, Int8, Nf4, Nf4Double };
 
 // AdamWFused is torch.optim.AdamW(fused=True): the same states, no foreach temporaries.
-enum class Optimizer { AdamW, AdamW8bit, PagedAdamW, PagedAdamW8bit, Sgd, SgdMomentum, Adafactor, Lion, AdamWFused };
+enum class Optimizer {
+    AdamW,
+    AdamW8bit,
+    PagedAdamW,
+    PagedAdamW8bit,
+    Sgd,
+    SgdMomentum,
+    Adafactor,
+    Lion,
+    AdamWFused
+};
 
 enum class Checkpointing { None, Full, Selective };
 
@@ -33,7 +43,7 @@ enum class Sharding { None, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp };
 enum class LossImplementation {
     Hf, // transformers >= 4.46 ForCausalLMLoss: fp32 upcast inside the loss, outputs dropped (Trainer)
     HfLegacy, // transformers < 4.46: fp32 logits kept in the model output plus a shifted fp32 copy
-    Chunked, // chunked / fused cross-entropy (torchtune, Liger): logits never exist whole in fp32
+    Chunked,  // chunked / fused cross-entropy (torchtune, Liger): logits never exist whole in fp32
 };
 
 // Hugging Face Llama module names; other families map their own names onto these.
@@ -53,7 +63,8 @@ enum class AdapterPrecision {
     Base, // adapters in the training precision (torchtune, fsdp_qlora)
 };
 
-struct LoraConfig {
+struct LoraConfig
+{
     std::int64_t rank = 16;
     double alpha = 16.0;
     double dropout = 0.0;
@@ -61,12 +72,14 @@ struct LoraConfig {
     AdapterPrecision adapter_precision = AdapterPrecision::Fp32;
 };
 
-struct OffloadConfig {
-    bool optimizer = false; // optimizer states (and master weights) live in CPU RAM
+struct OffloadConfig
+{
+    bool optimizer = false;  // optimizer states (and master weights) live in CPU RAM
     bool parameters = false; // sharded parameters live in CPU RAM (ZeRO-3 / FSDP)
 };
 
-struct TrainingConfig {
+struct TrainingConfig
+{
     Mode mode = Mode::Train;
     Method method = Method::Full;
     Precision precision = Precision::Bf16;
@@ -82,15 +95,20 @@ struct TrainingConfig {
     OffloadConfig offload;
 };
 
-struct ParallelismConfig {
+struct ParallelismConfig
+{
     std::int64_t gpus = 1;
     Sharding sharding = Sharding::None;
     std::int64_t tensor_parallel = 1;
-    std::int64_t dataParallel() const { return tensor_parallel > 0 ? gpus / tensor_parallel : gpus; }
+    std::int64_t dataParallel() const
+    {
+        return tensor_parallel > 0 ? gpus / tensor_parallel : gpus;
+    }
 };
 
 // Memory outside torch's allocated bytes.
-struct OverheadConfig {
+struct OverheadConfig
+{
     std::int64_t cuda_context_bytes = 512LL << 20; // CUDA context + kernels with lazy loading
     std::int64_t nccl_bytes = 1LL << 30; // NCCL communicator buffers per rank, only with >1 GPU
     // Caching-allocator reserve over the allocated peak: 0.18 is the mean of the reserved/allocated
@@ -121,7 +139,7 @@ const char *adapterPrecisionName(AdapterPrecision v);
 bool parseAdapterPrecision(const std::string &s, AdapterPrecision &v);
 const char *loraTargetName(LoraTarget t);
 bool parseLoraTarget(const std::string &s, unsigned &bits); // also accepts "all-linear"
-std::vector<std::string> loraTargetNames(unsigned bits); // ["all-linear"] when all are set
+std::vector<std::string> loraTargetNames(unsigned bits);    // ["all-linear"] when all are set
 
 // The allowed names of each option, for error messages and pickers.
 std::string allowedNames(const char *const *names, int count);

@@ -3,9 +3,9 @@
 // error dialog: every file shows a critical message box naming the file, line and column, and the
 // scenario that was open stays exactly as it was (contents, file name, undo history, chart).
 #include "charts/budget_chart.h"
-#include "main_window.h"
 #include "document/scenario_document.h"
 #include "io/scenario_yaml.h"
+#include "main_window.h"
 
 #include <QApplication>
 #include <QDir>
@@ -21,16 +21,20 @@ using namespace membudget;
 
 namespace {
 
-QString corpusDir() { return QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/bad"); }
+QString corpusDir()
+{
+    return QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/bad");
+}
 
 // Runs `action`, which is expected to open a modal message box; records the box's icon and text
 // and closes it the way a user would (its default button).
-struct DialogWatch {
+struct DialogWatch
+{
     QString text;
     QMessageBox::Icon icon = QMessageBox::NoIcon;
     int seen = 0;
 
-    template <typename Action>
+    template<typename Action>
     void run(Action action)
     {
         QTimer poll;
@@ -51,7 +55,8 @@ struct DialogWatch {
 
 } // namespace
 
-class TestBadInputsGui : public QObject {
+class TestBadInputsGui : public QObject
+{
     Q_OBJECT
 private:
     QTemporaryDir m_dir;
@@ -64,12 +69,15 @@ private slots:
     {
         QVERIFY(m_dir.isValid());
         m_window = new MainWindow(PresetCatalog::bundled(),
-                                  std::make_unique<AppSettings>(m_dir.filePath(QStringLiteral("settings.ini"))));
+                                  std::make_unique<AppSettings>(
+                                      m_dir.filePath(QStringLiteral("settings.ini"))));
         m_window->show();
         QVERIFY(QTest::qWaitForWindowExposed(m_window));
         // A saved scenario with one unsaved edit on top: both must survive every bad file.
         m_goodPath = m_dir.filePath(QStringLiteral("good.yaml"));
-        QFile::copy(QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/lora-mistral-7b-a100-80gb.yaml"), m_goodPath);
+        QFile::copy(QStringLiteral(MEMBUDGET_SOURCE_DIR
+                                   "/presets/scenarios/lora-mistral-7b-a100-80gb.yaml"),
+                    m_goodPath);
         QVERIFY(m_window->openFile(m_goodPath));
         m_goodYaml = scenarioToYaml(m_window->document()->scenario());
     }
@@ -87,7 +95,8 @@ private slots:
         QVERIFY(manifest.open(QIODevice::ReadOnly | QIODevice::Text));
         int rows = 0;
         while (!manifest.atEnd()) {
-            const QStringList cols = QString::fromUtf8(manifest.readLine()).chopped(1).split(QLatin1Char('\t'));
+            const QStringList cols
+                = QString::fromUtf8(manifest.readLine()).chopped(1).split(QLatin1Char('\t'));
             if (cols.size() == 3) {
                 QTest::newRow(qPrintable(cols[0])) << cols[0] << cols[1];
                 ++rows;
@@ -121,7 +130,8 @@ private slots:
         QCOMPARE(dialog.icon, QMessageBox::Critical);
         // Opening a preset file as a scenario is refused for its format, at its own position.
         if (!file.startsWith(QLatin1String("presets-")))
-            QVERIFY2(dialog.text.contains(path + QLatin1Char(':') + position + QStringLiteral(": ")), qPrintable(dialog.text));
+            QVERIFY2(dialog.text.contains(path + QLatin1Char(':') + position + QStringLiteral(": ")),
+                     qPrintable(dialog.text));
         else
             QVERIFY2(dialog.text.contains(path + QLatin1Char(':')), qPrintable(dialog.text));
         QVERIFY2(ms < 1000, qPrintable(QString::number(ms)));

@@ -5,8 +5,8 @@
 #include "charts/budget_chart.h"
 #include "charts/chart_export.h"
 #include "charts/chart_theme.h"
-#include "main_window.h"
 #include "document/scenario_document.h"
+#include "main_window.h"
 
 #include <QFile>
 #include <QImage>
@@ -44,7 +44,8 @@ int countColor(const QImage &image, const QColor &color, int tolerance = 12)
     for (int y = 0; y < image.height(); y += 2)
         for (int x = 0; x < image.width(); x += 2) {
             const QColor c = image.pixelColor(x, y);
-            if (std::abs(c.red() - color.red()) <= tolerance && std::abs(c.green() - color.green()) <= tolerance
+            if (std::abs(c.red() - color.red()) <= tolerance
+                && std::abs(c.green() - color.green()) <= tolerance
                 && std::abs(c.blue() - color.blue()) <= tolerance)
                 ++n;
         }
@@ -59,7 +60,8 @@ QSizeF pdfPageSize(const QString &path)
     const QByteArray data = file.readAll();
     if (!data.startsWith("%PDF-"))
         return {};
-    static const QRegularExpression box(QStringLiteral("/MediaBox\\s*\\[\\s*0\\s+0\\s+([0-9.]+)\\s+([0-9.]+)\\s*\\]"));
+    static const QRegularExpression box(
+        QStringLiteral("/MediaBox\\s*\\[\\s*0\\s+0\\s+([0-9.]+)\\s+([0-9.]+)\\s*\\]"));
     const auto match = box.match(QString::fromLatin1(data));
     if (!match.hasMatch())
         return {};
@@ -78,7 +80,8 @@ QProcessEnvironment offscreenEnvironment(const QString &home)
 
 } // namespace
 
-class TestChartExport : public QObject {
+class TestChartExport : public QObject
+{
     Q_OBJECT
 
 private Q_SLOTS:
@@ -101,7 +104,10 @@ private:
     QTemporaryDir m_dir;
 };
 
-void TestChartExport::initTestCase() { QVERIFY(m_dir.isValid()); }
+void TestChartExport::initTestCase()
+{
+    QVERIFY(m_dir.isValid());
+}
 
 void TestChartExport::formatFromExtension()
 {
@@ -212,20 +218,26 @@ void TestChartExport::rejectsBadSizes()
     QString error;
     QVERIFY(!exportPlot(chart.get(), m_dir.filePath(QStringLiteral("bad.png")), o, &error));
     QVERIFY(!error.isEmpty());
-    QVERIFY(!exportPlot(chart.get(), m_dir.filePath(QStringLiteral("bad.gif")), ExportOptions{}, &error));
+    QVERIFY(!exportPlot(chart.get(),
+                        m_dir.filePath(QStringLiteral("bad.gif")),
+                        ExportOptions{},
+                        &error));
     QVERIFY(error.contains(QStringLiteral("gif")));
-    QVERIFY(!exportPlot(chart.get(), QStringLiteral("/nonexistent-dir/x.png"), ExportOptions{}, &error));
+    QVERIFY(
+        !exportPlot(chart.get(), QStringLiteral("/nonexistent-dir/x.png"), ExportOptions{}, &error));
 }
 
 void TestChartExport::windowExportsEachView()
 {
     MainWindow window(PresetCatalog::bundled(),
-                      std::make_unique<AppSettings>(m_dir.filePath(QStringLiteral("settings.ini"))));
+                      std::make_unique<AppSettings>(
+                          m_dir.filePath(QStringLiteral("settings.ini"))));
     window.pinCurrent();
     for (int view = 0; view < 3; ++view) {
         window.views()->setCurrentIndex(view);
         for (const char *ext : {"png", "svg", "pdf"}) {
-            const QString path = m_dir.filePath(QStringLiteral("view%1.%2").arg(view).arg(QLatin1String(ext)));
+            const QString path = m_dir.filePath(
+                QStringLiteral("view%1.%2").arg(view).arg(QLatin1String(ext)));
             ExportOptions o;
             o.width = 640;
             o.height = 400;
@@ -235,7 +247,8 @@ void TestChartExport::windowExportsEachView()
             QVERIFY2(window.exportCurrentView(path, o, &error), qPrintable(error));
             QVERIFY(QFileInfo(path).size() > 1000);
         }
-        QCOMPARE(QImage(m_dir.filePath(QStringLiteral("view%1.png").arg(view))).size(), QSize(640, 400));
+        QCOMPARE(QImage(m_dir.filePath(QStringLiteral("view%1.png").arg(view))).size(),
+                 QSize(640, 400));
     }
     QVERIFY(window.defaultCaption().contains(QStringLiteral("Llama")));
 }
@@ -247,13 +260,20 @@ void TestChartExport::commandLineExport_data()
     QTest::addColumn<QSize>("size");
     QTest::newRow("png default") << QStringLiteral("out.png") << QStringList() << QSize(1200, 700);
     QTest::newRow("png sized, scaled") << QStringLiteral("out2.png")
-                                       << QStringList{QStringLiteral("--width"), QStringLiteral("800"), QStringLiteral("--height"),
-                                                      QStringLiteral("450"), QStringLiteral("--scale"), QStringLiteral("2"),
-                                                      QStringLiteral("--title"), QStringLiteral("Report figure")}
+                                       << QStringList{QStringLiteral("--width"),
+                                                      QStringLiteral("800"),
+                                                      QStringLiteral("--height"),
+                                                      QStringLiteral("450"),
+                                                      QStringLiteral("--scale"),
+                                                      QStringLiteral("2"),
+                                                      QStringLiteral("--title"),
+                                                      QStringLiteral("Report figure")}
                                        << QSize(1600, 900);
-    QTest::newRow("svg") << QStringLiteral("out.svg") << QStringList{QStringLiteral("--width"), QStringLiteral("700")}
+    QTest::newRow("svg") << QStringLiteral("out.svg")
+                         << QStringList{QStringLiteral("--width"), QStringLiteral("700")}
                          << QSize(700, 700);
-    QTest::newRow("pdf") << QStringLiteral("out.pdf") << QStringList{QStringLiteral("--height"), QStringLiteral("500")}
+    QTest::newRow("pdf") << QStringLiteral("out.pdf")
+                         << QStringList{QStringLiteral("--height"), QStringLiteral("500")}
                          << QSize(1200, 500);
 }
 
@@ -269,9 +289,11 @@ void TestChartExport::commandLineExport()
     env.remove(QStringLiteral("DISPLAY"));
     process.setProcessEnvironment(env);
     process.start(QStringLiteral(MEMBUDGET_GUI_EXE),
-                  QStringList{QStringLiteral("--export"), QStringLiteral(MEMBUDGET_TEST_DATA "/qlora-7b.yaml"),
-                              QStringLiteral("-o"), out}
-                          + options);
+                  QStringList{QStringLiteral("--export"),
+                              QStringLiteral(MEMBUDGET_TEST_DATA "/qlora-7b.yaml"),
+                              QStringLiteral("-o"),
+                              out}
+                      + options);
     QVERIFY(process.waitForFinished(30000));
     QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
     QCOMPARE(process.exitStatus(), QProcess::NormalExit);
@@ -284,7 +306,8 @@ void TestChartExport::commandLineExport()
         QCOMPARE(renderer.defaultSize(), size);
     } else {
         const QSizeF page = pdfPageSize(out);
-        QVERIFY(qAbs(page.width() - size.width()) < 1.5 && qAbs(page.height() - size.height()) < 1.5);
+        QVERIFY(qAbs(page.width() - size.width()) < 1.5
+                && qAbs(page.height() - size.height()) < 1.5);
     }
 }
 
@@ -296,20 +319,35 @@ void TestChartExport::commandLineExportErrors_data()
     const QString bad = QStringLiteral(MEMBUDGET_TEST_DATA "/bad-precision.yaml");
     const QString good = QStringLiteral(MEMBUDGET_TEST_DATA "/qlora-7b.yaml");
     const QString out = QStringLiteral("out.png");
-    QTest::newRow("bad scenario") << QStringList{QStringLiteral("--export"), bad, QStringLiteral("-o"), out} << 1
-                                  << QStringLiteral("bad-precision.yaml:6:\\d+: .*bf8");
-    QTest::newRow("missing scenario") << QStringList{QStringLiteral("--export"), QStringLiteral("nope.yaml"),
-                                                     QStringLiteral("-o"), out}
+    QTest::newRow("bad scenario") << QStringList{QStringLiteral("--export"),
+                                                 bad,
+                                                 QStringLiteral("-o"),
+                                                 out}
+                                  << 1 << QStringLiteral("bad-precision.yaml:6:\\d+: .*bf8");
+    QTest::newRow("missing scenario") << QStringList{QStringLiteral("--export"),
+                                                     QStringLiteral("nope.yaml"),
+                                                     QStringLiteral("-o"),
+                                                     out}
                                       << 1 << QStringLiteral("nope.yaml");
-    QTest::newRow("no output") << QStringList{QStringLiteral("--export"), good} << 2 << QStringLiteral("-o");
-    QTest::newRow("unknown format") << QStringList{QStringLiteral("--export"), good, QStringLiteral("-o"), QStringLiteral("x.gif")}
+    QTest::newRow("no output") << QStringList{QStringLiteral("--export"), good} << 2
+                               << QStringLiteral("-o");
+    QTest::newRow("unknown format") << QStringList{QStringLiteral("--export"),
+                                                   good,
+                                                   QStringLiteral("-o"),
+                                                   QStringLiteral("x.gif")}
                                     << 2 << QStringLiteral("gif");
-    QTest::newRow("bad width") << QStringList{QStringLiteral("--export"), good, QStringLiteral("-o"), out,
-                                              QStringLiteral("--width"), QStringLiteral("wide")}
+    QTest::newRow("bad width") << QStringList{QStringLiteral("--export"),
+                                              good,
+                                              QStringLiteral("-o"),
+                                              out,
+                                              QStringLiteral("--width"),
+                                              QStringLiteral("wide")}
                                << 2 << QStringLiteral("--width");
-    QTest::newRow("unknown option") << QStringList{QStringLiteral("--export"), good, QStringLiteral("--colour")} << 2
-                                    << QStringLiteral("colour");
-    QTest::newRow("option without export") << QStringList{QStringLiteral("-o"), out} << 2 << QStringLiteral("--export");
+    QTest::newRow("unknown option")
+        << QStringList{QStringLiteral("--export"), good, QStringLiteral("--colour")} << 2
+        << QStringLiteral("colour");
+    QTest::newRow("option without export")
+        << QStringList{QStringLiteral("-o"), out} << 2 << QStringLiteral("--export");
 }
 
 void TestChartExport::commandLineExportErrors()
@@ -341,7 +379,9 @@ void TestChartExport::withoutDisplayPrintsTableAndWritesChart()
     QVERIFY(process.waitForFinished(30000));
     QCOMPARE(process.exitCode(), 0);
     const QString out = QString::fromUtf8(process.readAllStandardOutput());
-    QVERIFY2(out.contains(QStringLiteral("Weights")) && out.contains(QStringLiteral("Optimizer step")), qPrintable(out));
+    QVERIFY2(out.contains(QStringLiteral("Weights"))
+                 && out.contains(QStringLiteral("Optimizer step")),
+             qPrintable(out));
     const QString chart = QDir(work).filePath(QStringLiteral("membudget-chart.png"));
     QVERIFY2(out.contains(chart), qPrintable(out));
     QVERIFY(!QImage(chart).isNull());

@@ -3,17 +3,17 @@
 // pinning and comparing; undo/redo through the actions; slider drags fold into one undo step; the
 // unsaved-changes guard; bad files show an error and keep the scenario; drag and drop; the ladder,
 // sweep, verdict and make-it-fit views.
-#include "charts/budget_chart.h"
-#include "panels/controls_panel.h"
 #include "advice/explanation.h"
-#include "panels/fit_panel.h"
 #include "advice/fit_solver.h"
-#include "widgets/log_slider.h"
-#include "main_window.h"
-#include "document/scenario_document.h"
-#include "charts/sweep_chart.h"
 #include "advice/technique_ladder.h"
+#include "charts/budget_chart.h"
+#include "charts/sweep_chart.h"
+#include "document/scenario_document.h"
+#include "main_window.h"
+#include "panels/controls_panel.h"
+#include "panels/fit_panel.h"
 #include "panels/verdict_panel.h"
+#include "widgets/log_slider.h"
 
 #include <QAction>
 #include <QApplication>
@@ -43,7 +43,8 @@ Q_DECLARE_METATYPE(Check)
 namespace {
 
 // Answers the window's questions without dialogs and records what it was told.
-class FakePrompts : public UserPrompts {
+class FakePrompts : public UserPrompts
+{
 public:
     SaveChoice answer = SaveChoice::Cancel;
     QString saveAnswer;
@@ -56,12 +57,21 @@ public:
         ++asked;
         return answer;
     }
-    void showError(QWidget *, const QString &title, const QString &text) override { errors << title + QLatin1Char('\n') + text; }
-    QString openFileName(QWidget *, const QString &, const QString &, const QString &) override { return openAnswer; }
-    QString saveFileName(QWidget *, const QString &, const QString &, const QString &) override { return saveAnswer; }
+    void showError(QWidget *, const QString &title, const QString &text) override
+    {
+        errors << title + QLatin1Char('\n') + text;
+    }
+    QString openFileName(QWidget *, const QString &, const QString &, const QString &) override
+    {
+        return openAnswer;
+    }
+    QString saveFileName(QWidget *, const QString &, const QString &, const QString &) override
+    {
+        return saveAnswer;
+    }
 };
 
-template <typename T>
+template<typename T>
 T *child(MainWindow *w, const char *name)
 {
     T *widget = w->findChild<T *>(QLatin1String(name));
@@ -88,7 +98,10 @@ void setSpin(QSpinBox *spin, int value)
     spin->setValue(value);
 }
 
-void setDoubleSpin(QDoubleSpinBox *spin, double value) { spin->setValue(value); }
+void setDoubleSpin(QDoubleSpinBox *spin, double value)
+{
+    spin->setValue(value);
+}
 
 // The expected estimate of the document's scenario, straight from the core.
 std::optional<MemoryEstimate> coreEstimate(const ScenarioDocument *doc)
@@ -102,7 +115,8 @@ std::optional<MemoryEstimate> coreEstimate(const ScenarioDocument *doc)
 
 } // namespace
 
-class TestMainWindow : public QObject {
+class TestMainWindow : public QObject
+{
     Q_OBJECT
 
 private Q_SLOTS:
@@ -190,109 +204,145 @@ void TestMainWindow::controlChangesChartAsTheCoreSays_data()
         const int index = combo->findData(QStringLiteral("mistral-7b-v0.1"));
         combo->setCurrentIndex(index);
         Q_EMIT combo->activated(index);
-    }) << Check([](const Scenario &s) { return s.model.preset == "mistral-7b-v0.1"; }) << true;
+    }) << Check([](const Scenario &s) { return s.model.preset == "mistral-7b-v0.1"; })
+                                  << true;
     QTest::newRow("model size slider") << none << Action([](MainWindow *w) {
         auto *size = child<LogSliderSpin>(w, "modelSize");
         size->setSliderPosition(size->sliderPosition() + 120);
-    }) << Check([](const Scenario &s) { return s.model.preset.empty() && s.model.parameters.value_or(0) > 9e9; }) << true;
+    }) << Check([](const Scenario &s) {
+        return s.model.preset.empty() && s.model.parameters.value_or(0) > 9e9;
+    }) << true;
     QTest::newRow("model size spin box") << none << Action([](MainWindow *w) {
         static_cast<QDoubleSpinBox *>(child<LogSliderSpin>(w, "modelSize")->spinBox())->setValue(70);
-    }) << Check([](const Scenario &s) { return s.model.parameters == 70e9; }) << true;
+    }) << Check([](const Scenario &s) { return s.model.parameters == 70e9; })
+                                         << true;
     QTest::newRow("mode") << none << Action([](MainWindow *w) {
         chooseByKeyboard(child<QComboBox>(w, "mode"), QStringLiteral("inference"));
-    }) << Check([](const Scenario &s) { return s.training.mode == Mode::Inference; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.mode == Mode::Inference; })
+                          << true;
     QTest::newRow("method") << none << Action([](MainWindow *w) {
         chooseByKeyboard(child<QComboBox>(w, "method"), QStringLiteral("full"));
-    }) << Check([](const Scenario &s) { return s.training.method == Method::Full; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.method == Method::Full; })
+                            << true;
     QTest::newRow("method qlora") << none << Action([](MainWindow *w) {
         chooseByKeyboard(child<QComboBox>(w, "method"), QStringLiteral("qlora"));
     }) << Check([](const Scenario &s) {
         return s.training.method == Method::Qlora && s.training.quantization == Quantization::Nf4;
     }) << true;
-    QTest::newRow("lora rank") << none << Action([](MainWindow *w) { setSpin(child<QSpinBox>(w, "loraRank"), 128); })
-                               << Check([](const Scenario &s) { return s.training.lora.rank == 128; }) << true;
-    QTest::newRow("lora dropout") << edit([](Scenario &s) { s.training.checkpointing = Checkpointing::None; })
-                                  << Action([](MainWindow *w) { setDoubleSpin(child<QDoubleSpinBox>(w, "loraDropout"), 0.0); })
-                                  << Check([](const Scenario &s) { return s.training.lora.dropout == 0.0; }) << true;
-    QTest::newRow("lora target") << none << Action([](MainWindow *w) { child<QCheckBox>(w, "loraTarget_down_proj")->click(); })
-                                 << Check([](const Scenario &s) { return (s.training.lora.targets & TargetDown) == 0; })
+    QTest::newRow("lora rank") << none << Action([](MainWindow *w) {
+        setSpin(child<QSpinBox>(w, "loraRank"), 128);
+    }) << Check([](const Scenario &s) { return s.training.lora.rank == 128; })
+                               << true;
+    QTest::newRow("lora dropout") << edit([](Scenario &s) {
+        s.training.checkpointing = Checkpointing::None;
+    }) << Action([](MainWindow *w) {
+        setDoubleSpin(child<QDoubleSpinBox>(w, "loraDropout"), 0.0);
+    }) << Check([](const Scenario &s) { return s.training.lora.dropout == 0.0; })
+                                  << true;
+    QTest::newRow("lora target") << none << Action([](MainWindow *w) {
+        child<QCheckBox>(w, "loraTarget_down_proj")->click();
+    }) << Check([](const Scenario &s) { return (s.training.lora.targets & TargetDown) == 0; })
                                  << true;
     QTest::newRow("adapter precision") << none << Action([](MainWindow *w) {
         chooseByKeyboard(child<QComboBox>(w, "adapterPrecision"), QStringLiteral("base"));
-    }) << Check([](const Scenario &s) { return s.training.lora.adapter_precision == AdapterPrecision::Base; }) << true;
+    }) << Check([](const Scenario &s) {
+        return s.training.lora.adapter_precision == AdapterPrecision::Base;
+    }) << true;
     QTest::newRow("precision") << none << Action([](MainWindow *w) {
         chooseByKeyboard(child<QComboBox>(w, "precision"), QStringLiteral("fp32"));
-    }) << Check([](const Scenario &s) { return s.training.precision == Precision::Fp32; }) << true;
-    QTest::newRow("quantization")
-            << edit([](Scenario &s) {
-                   s.training.method = Method::Qlora;
-                   s.training.quantization = Quantization::Nf4;
-               })
-            << Action([](MainWindow *w) { chooseByKeyboard(child<QComboBox>(w, "quantization"), QStringLiteral("int8")); })
-            << Check([](const Scenario &s) { return s.training.quantization == Quantization::Int8; }) << true;
-    QTest::newRow("optimizer") << edit([](Scenario &s) { s.training.method = Method::Full; }) << Action([](MainWindow *w) {
+    }) << Check([](const Scenario &s) { return s.training.precision == Precision::Fp32; })
+                               << true;
+    QTest::newRow("quantization") << edit([](Scenario &s) {
+        s.training.method = Method::Qlora;
+        s.training.quantization = Quantization::Nf4;
+    }) << Action([](MainWindow *w) {
+        chooseByKeyboard(child<QComboBox>(w, "quantization"), QStringLiteral("int8"));
+    }) << Check([](const Scenario &s) { return s.training.quantization == Quantization::Int8; })
+                                  << true;
+    QTest::newRow("optimizer") << edit([](Scenario &s) {
+        s.training.method = Method::Full;
+    }) << Action([](MainWindow *w) {
         chooseByKeyboard(child<QComboBox>(w, "optimizer"), QStringLiteral("adamw-8bit"));
-    }) << Check([](const Scenario &s) { return s.training.optimizer == Optimizer::AdamW8bit; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.optimizer == Optimizer::AdamW8bit; })
+                               << true;
     QTest::newRow("micro-batch slider") << none << Action([](MainWindow *w) {
         auto *slider = child<LogSliderSpin>(w, "microBatch");
         slider->setSliderPosition(slider->sliderPosition() + 200);
-    }) << Check([](const Scenario &s) { return s.training.micro_batch_size > 4; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.micro_batch_size > 4; })
+                                        << true;
     QTest::newRow("micro-batch spin box") << none << Action([](MainWindow *w) {
         static_cast<QSpinBox *>(child<LogSliderSpin>(w, "microBatch")->spinBox())->setValue(9);
-    }) << Check([](const Scenario &s) { return s.training.micro_batch_size == 9; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.micro_batch_size == 9; })
+                                          << true;
     QTest::newRow("sequence slider") << none << Action([](MainWindow *w) {
         auto *slider = child<LogSliderSpin>(w, "sequenceLength");
         slider->slider()->setFocus();
         QTest::keyClick(slider->slider(), Qt::Key_Right);
-    }) << Check([](const Scenario &s) { return s.training.sequence_length > 4096; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.sequence_length > 4096; })
+                                     << true;
     QTest::newRow("sequence spin box") << none << Action([](MainWindow *w) {
         static_cast<QSpinBox *>(child<LogSliderSpin>(w, "sequenceLength")->spinBox())->setValue(1000);
-    }) << Check([](const Scenario &s) { return s.training.sequence_length == 1000; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.sequence_length == 1000; })
+                                       << true;
     QTest::newRow("gradient accumulation")
-            << none << Action([](MainWindow *w) { setSpin(child<QSpinBox>(w, "gradientAccumulation"), 8); })
-            << Check([](const Scenario &s) { return s.training.gradient_accumulation_steps == 8; }) << false;
+        << none
+        << Action([](MainWindow *w) { setSpin(child<QSpinBox>(w, "gradientAccumulation"), 8); })
+        << Check([](const Scenario &s) { return s.training.gradient_accumulation_steps == 8; })
+        << false;
     QTest::newRow("checkpointing") << none << Action([](MainWindow *w) {
         chooseByKeyboard(child<QComboBox>(w, "checkpointing"), QStringLiteral("none"));
-    }) << Check([](const Scenario &s) { return s.training.checkpointing == Checkpointing::None; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.checkpointing == Checkpointing::None; })
+                                   << true;
     QTest::newRow("attention") << none << Action([](MainWindow *w) {
         chooseByKeyboard(child<QComboBox>(w, "attention"), QStringLiteral("eager"));
-    }) << Check([](const Scenario &s) { return s.training.attention == Attention::Eager; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.attention == Attention::Eager; })
+                               << true;
     QTest::newRow("loss") << none << Action([](MainWindow *w) {
         chooseByKeyboard(child<QComboBox>(w, "loss"), QStringLiteral("chunked"));
-    }) << Check([](const Scenario &s) { return s.training.loss == LossImplementation::Chunked; }) << true;
+    }) << Check([](const Scenario &s) { return s.training.loss == LossImplementation::Chunked; })
+                          << true;
     QTest::newRow("offload optimizer")
-            << edit([](Scenario &s) { s.training.method = Method::Full; })
-            << Action([](MainWindow *w) { child<QCheckBox>(w, "offloadOptimizer")->click(); })
-            << Check([](const Scenario &s) { return s.training.offload.optimizer; }) << true;
+        << edit([](Scenario &s) { s.training.method = Method::Full; })
+        << Action([](MainWindow *w) { child<QCheckBox>(w, "offloadOptimizer")->click(); })
+        << Check([](const Scenario &s) { return s.training.offload.optimizer; }) << true;
     QTest::newRow("offload parameters")
-            << edit([](Scenario &s) {
-                   s.training.method = Method::Full;
-                   s.parallelism.gpus = 4;
-                   s.parallelism.sharding = Sharding::Zero3;
-               })
-            << Action([](MainWindow *w) { child<QCheckBox>(w, "offloadParameters")->click(); })
-            << Check([](const Scenario &s) { return s.training.offload.parameters; }) << true;
-    QTest::newRow("gpu count") << none << Action([](MainWindow *w) { setSpin(child<QSpinBox>(w, "gpuCount"), 8); })
-                               << Check([](const Scenario &s) { return s.parallelism.gpus == 8; }) << true;
+        << edit([](Scenario &s) {
+               s.training.method = Method::Full;
+               s.parallelism.gpus = 4;
+               s.parallelism.sharding = Sharding::Zero3;
+           })
+        << Action([](MainWindow *w) { child<QCheckBox>(w, "offloadParameters")->click(); })
+        << Check([](const Scenario &s) { return s.training.offload.parameters; }) << true;
+    QTest::newRow("gpu count") << none << Action([](MainWindow *w) {
+        setSpin(child<QSpinBox>(w, "gpuCount"), 8);
+    }) << Check([](const Scenario &s) { return s.parallelism.gpus == 8; })
+                               << true;
     QTest::newRow("sharding") << edit([](Scenario &s) {
         s.training.method = Method::Full;
         s.parallelism.gpus = 8;
-    }) << Action([](MainWindow *w) { chooseByKeyboard(child<QComboBox>(w, "sharding"), QStringLiteral("fsdp-full")); })
-                              << Check([](const Scenario &s) { return s.parallelism.sharding == Sharding::FsdpFull; }) << true;
+    }) << Action([](MainWindow *w) {
+        chooseByKeyboard(child<QComboBox>(w, "sharding"), QStringLiteral("fsdp-full"));
+    }) << Check([](const Scenario &s) { return s.parallelism.sharding == Sharding::FsdpFull; })
+                              << true;
     QTest::newRow("tensor parallel")
-            << edit([](Scenario &s) { s.parallelism.gpus = 8; })
-            << Action([](MainWindow *w) { setSpin(child<QSpinBox>(w, "tensorParallel"), 2); })
-            << Check([](const Scenario &s) { return s.parallelism.tensor_parallel == 2; }) << true;
-    QTest::newRow("cuda context") << none
-                                  << Action([](MainWindow *w) { setDoubleSpin(child<QDoubleSpinBox>(w, "cudaContext"), 1024); })
-                                  << Check([](const Scenario &s) { return s.overheads.cuda_context_bytes == 1024 * kMiB; })
+        << edit([](Scenario &s) { s.parallelism.gpus = 8; })
+        << Action([](MainWindow *w) { setSpin(child<QSpinBox>(w, "tensorParallel"), 2); })
+        << Check([](const Scenario &s) { return s.parallelism.tensor_parallel == 2; }) << true;
+    QTest::newRow("cuda context") << none << Action([](MainWindow *w) {
+        setDoubleSpin(child<QDoubleSpinBox>(w, "cudaContext"), 1024);
+    }) << Check([](const Scenario &s) { return s.overheads.cuda_context_bytes == 1024 * kMiB; })
                                   << true;
-    QTest::newRow("nccl buffers") << edit([](Scenario &s) { s.parallelism.gpus = 2; })
-                                  << Action([](MainWindow *w) { setDoubleSpin(child<QDoubleSpinBox>(w, "ncclBuffers"), 2048); })
-                                  << Check([](const Scenario &s) { return s.overheads.nccl_bytes == 2048 * kMiB; }) << true;
-    QTest::newRow("allocator reserve")
-            << none << Action([](MainWindow *w) { setDoubleSpin(child<QDoubleSpinBox>(w, "allocatorReserve"), 25); })
-            << Check([](const Scenario &s) { return qFuzzyCompare(s.overheads.allocator_reserve_fraction, 0.25); }) << true;
+    QTest::newRow("nccl buffers") << edit([](Scenario &s) {
+        s.parallelism.gpus = 2;
+    }) << Action([](MainWindow *w) {
+        setDoubleSpin(child<QDoubleSpinBox>(w, "ncclBuffers"), 2048);
+    }) << Check([](const Scenario &s) { return s.overheads.nccl_bytes == 2048 * kMiB; })
+                                  << true;
+    QTest::newRow("allocator reserve") << none << Action([](MainWindow *w) {
+        setDoubleSpin(child<QDoubleSpinBox>(w, "allocatorReserve"), 25);
+    }) << Check([](const Scenario &s) {
+        return qFuzzyCompare(s.overheads.allocator_reserve_fraction, 0.25);
+    }) << true;
 }
 
 void TestMainWindow::controlChangesChartAsTheCoreSays()
@@ -319,11 +369,13 @@ void TestMainWindow::controlChangesChartAsTheCoreSays()
     QVERIFY2(expected, qPrintable(doc->error()));
     for (int c = 0; c < kComponentCount; ++c) {
         const Component comp = static_cast<Component>(c);
-        QCOMPARE(chart->segmentValue(0, comp), static_cast<double>(expected->components[comp]) / 1e9);
+        QCOMPARE(chart->segmentValue(0, comp),
+                 static_cast<double>(expected->components[comp]) / 1e9);
     }
     QCOMPARE(chart->bars().front().estimate.device_total, expected->device_total);
     if (changesMemory)
-        QVERIFY2(expected->components.bytes != before.components.bytes, "the estimate did not change");
+        QVERIFY2(expected->components.bytes != before.components.bytes,
+                 "the estimate did not change");
 }
 
 void TestMainWindow::slidersAreLogarithmicAndInSync()
@@ -355,7 +407,8 @@ void TestMainWindow::slidersAreLogarithmicAndInSync()
     seq->setSliderPosition(3);
     seq->slider()->setFocus();
     QTest::keyClick(seq->slider(), Qt::Key_Right);
-    QCOMPARE(static_cast<double>(m_window->document()->scenario().training.sequence_length), snaps[4]);
+    QCOMPARE(static_cast<double>(m_window->document()->scenario().training.sequence_length),
+             snaps[4]);
 }
 
 void TestMainWindow::sliderDragIsOneUndoStep()
@@ -406,7 +459,8 @@ void TestMainWindow::undoRedoThroughActions()
     undo->trigger();
     QCOMPARE(doc->scenario(), defaultScenario());
     QCOMPARE(chart->segmentValue(0, Component::Activations), activations);
-    QCOMPARE(child<QComboBox>(m_window, "checkpointing")->currentData().toString(), QStringLiteral("full"));
+    QCOMPARE(child<QComboBox>(m_window, "checkpointing")->currentData().toString(),
+             QStringLiteral("full"));
     QVERIFY(!doc->isModified());
     QVERIFY(!undo->isEnabled());
     redo->trigger();
@@ -426,10 +480,12 @@ void TestMainWindow::pinAndCompare()
     const Bytes pinned = chart->bars()[1].estimate.device_total;
 
     // Editing changes the current bar only.
-    static_cast<QSpinBox *>(child<LogSliderSpin>(m_window, "sequenceLength")->spinBox())->setValue(16384);
+    static_cast<QSpinBox *>(child<LogSliderSpin>(m_window, "sequenceLength")->spinBox())
+        ->setValue(16384);
     QVERIFY(chart->bars()[0].estimate.device_total > pinned);
     QCOMPARE(chart->bars()[1].estimate.device_total, pinned);
-    QCOMPARE(chart->segmentValue(1, Component::Weights), static_cast<double>(chart->bars()[1].estimate.components[Component::Weights]) / 1e9);
+    QCOMPARE(chart->segmentValue(1, Component::Weights),
+             static_cast<double>(chart->bars()[1].estimate.components[Component::Weights]) / 1e9);
 
     m_window->pinCurrent();
     chooseByKeyboard(child<QComboBox>(m_window, "attention"), QStringLiteral("eager"));
@@ -461,7 +517,8 @@ void TestMainWindow::unitToggle()
     QCOMPARE(chart->segmentValue(0, Component::Weights), static_cast<double>(weights) / 1e9);
     m_window->action(QStringLiteral("actionUnitGiB"))->trigger();
     QCOMPARE(m_window->unit(), ByteUnit::GiB);
-    QCOMPARE(chart->segmentValue(0, Component::Weights), static_cast<double>(weights) / static_cast<double>(kGiB));
+    QCOMPARE(chart->segmentValue(0, Component::Weights),
+             static_cast<double>(weights) / static_cast<double>(kGiB));
     QVERIFY(chart->yAxis->label().contains(QStringLiteral("GiB")));
     m_window->action(QStringLiteral("actionToggleUnit"))->trigger();
     QCOMPARE(m_window->unit(), ByteUnit::GB);
@@ -496,8 +553,10 @@ void TestMainWindow::hoverTextHasBytesShareAndFormula()
     QVERIFY2(text.contains(QStringLiteral("Weights")), qPrintable(text));
     QVERIFY2(text.contains(QStringLiteral("%")), qPrintable(text));
     QVERIFY2(text.contains(QStringLiteral("GB")), qPrintable(text));
-    const std::string formula = explainComponent(chart->bars()[0].input, chart->bars()[0].estimate,
-                                                 chart->bars()[0].estimate.peak_phase, Component::Weights);
+    const std::string formula = explainComponent(chart->bars()[0].input,
+                                                 chart->bars()[0].estimate,
+                                                 chart->bars()[0].estimate.peak_phase,
+                                                 Component::Weights);
     QVERIFY2(text.contains(QString::fromStdString(formula).toHtmlEscaped()), qPrintable(text));
 
     // The segment under the mouse is found from pixels.
@@ -519,7 +578,8 @@ void TestMainWindow::overCapacityIsSaidInWords()
     doc->edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"rtx-3060-12gb", "h200"}; });
     QCOMPARE(chart->capacityLineCount(), 2);
     const QString words = chart->overCapacityText(0);
-    QVERIFY2(words.contains(QStringLiteral("exceeds")) && words.contains(QStringLiteral("3060")), qPrintable(words));
+    QVERIFY2(words.contains(QStringLiteral("exceeds")) && words.contains(QStringLiteral("3060")),
+             qPrintable(words));
     QVERIFY(!words.contains(QStringLiteral("H200")));
     doc->edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"h200"}; });
     QVERIFY(chart->overCapacityText(0).isEmpty());
@@ -546,10 +606,12 @@ void TestMainWindow::ladderView()
     QCOMPARE(ladder->bars().size(), steps.size());
     for (std::size_t i = 0; i < steps.size(); ++i) {
         QCOMPARE(ladder->bars()[i].label, QString::fromStdString(steps[i].label));
-        QCOMPARE(ladder->bars()[i].estimate.device_total, estimateMemory(steps[i].input).device_total);
+        QCOMPARE(ladder->bars()[i].estimate.device_total,
+                 estimateMemory(steps[i].input).device_total);
     }
     // The naive configuration needs the most.
-    QVERIFY(ladder->bars().front().estimate.device_total > ladder->bars().back().estimate.device_total);
+    QVERIFY(ladder->bars().front().estimate.device_total
+            > ladder->bars().back().estimate.device_total);
     // It follows edits while shown.
     const Bytes first = ladder->bars().front().estimate.device_total;
     static_cast<QSpinBox *>(child<LogSliderSpin>(m_window, "microBatch")->spinBox())->setValue(1);
@@ -570,13 +632,18 @@ void TestMainWindow::sweepView()
     const auto gpus = doc->selectedGpus();
     QCOMPARE(sweep->maxFits().size(), gpus.size());
     for (std::size_t i = 0; i < gpus.size(); ++i)
-        QCOMPARE(sweep->maxFits()[i], maxSequenceLength(doc->input(), gpus[i].memory_bytes, FitMetric::DeviceTotal, 1 << 24));
+        QCOMPARE(sweep->maxFits()[i],
+                 maxSequenceLength(doc->input(),
+                                   gpus[i].memory_bytes,
+                                   FitMetric::DeviceTotal,
+                                   1 << 24));
 
     sweep->setAxis(SweepAxis::MicroBatch);
     QCOMPARE(sweep->samples().front().x, 1);
     QCOMPARE(sweep->samples().back().x, 1024);
     for (std::size_t i = 0; i < gpus.size(); ++i)
-        QCOMPARE(sweep->maxFits()[i], maxMicroBatch(doc->input(), gpus[i].memory_bytes, FitMetric::DeviceTotal, 1 << 20));
+        QCOMPARE(sweep->maxFits()[i],
+                 maxMicroBatch(doc->input(), gpus[i].memory_bytes, FitMetric::DeviceTotal, 1 << 20));
 }
 
 void TestMainWindow::verdictPanel()
@@ -590,10 +657,14 @@ void TestMainWindow::verdictPanel()
     for (int i = 0; i < 2; ++i) {
         const bool fits = est.device_total <= gpus[static_cast<std::size_t>(i)].memory_bytes;
         QCOMPARE(table->topLevelItem(i)->text(2).contains(QStringLiteral("does not fit")), !fits);
-        const auto batch = maxMicroBatch(doc->input(), gpus[static_cast<std::size_t>(i)].memory_bytes);
-        QCOMPARE(table->topLevelItem(i)->text(3), batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch)) : QStringLiteral("none"));
+        const auto batch = maxMicroBatch(doc->input(),
+                                         gpus[static_cast<std::size_t>(i)].memory_bytes);
+        QCOMPARE(table->topLevelItem(i)->text(3),
+                 batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch))
+                           : QStringLiteral("none"));
     }
-    QVERIFY(m_window->verdictPanel()->summaryText().contains(QString::fromUtf8(phaseLabel(est.peak_phase)).toLower()));
+    QVERIFY(m_window->verdictPanel()->summaryText().contains(
+        QString::fromUtf8(phaseLabel(est.peak_phase)).toLower()));
     doc->edit(QStringLiteral("offload"), [](Scenario &s) {
         s.training.method = Method::Full;
         s.training.offload.optimizer = true;
@@ -606,7 +677,8 @@ void TestMainWindow::makeItFitAppliesWithOneClick()
     ScenarioDocument *doc = m_window->document();
     doc->edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"rtx-4090"}; });
     const GpuSpec gpu = doc->selectedGpus().front();
-    QVERIFY2(doc->estimate().device_total > gpu.memory_bytes, "the default scenario should not fit 24 GB");
+    QVERIFY2(doc->estimate().device_total > gpu.memory_bytes,
+             "the default scenario should not fit 24 GB");
     FitPanel *fit = m_window->fitPanel();
     fit->recompute();
     QVERIFY(!fit->suggestions().empty());
@@ -632,7 +704,8 @@ void TestMainWindow::makeItFitAppliesWithOneClick()
 void TestMainWindow::saveOpenRoundTripKeepsThePicture()
 {
     ScenarioDocument *doc = m_window->document();
-    static_cast<QSpinBox *>(child<LogSliderSpin>(m_window, "sequenceLength")->spinBox())->setValue(8192);
+    static_cast<QSpinBox *>(child<LogSliderSpin>(m_window, "sequenceLength")->spinBox())
+        ->setValue(8192);
     chooseByKeyboard(child<QComboBox>(m_window, "precision"), QStringLiteral("mixed-bf16"));
     const std::vector<ChartBar> bars = m_window->chart()->bars();
 
@@ -702,12 +775,14 @@ void TestMainWindow::badFileShowsErrorAndKeepsScenario()
     const Scenario before = doc->scenario();
     QVERIFY(!m_window->openFile(QStringLiteral(MEMBUDGET_TEST_DATA "/bad-precision.yaml")));
     QCOMPARE(m_prompts->errors.size(), 1);
-    QVERIFY2(m_prompts->errors.front().contains(QStringLiteral("bad-precision.yaml:6:")), qPrintable(m_prompts->errors.front()));
+    QVERIFY2(m_prompts->errors.front().contains(QStringLiteral("bad-precision.yaml:6:")),
+             qPrintable(m_prompts->errors.front()));
     QVERIFY(m_prompts->errors.front().contains(QStringLiteral("bf8")));
     QCOMPARE(doc->scenario(), before);
     QVERIFY(m_window->chart()->bars().front().valid);
 
-    QVERIFY(!m_window->importModelConfig(QStringLiteral(MEMBUDGET_TEST_DATA "/bad-precision.yaml")));
+    QVERIFY(
+        !m_window->importModelConfig(QStringLiteral(MEMBUDGET_TEST_DATA "/bad-precision.yaml")));
     QCOMPARE(m_prompts->errors.size(), 2);
     QCOMPARE(doc->scenario(), before);
 }
@@ -761,7 +836,8 @@ void TestMainWindow::recentFilesAndPresetScenarios()
     QVERIFY(!presets.empty());
     auto *menu = m_window->findChild<QMenu *>(QStringLiteral("scenariosMenu"));
     QCOMPARE(menu->actions().size(), static_cast<qsizetype>(presets.size()));
-    QAction *first = m_window->findChild<QAction *>(QStringLiteral("scenario_") + QString::fromStdString(presets.front().id));
+    QAction *first = m_window->findChild<QAction *>(QStringLiteral("scenario_")
+                                                    + QString::fromStdString(presets.front().id));
     QVERIFY(first);
     first->trigger();
     QCOMPARE(m_window->document()->scenario(), presets.front().scenario);

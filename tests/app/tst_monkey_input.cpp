@@ -3,18 +3,18 @@
 // emoji, control characters), clicks and slider moves on every enabled control of the main window,
 // with undo and redo mixed in. After every action the open scenario must either estimate or say
 // why not, and whatever the app holds must save and load back unchanged.
-#include "panels/controls_panel.h"
-#include "main_window.h"
 #include "document/scenario_document.h"
 #include "io/scenario_yaml.h"
+#include "main_window.h"
+#include "panels/controls_panel.h"
 
 #include <QAbstractSpinBox>
 #include <QAction>
 #include <QApplication>
-#include <QKeyEvent>
 #include <QCheckBox>
-#include <QFile>
 #include <QComboBox>
+#include <QFile>
+#include <QKeyEvent>
 #include <QLineEdit>
 #include <QMap>
 #include <QSlider>
@@ -44,13 +44,23 @@ void typeText(QWidget *w, const QString &text)
 }
 
 // Records errors instead of showing dialogs (the random input never answers a dialog).
-class RecordingPrompts : public UserPrompts {
+class RecordingPrompts : public UserPrompts
+{
 public:
     QStringList errors;
-    void showError(QWidget *, const QString &title, const QString &text) override { errors << title + QLatin1Char('\n') + text; }
+    void showError(QWidget *, const QString &title, const QString &text) override
+    {
+        errors << title + QLatin1Char('\n') + text;
+    }
     SaveChoice askSaveChanges(QWidget *, const QString &) override { return SaveChoice::Discard; }
-    QString openFileName(QWidget *, const QString &, const QString &, const QString &) override { return {}; }
-    QString saveFileName(QWidget *, const QString &, const QString &, const QString &) override { return {}; }
+    QString openFileName(QWidget *, const QString &, const QString &, const QString &) override
+    {
+        return {};
+    }
+    QString saveFileName(QWidget *, const QString &, const QString &, const QString &) override
+    {
+        return {};
+    }
 };
 
 QByteArray fileBytes(const QString &path)
@@ -61,13 +71,15 @@ QByteArray fileBytes(const QString &path)
 
 } // namespace
 
-class TestMonkeyInput : public QObject {
+class TestMonkeyInput : public QObject
+{
     Q_OBJECT
 private slots:
     void randomInputNeverBreaksTheScenario()
     {
         QTemporaryDir dir;
-        MainWindow window(PresetCatalog::bundled(), std::make_unique<AppSettings>(dir.filePath(QStringLiteral("s.ini"))));
+        MainWindow window(PresetCatalog::bundled(),
+                          std::make_unique<AppSettings>(dir.filePath(QStringLiteral("s.ini"))));
         window.show();
         QVERIFY(QTest::qWaitForWindowExposed(&window));
         ScenarioDocument *doc = window.document();
@@ -76,13 +88,33 @@ private slots:
         window.setPrompts(std::move(prompts));
         const QString path = dir.filePath(QStringLiteral("monkey.yaml"));
 
-        const QStringList texts = {QStringLiteral("0"), QStringLiteral("-1"), QStringLiteral("1e308"), QStringLiteral("nan"),
-                                   QStringLiteral("inf"), QStringLiteral("99999999999999999999"), QStringLiteral("3.5"),
-                                   QStringLiteral("😀 \u202e rtl"), QStringLiteral("\x01\x02"), QStringLiteral(""),
-                                   QString(300, QLatin1Char('9')), QStringLiteral("llama"), QStringLiteral("a100"),
-                                   QStringLiteral("../../etc/passwd"), QStringLiteral("-0"), QStringLiteral("4096")};
-        const QList<int> keys = {Qt::Key_Up, Qt::Key_Down, Qt::Key_PageUp, Qt::Key_PageDown, Qt::Key_Home, Qt::Key_End,
-                                 Qt::Key_Return, Qt::Key_Tab, Qt::Key_Backspace, Qt::Key_Delete, Qt::Key_Space};
+        const QStringList texts = {QStringLiteral("0"),
+                                   QStringLiteral("-1"),
+                                   QStringLiteral("1e308"),
+                                   QStringLiteral("nan"),
+                                   QStringLiteral("inf"),
+                                   QStringLiteral("99999999999999999999"),
+                                   QStringLiteral("3.5"),
+                                   QStringLiteral("😀 \u202e rtl"),
+                                   QStringLiteral("\x01\x02"),
+                                   QStringLiteral(""),
+                                   QString(300, QLatin1Char('9')),
+                                   QStringLiteral("llama"),
+                                   QStringLiteral("a100"),
+                                   QStringLiteral("../../etc/passwd"),
+                                   QStringLiteral("-0"),
+                                   QStringLiteral("4096")};
+        const QList<int> keys = {Qt::Key_Up,
+                                 Qt::Key_Down,
+                                 Qt::Key_PageUp,
+                                 Qt::Key_PageDown,
+                                 Qt::Key_Home,
+                                 Qt::Key_End,
+                                 Qt::Key_Return,
+                                 Qt::Key_Tab,
+                                 Qt::Key_Backspace,
+                                 Qt::Key_Delete,
+                                 Qt::Key_Space};
         std::mt19937 rng(20261123);
         auto pick = [&](int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); };
 
@@ -93,13 +125,17 @@ private slots:
             if (!doc->valid() && pick(3) == 0) {
                 window.action(QStringLiteral("actionUndo"))->trigger();
             } else if (pick(25) == 0) {
-                window.action(pick(2) ? QStringLiteral("actionUndo") : QStringLiteral("actionRedo"))->trigger();
+                window
+                    .action(pick(2) ? QStringLiteral("actionUndo") : QStringLiteral("actionRedo"))
+                    ->trigger();
             } else {
                 QList<QWidget *> targets;
                 for (QWidget *w : window.controls()->findChildren<QWidget *>()) {
-                    const bool input = qobject_cast<QAbstractSpinBox *>(w) || qobject_cast<QComboBox *>(w)
-                            || qobject_cast<QCheckBox *>(w) || qobject_cast<QSlider *>(w)
-                            || (qobject_cast<QLineEdit *>(w) && !qobject_cast<QAbstractSpinBox *>(w->parentWidget()));
+                    const bool input = qobject_cast<QAbstractSpinBox *>(w)
+                                       || qobject_cast<QComboBox *>(w)
+                                       || qobject_cast<QCheckBox *>(w) || qobject_cast<QSlider *>(w)
+                                       || (qobject_cast<QLineEdit *>(w)
+                                           && !qobject_cast<QAbstractSpinBox *>(w->parentWidget()));
                     if (input && w->isEnabled() && w->isVisibleTo(&window))
                         targets << w;
                 }
@@ -112,7 +148,8 @@ private slots:
                     // A short drag: press, a few moves, release, as the user's mouse would.
                     Q_EMIT slider->sliderPressed();
                     for (int i = 0; i < 3; ++i)
-                        slider->setValue(slider->minimum() + pick(slider->maximum() - slider->minimum() + 1));
+                        slider->setValue(slider->minimum()
+                                         + pick(slider->maximum() - slider->minimum() + 1));
                     Q_EMIT slider->sliderReleased();
                 } else if (pick(2) == 0) {
                     QTest::keyClick(w, Qt::Key_A, Qt::ControlModifier);
@@ -120,7 +157,9 @@ private slots:
                     QTest::keyClick(w, pick(2) ? Qt::Key_Return : Qt::Key_Tab);
                 } else {
                     for (int i = pick(4) + 1; i > 0; --i)
-                        QTest::keyClick(w, static_cast<Qt::Key>(keys[pick(static_cast<int>(keys.size()))]));
+                        QTest::keyClick(w,
+                                        static_cast<Qt::Key>(
+                                            keys[pick(static_cast<int>(keys.size()))]));
                 }
             }
             ++actions;
@@ -138,11 +177,13 @@ private slots:
                 const QByteArray before = fileBytes(path);
                 const qsizetype errorsBefore = recorded->errors.size();
                 if (doc->valid()) {
-                    QVERIFY2(window.saveTo(path), qPrintable(recorded->errors.join(QLatin1Char('\n'))));
+                    QVERIFY2(window.saveTo(path),
+                             qPrintable(recorded->errors.join(QLatin1Char('\n'))));
                     const QByteArray saved = fileBytes(path);
                     LoadError error;
                     const auto back = loadScenarioFile(path.toStdString(), error, &doc->catalog());
-                    QVERIFY2(back.has_value(), qPrintable(QString::fromStdString(error.toString()) + "\n" + saved));
+                    QVERIFY2(back.has_value(),
+                             qPrintable(QString::fromStdString(error.toString()) + "\n" + saved));
                     QVERIFY2(*back == doc->scenario(), saved.constData());
                     QCOMPARE(QByteArray::fromStdString(scenarioToYaml(*back)), saved);
                     ++roundTrips;
@@ -155,9 +196,13 @@ private slots:
                 }
             }
         }
-        qInfo("%d random actions, %d in a state the core cannot estimate (reason shown); %d saves loaded back "
+        qInfo("%d random actions, %d in a state the core cannot estimate (reason shown); %d saves "
+              "loaded back "
               "unchanged, %d refused with the reason",
-              actions, invalidStates, roundTrips, refusedSaves);
+              actions,
+              invalidStates,
+              roundTrips,
+              refusedSaves);
         for (auto it = reasons.cbegin(); it != reasons.cend(); ++it)
             qInfo("  %5d x %s", it.value(), qPrintable(it.key()));
         QVERIFY(roundTrips > 50);

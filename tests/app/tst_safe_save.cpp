@@ -3,8 +3,8 @@
 // over leaves the file byte-identical to one of the two complete versions, through the app's
 // QSaveFile path and the core's temporary-file-and-rename path. And every scenario the app writes
 // loads back equal, and saving it again gives the same bytes.
-#include "io/preset_catalog.h"
 #include "document/scenario_document.h"
+#include "io/preset_catalog.h"
 #include "io/scenario_yaml.h"
 #include "test_scenarios.h"
 
@@ -29,23 +29,29 @@ QByteArray readAll(const QString &path)
 
 // Random scenarios the app could hold: presets or quick models, every enum, wide ranges; only
 // those the core accepts (the app saves what it can estimate).
-struct ScenarioGenerator {
+struct ScenarioGenerator
+{
     std::mt19937_64 rng{20261123};
     int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); }
     std::int64_t logUniform(double lo, double hi)
     {
-        return std::llround(std::exp(std::uniform_real_distribution<double>(std::log(lo), std::log(hi))(rng)));
+        return std::llround(
+            std::exp(std::uniform_real_distribution<double>(std::log(lo), std::log(hi))(rng)));
     }
     Scenario next()
     {
         const PresetCatalog &catalog = PresetCatalog::bundled();
         Scenario s = defaultScenario();
-        s.name = "Random " + std::to_string(rng() % 100000) + (pick(4) == 0 ? ": with \"quotes\", # and é" : "");
+        s.name = "Random " + std::to_string(rng() % 100000)
+                 + (pick(4) == 0 ? ": with \"quotes\", # and é" : "");
         if (pick(3) == 0)
             s.description = "line one\nline two: " + std::to_string(rng());
         s.model = ModelSpec{};
         if (pick(2) == 0) {
-            s.model.preset = catalog.models()[static_cast<std::size_t>(pick(static_cast<int>(catalog.models().size())))].id;
+            s.model.preset = catalog
+                                 .models()[static_cast<std::size_t>(
+                                     pick(static_cast<int>(catalog.models().size())))]
+                                 .id;
             if (pick(4) == 0)
                 s.model.layers = logUniform(1, 200);
         } else {
@@ -55,7 +61,8 @@ struct ScenarioGenerator {
         t.mode = pick(6) == 0 ? Mode::Inference : Mode::Train;
         t.method = static_cast<Method>(pick(3));
         t.precision = static_cast<Precision>(pick(7));
-        t.quantization = t.method == Method::Qlora ? static_cast<Quantization>(1 + pick(3)) : Quantization::None;
+        t.quantization = t.method == Method::Qlora ? static_cast<Quantization>(1 + pick(3))
+                                                   : Quantization::None;
         t.optimizer = static_cast<Optimizer>(pick(9));
         t.micro_batch_size = logUniform(1, 4096);
         t.sequence_length = logUniform(1, 1 << 20);
@@ -68,17 +75,23 @@ struct ScenarioGenerator {
         s.parallelism.gpus = logUniform(1, 4096);
         s.parallelism.sharding = static_cast<Sharding>(pick(6));
         t.offload.optimizer = pick(6) == 0;
-        s.overheads.allocator_reserve_fraction = pick(3) == 0 ? 0.25 : s.overheads.allocator_reserve_fraction;
+        s.overheads.allocator_reserve_fraction = pick(3) == 0
+                                                     ? 0.25
+                                                     : s.overheads.allocator_reserve_fraction;
         s.gpus.clear();
         for (int i = pick(4); i > 0; --i)
-            s.gpus.push_back(catalog.gpus()[static_cast<std::size_t>(pick(static_cast<int>(catalog.gpus().size())))].id);
+            s.gpus.push_back(
+                catalog
+                    .gpus()[static_cast<std::size_t>(pick(static_cast<int>(catalog.gpus().size())))]
+                    .id);
         return s;
     }
 };
 
 } // namespace
 
-class TestSafeSave : public QObject {
+class TestSafeSave : public QObject
+{
     Q_OBJECT
 private slots:
     void killedWriterLeavesAWholeFile_data()
@@ -114,7 +127,8 @@ private slots:
             QCOMPARE(writer.exitStatus(), QProcess::CrashExit);
 
             const QByteArray now = readAll(path);
-            QVERIFY2(now == a || now == b, qPrintable(QStringLiteral("kill %1 left %2 bytes").arg(i).arg(now.size())));
+            QVERIFY2(now == a || now == b,
+                     qPrintable(QStringLiteral("kill %1 left %2 bytes").arg(i).arg(now.size())));
             (now == a ? sawA : sawB)++;
             LoadError error;
             const auto back = loadScenarioFile(path.toStdString(), error, &PresetCatalog::bundled());
@@ -124,7 +138,10 @@ private slots:
         // The writer really was switching versions while it was killed.
         QVERIFY2(sawA > 0 && sawB > 0, qPrintable(QStringLiteral("A %1, B %2").arg(sawA).arg(sawB)));
         qInfo("%s: %d kills, file whole every time (%d x A, %d x B); %lld stray temporary files",
-              qPrintable(mode), kills, sawA, sawB,
+              qPrintable(mode),
+              kills,
+              sawA,
+              sawB,
               static_cast<long long>(QDir(dir.path()).entryList(QDir::Files).size() - 1));
     }
 
@@ -145,8 +162,11 @@ private slots:
             QVERIFY2(doc.saveAs(path, error), qPrintable(error));
             const QByteArray first = readAll(path);
             LoadError loadError;
-            const auto back = loadScenarioFile(path.toStdString(), loadError, &PresetCatalog::bundled());
-            QVERIFY2(back.has_value(), qPrintable(QString::fromStdString(loadError.toString()) + "\n" + first));
+            const auto back = loadScenarioFile(path.toStdString(),
+                                               loadError,
+                                               &PresetCatalog::bundled());
+            QVERIFY2(back.has_value(),
+                     qPrintable(QString::fromStdString(loadError.toString()) + "\n" + first));
             QVERIFY2(*back == s, first.constData());
             ScenarioDocument reopened(PresetCatalog::bundled());
             QVERIFY(reopened.open(path, loadError));

@@ -12,7 +12,8 @@
 
 using namespace membudget;
 
-class TestScenarioDocument : public QObject {
+class TestScenarioDocument : public QObject
+{
     Q_OBJECT
 
 private Q_SLOTS:
@@ -53,7 +54,8 @@ void TestScenarioDocument::editUndoRedo()
     QSignalSpy modified(&doc, &ScenarioDocument::modifiedChanged);
     const Bytes before = doc.estimate().device_total;
 
-    doc.edit(QStringLiteral("Change sequence length"), [](Scenario &s) { s.training.sequence_length = 16384; });
+    doc.edit(QStringLiteral("Change sequence length"),
+             [](Scenario &s) { s.training.sequence_length = 16384; });
     QCOMPARE(doc.scenario().training.sequence_length, 16384);
     QVERIFY(doc.isModified());
     QCOMPARE(changed.count(), 1);
@@ -81,16 +83,24 @@ void TestScenarioDocument::mergeTokensFoldSliderDrags()
     ScenarioDocument doc(catalog());
     const int token = doc.newMergeToken();
     for (std::int64_t seq : {1024, 2048, 8192, 32768})
-        doc.edit(QStringLiteral("Change sequence length"), [seq](Scenario &s) { s.training.sequence_length = seq; }, token);
+        doc.edit(
+            QStringLiteral("Change sequence length"),
+            [seq](Scenario &s) { s.training.sequence_length = seq; },
+            token);
     QCOMPARE(doc.undoStack()->count(), 1);
     QCOMPARE(doc.scenario().training.sequence_length, 32768);
 
     // A new drag is a new step; plain edits never merge.
     const int second = doc.newMergeToken();
     QVERIFY(second != token);
-    doc.edit(QStringLiteral("Change sequence length"), [](Scenario &s) { s.training.sequence_length = 512; }, second);
-    doc.edit(QStringLiteral("Change micro-batch"), [](Scenario &s) { s.training.micro_batch_size = 2; });
-    doc.edit(QStringLiteral("Change micro-batch"), [](Scenario &s) { s.training.micro_batch_size = 3; });
+    doc.edit(
+        QStringLiteral("Change sequence length"),
+        [](Scenario &s) { s.training.sequence_length = 512; },
+        second);
+    doc.edit(QStringLiteral("Change micro-batch"),
+             [](Scenario &s) { s.training.micro_batch_size = 2; });
+    doc.edit(QStringLiteral("Change micro-batch"),
+             [](Scenario &s) { s.training.micro_batch_size = 3; });
     QCOMPARE(doc.undoStack()->count(), 4);
 
     doc.undoStack()->undo();
@@ -106,8 +116,14 @@ void TestScenarioDocument::dragBackToTheStartLeavesNoStep()
     ScenarioDocument doc(catalog());
     const std::int64_t start = doc.scenario().training.micro_batch_size;
     const int token = doc.newMergeToken();
-    doc.edit(QStringLiteral("Change micro-batch"), [](Scenario &s) { s.training.micro_batch_size = 64; }, token);
-    doc.edit(QStringLiteral("Change micro-batch"), [start](Scenario &s) { s.training.micro_batch_size = start; }, token);
+    doc.edit(
+        QStringLiteral("Change micro-batch"),
+        [](Scenario &s) { s.training.micro_batch_size = 64; },
+        token);
+    doc.edit(
+        QStringLiteral("Change micro-batch"),
+        [start](Scenario &s) { s.training.micro_batch_size = start; },
+        token);
     QCOMPARE(doc.undoStack()->count(), 0);
     QVERIFY(!doc.isModified());
 }
@@ -183,7 +199,8 @@ void TestScenarioDocument::badFileKeepsTheScenario()
     QVERIFY(!doc.open(QStringLiteral(MEMBUDGET_TEST_DATA "/bad-precision.yaml"), error));
     QCOMPARE(error.line, 6);
     QVERIFY(error.column > 0);
-    QVERIFY2(QString::fromStdString(error.message).contains(QStringLiteral("bf8")), error.message.c_str());
+    QVERIFY2(QString::fromStdString(error.message).contains(QStringLiteral("bf8")),
+             error.message.c_str());
     QCOMPARE(doc.scenario(), before);
     QVERIFY(doc.isModified());
     QCOMPARE(changed.count(), 0);
@@ -216,7 +233,8 @@ void TestScenarioDocument::importConfigIsUndoable()
     doc.undoStack()->undo();
     QCOMPARE(doc.scenario(), defaultScenario());
 
-    QVERIFY(!doc.importModelConfig(QStringLiteral(MEMBUDGET_TEST_DATA "/bad-precision.yaml"), error));
+    QVERIFY(
+        !doc.importModelConfig(QStringLiteral(MEMBUDGET_TEST_DATA "/bad-precision.yaml"), error));
     QCOMPARE(doc.scenario(), defaultScenario());
 }
 

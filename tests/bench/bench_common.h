@@ -16,7 +16,8 @@
 
 namespace membudget::bench {
 
-struct Summary {
+struct Summary
+{
     std::size_t n = 0;
     double min = 0, median = 0, p95 = 0, max = 0;
 };
@@ -45,14 +46,25 @@ inline Summary summarize(const std::vector<double> &v)
 }
 
 // "name  n=..  min ..  median ..  p95 ..  max .. unit  [target ..: ok|MISSED]"
-inline void printSummary(const char *name, const Summary &s, const char *unit, double target = 0,
+inline void printSummary(const char *name,
+                         const Summary &s,
+                         const char *unit,
+                         double target = 0,
                          bool targetIsP95 = false)
 {
-    std::printf("%-34s n=%-4zu min %8.3f  median %8.3f  p95 %8.3f  max %8.3f %s", name, s.n, s.min, s.median, s.p95,
-                s.max, unit);
+    std::printf("%-34s n=%-4zu min %8.3f  median %8.3f  p95 %8.3f  max %8.3f %s",
+                name,
+                s.n,
+                s.min,
+                s.median,
+                s.p95,
+                s.max,
+                unit);
     if (target > 0) {
         const double measured = targetIsP95 ? s.p95 : s.median;
-        std::printf("   target %s <= %g: %s", targetIsP95 ? "p95" : "median", target,
+        std::printf("   target %s <= %g: %s",
+                    targetIsP95 ? "p95" : "median",
+                    target,
                     measured <= target ? "ok" : "MISSED");
     }
     std::printf("\n");

@@ -2,15 +2,16 @@
 // Core speed: one estimate, the fit solvers, a sweep curve, a scenario parse (issue: performance).
 // Run: build/tests/bench/bench_core -median 11   (QBENCHMARK reports per-iteration times)
 #include "advice/fit_solver.h"
-#include "model/memory_estimator.h"
 #include "io/preset_catalog.h"
 #include "io/scenario_yaml.h"
+#include "model/memory_estimator.h"
 
 #include <QtTest>
 
 using namespace membudget;
 
-class BenchCore : public QObject {
+class BenchCore : public QObject
+{
     Q_OBJECT
 private:
     EstimateInput m_input;
@@ -27,7 +28,8 @@ private slots:
     void oneEstimate()
     {
         Bytes sink = 0;
-        QBENCHMARK {
+        QBENCHMARK
+        {
             sink += estimateMemory(m_input).device_total;
         }
         QVERIFY(sink > 0);
@@ -36,7 +38,8 @@ private slots:
     void maxMicroBatch80GB()
     {
         std::int64_t b = 0;
-        QBENCHMARK {
+        QBENCHMARK
+        {
             b = maxMicroBatch(m_input, 80LL << 30);
         }
         QVERIFY(b > 0);
@@ -45,7 +48,8 @@ private slots:
     void maxSequence80GB()
     {
         std::int64_t s = 0;
-        QBENCHMARK {
+        QBENCHMARK
+        {
             s = maxSequenceLength(m_input, 80LL << 30);
         }
         QVERIFY(s > 0);
@@ -54,7 +58,8 @@ private slots:
     void sweep512Points()
     {
         Bytes sink = 0;
-        QBENCHMARK {
+        QBENCHMARK
+        {
             EstimateInput probe = m_input;
             for (int i = 0; i < 512; ++i) {
                 probe.training.sequence_length = 128 + i * 256;
@@ -67,7 +72,8 @@ private slots:
     void everyPresetMethodPrecision()
     {
         Bytes sink = 0;
-        QBENCHMARK {
+        QBENCHMARK
+        {
             for (const ModelPreset &m : PresetCatalog::bundled().models()) {
                 EstimateInput in = m_input;
                 in.arch = m.arch;
@@ -87,7 +93,8 @@ private slots:
     void parseScenarioText()
     {
         const std::string text = scenarioToYaml(defaultScenario());
-        QBENCHMARK {
+        QBENCHMARK
+        {
             LoadError error;
             auto s = parseScenario(text, "bench", error, &PresetCatalog::bundled());
             QVERIFY(s.has_value());

@@ -10,11 +10,11 @@
 //      [--export-runs 15] [--only latency,stall,export,memory]
 #include "bench_common.h"
 
+#include "document/scenario_document.h"
+#include "main_window.h"
 #include "panels/controls_panel.h"
 #include "panels/fit_panel.h"
 #include "widgets/log_slider.h"
-#include "main_window.h"
-#include "document/scenario_document.h"
 
 #include <QAction>
 #include <QApplication>
@@ -41,13 +41,18 @@ using namespace membudget::bench;
 
 namespace {
 
-constexpr const char *kScenario = MEMBUDGET_SOURCE_DIR "/presets/scenarios/lora-mistral-7b-a100-80gb.yaml";
+constexpr const char *kScenario = MEMBUDGET_SOURCE_DIR
+    "/presets/scenarios/lora-mistral-7b-a100-80gb.yaml";
 const char *const kGpus[] = {"rtx-3060-12gb", "rtx-4090", "v100-32gb", "l40s", "a100-80gb", "h200"};
 
-double msSince(const QElapsedTimer &t, qint64 startNs) { return static_cast<double>(t.nsecsElapsed() - startNs) / 1e6; }
+double msSince(const QElapsedTimer &t, qint64 startNs)
+{
+    return static_cast<double>(t.nsecsElapsed() - startNs) / 1e6;
+}
 
 // Never shows a dialog.
-class SilentPrompts : public UserPrompts {
+class SilentPrompts : public UserPrompts
+{
 public:
     SaveChoice askSaveChanges(QWidget *, const QString &) override { return SaveChoice::Discard; }
     void showError(QWidget *, const QString &title, const QString &text) override
@@ -58,9 +63,11 @@ public:
 
 // Tells when the chart has been painted after a replot started (the paint that shows the new data;
 // QCustomPlot repaints at once at the end of replot() by default, phImmediateRefresh).
-class PaintProbe : public QObject {
+class PaintProbe : public QObject
+{
 public:
-    explicit PaintProbe(QCustomPlot *chart) : m_chart(chart)
+    explicit PaintProbe(QCustomPlot *chart)
+        : m_chart(chart)
     {
         m_clock.start();
         chart->installEventFilter(this);
@@ -96,9 +103,13 @@ private:
 
 // Drives a slider with mouse events as the platform plugin would deliver them (synchronously,
 // through QGuiApplication and the top-level QWidgetWindow).
-class SliderDriver {
+class SliderDriver
+{
 public:
-    explicit SliderDriver(QSlider *slider) : m_slider(slider), m_window(slider->window()->windowHandle()) {}
+    explicit SliderDriver(QSlider *slider)
+        : m_slider(slider)
+        , m_window(slider->window()->windowHandle())
+    {}
 
     QRect handleRect() const
     {
@@ -113,7 +124,10 @@ public:
         opt.pageStep = m_slider->pageStep();
         opt.upsideDown = m_slider->invertedAppearance() != (opt.direction == Qt::RightToLeft);
         opt.state |= QStyle::State_Horizontal;
-        return m_slider->style()->subControlRect(QStyle::CC_Slider, &opt, QStyle::SC_SliderHandle, m_slider);
+        return m_slider->style()->subControlRect(QStyle::CC_Slider,
+                                                 &opt,
+                                                 QStyle::SC_SliderHandle,
+                                                 m_slider);
     }
 
     // Presses on the handle; later moves go from there.
@@ -140,7 +154,13 @@ private:
     void send(QEvent::Type type, Qt::MouseButtons state, Qt::MouseButton button)
     {
         const QPoint local = m_slider->mapTo(m_slider->window(), QPoint(m_x, m_y));
-        qt_handleMouseEvent(m_window, local, m_window->mapToGlobal(local), state, button, type, Qt::NoModifier,
+        qt_handleMouseEvent(m_window,
+                            local,
+                            m_window->mapToGlobal(local),
+                            state,
+                            button,
+                            type,
+                            Qt::NoModifier,
                             ++m_timestamp);
     }
 
@@ -149,19 +169,26 @@ private:
     int m_x = 0, m_y = 0, m_lo = 0, m_hi = 0, m_dir = 1, m_timestamp = 1000;
 };
 
-struct Options {
+struct Options
+{
     int changes = 400;
     double dragSeconds = 5;
     int exportRuns = 15;
     QStringList only;
     QString screenshot;
     bool callgrind = false;
-    bool wants(const char *part) const { return only.isEmpty() || only.contains(QLatin1String(part)); }
+    bool wants(const char *part) const
+    {
+        return only.isEmpty() || only.contains(QLatin1String(part));
+    }
 };
 
-class GuiBench {
+class GuiBench
+{
 public:
-    explicit GuiBench(const Options &o) : m_options(o) {}
+    explicit GuiBench(const Options &o)
+        : m_options(o)
+    {}
 
     // Out of line so that callgrind --toggle-collect='*GuiBench::measure*' can find them.
     bool setUp();
@@ -186,7 +213,8 @@ bool GuiBench::setUp()
     QElapsedTimer clock;
     clock.start();
     m_window = std::make_unique<MainWindow>(ScenarioDocument::loadCatalog(),
-                                            std::make_unique<AppSettings>(m_dir.filePath(QStringLiteral("settings.ini"))));
+                                            std::make_unique<AppSettings>(
+                                                m_dir.filePath(QStringLiteral("settings.ini"))));
     m_window->setPrompts(std::make_unique<SilentPrompts>());
     m_window->views()->setCurrentIndex(MainWindow::ComparisonView);
     m_window->show();
@@ -215,8 +243,11 @@ bool GuiBench::setUp()
     QTest::qWait(300); // queued replots, debounced suggestions
     const auto &s = m_window->document()->scenario();
     std::printf("scenario %s: %zu GPUs selected, %d pinned, %d capacity lines, %zu bars\n",
-                QFileInfo(QString::fromUtf8(kScenario)).fileName().toUtf8().constData(), s.gpus.size(),
-                m_window->pinCount(), m_window->chart()->capacityLineCount(), m_window->chart()->bars().size());
+                QFileInfo(QString::fromUtf8(kScenario)).fileName().toUtf8().constData(),
+                s.gpus.size(),
+                m_window->pinCount(),
+                m_window->chart()->capacityLineCount(),
+                m_window->chart()->bars().size());
     if (s.gpus.size() != 6 || m_window->pinCount() != 8)
         return false;
 
@@ -229,7 +260,9 @@ bool GuiBench::setUp()
     if (m_options.callgrind) // see --callgrind
         for (QTimer *timer : m_window->fitPanel()->findChildren<QTimer *>())
             timer->blockSignals(true);
-    QObject::connect(m_window->document(), &ScenarioDocument::changed, m_window.get(), [this] { ++m_changes; });
+    QObject::connect(m_window->document(), &ScenarioDocument::changed, m_window.get(), [this] {
+        ++m_changes;
+    });
     QTest::qWait(50);
     return true;
 }
@@ -237,7 +270,8 @@ bool GuiBench::setUp()
 void GuiBench::measureMemory(const char *when)
 {
     const QString status = QStringLiteral("/proc/self/status");
-    std::printf("memory %-28s VmRSS %.1f MB, VmHWM %.1f MB   target VmRSS <= 120 MB: %s\n", when,
+    std::printf("memory %-28s VmRSS %.1f MB, VmHWM %.1f MB   target VmRSS <= 120 MB: %s\n",
+                when,
                 static_cast<double>(statusKb(status, "VmRSS")) / 1024.0,
                 static_cast<double>(statusKb(status, "VmHWM")) / 1024.0,
                 statusKb(status, "VmRSS") <= 120 * 1024 ? "ok" : "MISSED");
@@ -275,7 +309,9 @@ void GuiBench::measureSliderLatency()
     }
     drag.release();
     QTest::qWait(200);
-    std::printf("\nslider -> painted chart (%d mouse moves, %zu value changes)\n", moves, total.size());
+    std::printf("\nslider -> painted chart (%d mouse moves, %zu value changes)\n",
+                moves,
+                total.size());
     printSummary("  value change -> chart painted", summarize(total), "ms", 8, true);
     printSummary("  the same in GUI-thread CPU time", summarize(cpu), "ms");
     printSummary("  of which input -> model -> views", summarize(sync), "ms");
@@ -323,7 +359,10 @@ void GuiBench::measureDragStalls()
     mouse.start();
     restart();
     QEventLoop loop;
-    QTimer::singleShot(static_cast<int>(m_options.dragSeconds * 1000), Qt::PreciseTimer, &loop, &QEventLoop::quit);
+    QTimer::singleShot(static_cast<int>(m_options.dragSeconds * 1000),
+                       Qt::PreciseTimer,
+                       &loop,
+                       &QEventLoop::quit);
     loop.exec();
     mouse.stop();
     const Summary dragGaps = summarize(gaps);
@@ -339,13 +378,20 @@ void GuiBench::measureDragStalls()
     loop.exec();
     heartbeat.stop();
 
-    std::printf("\ncontinuous drag for %.1f s at 125 Hz: %d value changes, %d chart paints (%.0f fps)\n",
-                m_options.dragSeconds, changes, paints, paints / m_options.dragSeconds);
+    std::printf(
+        "\ncontinuous drag for %.1f s at 125 Hz: %d value changes, %d chart paints (%.0f fps)\n",
+        m_options.dragSeconds,
+        changes,
+        paints,
+        paints / m_options.dragSeconds);
     printSummary("  heartbeat gap while dragging", dragGaps, "ms");
     printSummary("  GUI-thread CPU time per gap", dragBusy, "ms");
     std::printf("  max stall while dragging %.2f ms (%.2f ms of it on CPU), gaps > 16 ms: %ld   "
                 "target max <= 16 ms: %s\n",
-                dragGaps.max, dragBusy.max, static_cast<long>(stalls), dragGaps.max <= 16 ? "ok" : "MISSED");
+                dragGaps.max,
+                dragBusy.max,
+                static_cast<long>(stalls),
+                dragGaps.max <= 16 ? "ok" : "MISSED");
     printSummary("  heartbeat gap 1 s after release", summarize(gaps), "ms");
     printSummary("  CPU time per gap after release", summarize(busy), "ms");
 
@@ -369,13 +415,16 @@ void GuiBench::measureExports()
     o.scale = 1;
     o.title = QString::fromStdString(m_window->document()->scenario().name);
     o.caption = m_window->defaultCaption();
-    std::printf("\nexport 1920x1080 of the comparison view (9 bars, 6 capacity lines, title and caption)\n");
-    struct Format {
+    std::printf("\nexport 1920x1080 of the comparison view (9 bars, 6 capacity lines, title and "
+                "caption)\n");
+    struct Format
+    {
         const char *name;
         const char *suffix;
         double target;
     };
-    for (const Format &f : {Format{"  PNG", "png", 150}, Format{"  SVG", "svg", 300}, Format{"  PDF", "pdf", 300}}) {
+    for (const Format &f :
+         {Format{"  PNG", "png", 150}, Format{"  SVG", "svg", 300}, Format{"  PDF", "pdf", 300}}) {
         const QString path = m_dir.filePath(QStringLiteral("chart.") + QLatin1String(f.suffix));
         std::vector<double> times;
         QElapsedTimer clock;
@@ -405,16 +454,26 @@ int main(int argc, char **argv)
     parser.setApplicationDescription(QStringLiteral("MemBudget GUI benchmarks (issue #6)"));
     parser.addHelpOption();
     parser.addOptions({
-            {QStringLiteral("changes"), QStringLiteral("Value changes timed in the latency run (400)."), QStringLiteral("N")},
-            {QStringLiteral("drag-seconds"), QStringLiteral("Length of the continuous drag (5)."), QStringLiteral("S")},
-            {QStringLiteral("export-runs"), QStringLiteral("Timed exports per format (15)."), QStringLiteral("N")},
-            {QStringLiteral("only"), QStringLiteral("Comma-separated parts: latency,stall,export,memory."),
-             QStringLiteral("PARTS")},
-            {QStringLiteral("screenshot"), QStringLiteral("Save the window as set up to FILE (PNG)."),
-             QStringLiteral("FILE")},
-            {QStringLiteral("callgrind"),
-             QStringLiteral("Under valgrind every change takes longer than the 120 ms debounce of the fit suggestions, "
-                            "which would then recompute on every change; hold them as a real-time drag does.")},
+        {QStringLiteral("changes"),
+         QStringLiteral("Value changes timed in the latency run (400)."),
+         QStringLiteral("N")},
+        {QStringLiteral("drag-seconds"),
+         QStringLiteral("Length of the continuous drag (5)."),
+         QStringLiteral("S")},
+        {QStringLiteral("export-runs"),
+         QStringLiteral("Timed exports per format (15)."),
+         QStringLiteral("N")},
+        {QStringLiteral("only"),
+         QStringLiteral("Comma-separated parts: latency,stall,export,memory."),
+         QStringLiteral("PARTS")},
+        {QStringLiteral("screenshot"),
+         QStringLiteral("Save the window as set up to FILE (PNG)."),
+         QStringLiteral("FILE")},
+        {QStringLiteral("callgrind"),
+         QStringLiteral(
+             "Under valgrind every change takes longer than the 120 ms debounce of the fit "
+             "suggestions, "
+             "which would then recompute on every change; hold them as a real-time drag does.")},
     });
     parser.process(app);
     Options o;
@@ -429,7 +488,8 @@ int main(int argc, char **argv)
     if (parser.isSet(QStringLiteral("only")))
         o.only = parser.value(QStringLiteral("only")).split(QLatin1Char(','), Qt::SkipEmptyParts);
 
-    std::printf("MemBudget GUI benchmark, Qt %s, platform %s\n", qVersion(),
+    std::printf("MemBudget GUI benchmark, Qt %s, platform %s\n",
+                qVersion(),
                 qPrintable(QGuiApplication::platformName()));
     GuiBench bench(o);
     if (!bench.setUp()) {

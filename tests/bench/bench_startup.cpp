@@ -22,8 +22,9 @@ namespace {
 
 qint64 steadyNs()
 {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
 }
 
 // Fresh settings (the first-start path), no user presets, offscreen.
@@ -37,17 +38,18 @@ QProcessEnvironment environment(const QString &dir, const char *report)
     return env;
 }
 
-struct FirstPaint {
+struct FirstPaint
+{
     bool ok = false;
     double sinceLaunchMs = 0; // process start -> first paint
-    double sinceMainMs = 0; // main() -> first paint
+    double sinceMainMs = 0;   // main() -> first paint
     double rssMb = 0;
 };
 
 FirstPaint parseReport(const QByteArray &stderrText, qint64 launchNs)
 {
     static const QRegularExpression re(QStringLiteral(
-            "first paint ([0-9.]+) ms after main\\(\\), steady_clock ([0-9]+) ns, VmRSS ([0-9]+) kB"));
+        "first paint ([0-9.]+) ms after main\\(\\), steady_clock ([0-9]+) ns, VmRSS ([0-9]+) kB"));
     const auto m = re.match(QString::fromUtf8(stderrText));
     FirstPaint r;
     if (!m.hasMatch())
@@ -85,7 +87,8 @@ std::pair<double, double> residentWithScenario(const QString &dir)
     app.setProcessEnvironment(environment(dir, "1"));
     app.setReadChannel(QProcess::StandardError); // where the report goes
     app.start(QStringLiteral(MEMBUDGET_GUI_EXE),
-              {QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/lora-mistral-7b-a100-80gb.yaml")});
+              {QStringLiteral(MEMBUDGET_SOURCE_DIR
+                              "/presets/scenarios/lora-mistral-7b-a100-80gb.yaml")});
     QByteArray err;
     while (!err.contains("first paint") && app.waitForReadyRead(20000))
         err += app.readAllStandardError();
@@ -108,17 +111,24 @@ int main(int argc, char **argv)
 {
     QCoreApplication app(argc, argv);
     QCommandLineParser parser;
-    parser.setApplicationDescription(QStringLiteral("membudget-gui start-up and memory (issue #6)"));
+    parser.setApplicationDescription(
+        QStringLiteral("membudget-gui start-up and memory (issue #6)"));
     parser.addHelpOption();
     parser.addOptions({
-            {QStringLiteral("runs"), QStringLiteral("Timed launches (20), after one untimed."), QStringLiteral("N")},
-            {QStringLiteral("memory-runs"), QStringLiteral("Launches for the memory figure (5)."), QStringLiteral("N")},
+        {QStringLiteral("runs"),
+         QStringLiteral("Timed launches (20), after one untimed."),
+         QStringLiteral("N")},
+        {QStringLiteral("memory-runs"),
+         QStringLiteral("Launches for the memory figure (5)."),
+         QStringLiteral("N")},
     });
     parser.process(app);
-    const int runs = parser.isSet(QStringLiteral("runs")) ? std::max(1, parser.value(QStringLiteral("runs")).toInt()) : 20;
+    const int runs = parser.isSet(QStringLiteral("runs"))
+                         ? std::max(1, parser.value(QStringLiteral("runs")).toInt())
+                         : 20;
     const int memoryRuns = parser.isSet(QStringLiteral("memory-runs"))
-            ? std::max(0, parser.value(QStringLiteral("memory-runs")).toInt())
-            : 5;
+                               ? std::max(0, parser.value(QStringLiteral("memory-runs")).toInt())
+                               : 5;
 
     QTemporaryDir dir;
     std::printf("membudget-gui start-up: %s\n", MEMBUDGET_GUI_EXE);

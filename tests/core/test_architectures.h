@@ -8,8 +8,13 @@
 
 namespace membudget::testing {
 
-inline ModelArchitecture llama(std::int64_t layers, std::int64_t hidden, std::int64_t inter, std::int64_t heads,
-                               std::int64_t kv, std::int64_t vocab, bool tied = false)
+inline ModelArchitecture llama(std::int64_t layers,
+                               std::int64_t hidden,
+                               std::int64_t inter,
+                               std::int64_t heads,
+                               std::int64_t kv,
+                               std::int64_t vocab,
+                               bool tied = false)
 {
     ModelArchitecture a;
     applyFamilyDefaults(a, ModelFamily::Llama);
@@ -24,10 +29,22 @@ inline ModelArchitecture llama(std::int64_t layers, std::int64_t hidden, std::in
     return a;
 }
 
-inline ModelArchitecture llama2_7b() { return llama(32, 4096, 11008, 32, 32, 32000); }
-inline ModelArchitecture llama3_8b() { return llama(32, 4096, 14336, 32, 8, 128256); }
-inline ModelArchitecture mistral_7b() { return llama(32, 4096, 14336, 32, 8, 32000); }
-inline ModelArchitecture llama32_1b() { return llama(16, 2048, 8192, 32, 8, 128256, true); }
+inline ModelArchitecture llama2_7b()
+{
+    return llama(32, 4096, 11008, 32, 32, 32000);
+}
+inline ModelArchitecture llama3_8b()
+{
+    return llama(32, 4096, 14336, 32, 8, 128256);
+}
+inline ModelArchitecture mistral_7b()
+{
+    return llama(32, 4096, 14336, 32, 8, 32000);
+}
+inline ModelArchitecture llama32_1b()
+{
+    return llama(16, 2048, 8192, 32, 8, 128256, true);
+}
 
 inline ModelArchitecture mixtral_8x7b()
 {
@@ -67,6 +84,9 @@ inline ModelArchitecture falcon_7b()
 }
 
 // A small Llama for exact hand-derived activation checks.
-inline ModelArchitecture tinyLlama() { return llama(2, 256, 688, 4, 2, 1000); }
+inline ModelArchitecture tinyLlama()
+{
+    return llama(2, 256, 688, 4, 2, 1000);
+}
 
 } // namespace membudget::testing

@@ -9,7 +9,8 @@ using namespace membudget::testing;
 
 // Hand-derived saved bytes per token for the tiny Llama (h 256, I 688, 4 heads, 2 KV heads, d 64).
 // Each figure lists the tensors autograd keeps, op by op (see docs/memory-model.md).
-class TestActivationModel : public QObject {
+class TestActivationModel : public QObject
+{
     Q_OBJECT
 private:
     static TrainingConfig config(Precision p, Method m, Attention att)
@@ -28,17 +29,24 @@ private:
 private slots:
     void fp32FullEager()
     {
-        const ActivationProfile p = activationProfile(tinyLlama(), config(Precision::Fp32, Method::Full, Attention::Eager), 1);
+        const ActivationProfile p
+            = activationProfile(tinyLlama(),
+                                config(Precision::Fp32, Method::Full, Attention::Eager),
+                                1);
         // norms 2 x (x 4h + normalised 4h + rsqrt 4) + q/k/v input 4h + q, repeated k, v 12h
         // + o_proj input 4h + MLP input 4h + gate, silu, up 12I + down input 4I  = 40h + 16I + 8
         QCOMPARE(p.layer_linear, 40.0 * 256 + 16.0 * 688 + 8);
-        QCOMPARE(p.layer_score, 4.0 * 4); // fp32 softmax output only (its .to(fp32) is the same tensor)
+        QCOMPARE(p.layer_score,
+                 4.0 * 4); // fp32 softmax output only (its .to(fp32) is the same tensor)
         QCOMPARE(p.layer_checkpoint, 4.0 * 256);
     }
 
     void bf16FullEager()
     {
-        const ActivationProfile p = activationProfile(tinyLlama(), config(Precision::Bf16, Method::Full, Attention::Eager), 1);
+        const ActivationProfile p
+            = activationProfile(tinyLlama(),
+                                config(Precision::Bf16, Method::Full, Attention::Eager),
+                                1);
         // norms 2 x (fp32 copy 4h + bf16 normalised 2h + 4) + 2h + 6h + 2h + 2h + 6I + 2I = 24h + 8I + 8
         QCOMPARE(p.layer_linear, 24.0 * 256 + 8.0 * 688 + 8);
         QCOMPARE(p.layer_score, 6.0 * 4); // fp32 softmax + bf16 copy
@@ -63,19 +71,27 @@ private slots:
 
     void bf16FullFlash()
     {
-        const ActivationProfile p = activationProfile(tinyLlama(), config(Precision::Bf16, Method::Full, Attention::Flash), 1);
+        const ActivationProfile p
+            = activationProfile(tinyLlama(),
+                                config(Precision::Bf16, Method::Full, Attention::Flash),
+                                1);
         // q 2h, k and v not repeated 2 x 2 x 128, output 2h (also o_proj's input), logsumexp 4 x 4 heads
         const double attention = 2.0 * 256 + 2.0 * 2 * 128 + 2.0 * 256 + 16;
-        QCOMPARE(p.layer_linear, 2 * (6.0 * 256 + 4) + 2.0 * 256 + attention + 2.0 * 256 + 6.0 * 688 + 2.0 * 688);
+        QCOMPARE(p.layer_linear,
+                 2 * (6.0 * 256 + 4) + 2.0 * 256 + attention + 2.0 * 256 + 6.0 * 688 + 2.0 * 688);
         QCOMPARE(p.layer_score, 0.0);
     }
 
     void fp32LoraNoDropout()
     {
-        const ActivationProfile p = activationProfile(tinyLlama(), config(Precision::Fp32, Method::Lora, Attention::Eager), 1);
+        const ActivationProfile p
+            = activationProfile(tinyLlama(),
+                                config(Precision::Fp32, Method::Lora, Attention::Eager),
+                                1);
         // Frozen base: no linear keeps its input, norms keep only the fp32 input and rsqrt.
         // lora_A of q and v share the un-dropped input (4h once) and lora_B keeps 8 fp32 values each.
-        const double expected = 2 * (4.0 * 256 + 4) + 4.0 * 256 + 2 * 8 * 4.0 + 12.0 * 256 + 12.0 * 688;
+        const double expected = 2 * (4.0 * 256 + 4) + 4.0 * 256 + 2 * 8 * 4.0 + 12.0 * 256
+                                + 12.0 * 688;
         QCOMPARE(p.layer_linear, expected);
     }
 
@@ -94,7 +110,10 @@ private slots:
     {
         // Frozen embeddings: layer 0's first norm keeps nothing; with adapters on q and v only, eager
         // attention keeps no q (needed only for k's gradient).
-        const ActivationProfile p = activationProfile(tinyLlama(), config(Precision::Fp32, Method::Lora, Attention::Eager), 1);
+        const ActivationProfile p
+            = activationProfile(tinyLlama(),
+                                config(Precision::Fp32, Method::Lora, Attention::Eager),
+                                1);
         QCOMPARE(p.first_layer_linear, 4.0 * 256 + 4 + 4.0 * 4 * 64);
         QCOMPARE(p.first_layer_score, 0.0);
     }
@@ -119,7 +138,7 @@ private slots:
         TrainingConfig t = config(Precision::Bf16, Method::Full, Attention::Eager);
         t.checkpointing = Checkpointing::Selective;
         const ActivationProfile sel = activationProfile(tinyLlama(), t, 1);
-        QCOMPARE(sel.layer_score, 0.0); // the s^2 softmax terms are recomputed
+        QCOMPARE(sel.layer_score, 0.0);  // the s^2 softmax terms are recomputed
         QVERIFY(sel.backward_score > 0); // ... during backward
     }
 

@@ -19,7 +19,8 @@
 
 namespace {
 
-struct Result {
+struct Result
+{
     int code = -1;
     QProcess::ExitStatus status = QProcess::CrashExit;
     QByteArray out;
@@ -37,14 +38,22 @@ Result runCli(const QStringList &args)
         p.kill();
         p.waitForFinished();
     }
-    return {p.exitCode(), p.exitStatus(), p.readAllStandardOutput(), p.readAllStandardError(), timer.elapsed()};
+    return {p.exitCode(),
+            p.exitStatus(),
+            p.readAllStandardOutput(),
+            p.readAllStandardError(),
+            timer.elapsed()};
 }
 
-QString corpusDir() { return QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/bad"); }
+QString corpusDir()
+{
+    return QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/bad");
+}
 
 } // namespace
 
-class TestBadInputs : public QObject {
+class TestBadInputs : public QObject
+{
     Q_OBJECT
 private:
     QTemporaryDir m_tmp;
@@ -85,7 +94,10 @@ private slots:
         QCOMPARE(listed, files);
         QVERIFY2(files.size() >= 60, qPrintable(QString::number(files.size())));
         for (const char *kind : {"scenario-", "presets-", "config-"})
-            QVERIFY2(files.filter(QRegularExpression(QStringLiteral("^") + QLatin1String(kind))).size() >= 10, kind);
+            QVERIFY2(files.filter(QRegularExpression(QStringLiteral("^") + QLatin1String(kind)))
+                             .size()
+                         >= 10,
+                     kind);
     }
 
     void corpus_data()
@@ -96,7 +108,8 @@ private slots:
         QFile manifest(corpusDir() + QStringLiteral("/EXPECTED.tsv"));
         QVERIFY(manifest.open(QIODevice::ReadOnly | QIODevice::Text));
         while (!manifest.atEnd()) {
-            const QStringList cols = QString::fromUtf8(manifest.readLine()).chopped(1).split(QLatin1Char('\t'));
+            const QStringList cols
+                = QString::fromUtf8(manifest.readLine()).chopped(1).split(QLatin1Char('\t'));
             if (cols.size() == 3)
                 QTest::newRow(qPrintable(cols[0])) << cols[0] << cols[1] << cols[2];
         }
@@ -110,16 +123,25 @@ private slots:
         // validate knows all three kinds; estimate and import-config are what a user would run.
         QList<QStringList> commands = {{QStringLiteral("validate"), path}};
         if (file.startsWith(QLatin1String("scenario-")))
-            commands << QStringList{QStringLiteral("estimate"), path} << QStringList{QStringLiteral("fit"), path, QStringLiteral("--gpu"), QStringLiteral("rtx-4090")};
+            commands << QStringList{QStringLiteral("estimate"), path}
+                     << QStringList{QStringLiteral("fit"),
+                                    path,
+                                    QStringLiteral("--gpu"),
+                                    QStringLiteral("rtx-4090")};
         if (file.startsWith(QLatin1String("config-")))
-            commands << QStringList{QStringLiteral("import-config"), path, QStringLiteral("-o"), m_tmp.filePath(QStringLiteral("never-written.yaml"))};
+            commands << QStringList{QStringLiteral("import-config"),
+                                    path,
+                                    QStringLiteral("-o"),
+                                    m_tmp.filePath(QStringLiteral("never-written.yaml"))};
         for (const QStringList &args : commands) {
             const QString line = expectOneLineFailure(runCli(args));
             if (QTest::currentTestFailed())
                 QFAIL(qPrintable(args.join(QLatin1Char(' '))));
-            const QString expected = path + QLatin1Char(':') + position + QStringLiteral(": ") + message;
-            QVERIFY2(line.startsWith(expected), qPrintable(args.front() + QStringLiteral("\n   got: ") + line
-                                                           + QStringLiteral("\nwanted: ") + expected));
+            const QString expected = path + QLatin1Char(':') + position + QStringLiteral(": ")
+                                     + message;
+            QVERIFY2(line.startsWith(expected),
+                     qPrintable(args.front() + QStringLiteral("\n   got: ") + line
+                                + QStringLiteral("\nwanted: ") + expected));
         }
         QVERIFY(!QFile::exists(m_tmp.filePath(QStringLiteral("never-written.yaml"))));
     }
@@ -137,12 +159,15 @@ private slots:
         const QString path = m_tmp.filePath(name);
         QFile f(path);
         QVERIFY(f.open(QIODevice::WriteOnly));
-        const QByteArray chunk = QByteArray("format: membudget/1\n# padding padding padding padding padding\n").repeated(16384);
+        const QByteArray chunk
+            = QByteArray("format: membudget/1\n# padding padding padding padding padding\n")
+                  .repeated(16384);
         while (f.size() < 100 * 1024 * 1024)
             QVERIFY(f.write(chunk) == chunk.size());
         f.close();
         const QString line = expectOneLineFailure(runCli({QStringLiteral("validate"), path}));
-        QVERIFY2(line.startsWith(path + QStringLiteral(":1:1: the file is 100 MiB")), qPrintable(line));
+        QVERIFY2(line.startsWith(path + QStringLiteral(":1:1: the file is 100 MiB")),
+                 qPrintable(line));
         QFile::remove(path);
     }
 
@@ -153,7 +178,8 @@ private slots:
         QFile f(path);
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("format: membudget/1\nmodel: {preset: llama-2-7b}\n");
-        const QByteArray pad = "# a long comment line that pads the file towards its limit ........\n";
+        const QByteArray pad
+            = "# a long comment line that pads the file towards its limit ........\n";
         while (f.size() + pad.size() < 1024 * 1024)
             f.write(pad);
         f.close();
@@ -167,13 +193,16 @@ private slots:
     {
         const QString fifo = m_tmp.filePath(QStringLiteral("pipe.yaml"));
         QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
-        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), fifo})), fifo + QStringLiteral(": not a regular file"));
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), fifo})),
+                 fifo + QStringLiteral(": not a regular file"));
         QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("estimate"), m_tmp.path()})),
                  m_tmp.path() + QStringLiteral(": a folder, not a scenario file"));
         const QString missing = m_tmp.filePath(QStringLiteral("missing.yaml"));
-        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), missing})), missing + QStringLiteral(": no such file"));
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), missing})),
+                 missing + QStringLiteral(": no such file"));
         const QString dev = QStringLiteral("/dev/zero");
-        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), dev})), dev + QStringLiteral(": not a regular file"));
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), dev})),
+                 dev + QStringLiteral(": not a regular file"));
     }
 
     // Loading reads the chosen file and nothing else a user owns: no includes, no paths taken from
@@ -182,11 +211,18 @@ private slots:
     {
         QTest::addColumn<QString>("file");
         QTest::addColumn<int>("exitCode");
-        for (const char *name : {"scenario-include-tag.yaml", "scenario-path-as-preset.yaml", "scenario-python-tag.yaml",
-                                 "presets-unknown-key.yaml", "config-unsupported-type.json"})
+        for (const char *name : {"scenario-include-tag.yaml",
+                                 "scenario-path-as-preset.yaml",
+                                 "scenario-python-tag.yaml",
+                                 "presets-unknown-key.yaml",
+                                 "config-unsupported-type.json"})
             QTest::newRow(name) << corpusDir() + QLatin1Char('/') + QLatin1String(name) << 1;
-        QTest::newRow("good scenario") << QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/qlora-llama-2-7b-24gb.yaml") << 0;
-        QTest::newRow("good config.json") << QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/fuzz/seeds/hf_config/mistral-7b.json") << 0;
+        QTest::newRow("good scenario")
+            << QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/qlora-llama-2-7b-24gb.yaml")
+            << 0;
+        QTest::newRow("good config.json")
+            << QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/fuzz/seeds/hf_config/mistral-7b.json")
+            << 0;
     }
     void loadingReadsOnlyTheChosenFile()
     {
@@ -197,9 +233,16 @@ private slots:
             QSKIP("strace is not installed");
         const QString log = m_tmp.filePath(QStringLiteral("trace.log"));
         QProcess p;
-        p.start(strace, {QStringLiteral("-f"), QStringLiteral("-qq"), QStringLiteral("-e"),
-                         QStringLiteral("trace=open,openat,openat2,execve,execveat,connect"), QStringLiteral("-o"), log,
-                         QStringLiteral(MEMBUDGET_CLI), QStringLiteral("validate"), file});
+        p.start(strace,
+                {QStringLiteral("-f"),
+                 QStringLiteral("-qq"),
+                 QStringLiteral("-e"),
+                 QStringLiteral("trace=open,openat,openat2,execve,execveat,connect"),
+                 QStringLiteral("-o"),
+                 log,
+                 QStringLiteral(MEMBUDGET_CLI),
+                 QStringLiteral("validate"),
+                 file});
         QVERIFY(p.waitForFinished(30000));
         if (p.exitCode() != exitCode && p.readAllStandardError().contains("ptrace"))
             QSKIP("ptrace is not permitted here");
@@ -208,7 +251,8 @@ private slots:
         QVERIFY(trace.open(QIODevice::ReadOnly | QIODevice::Text));
         QStringList opened;
         int execs = 0;
-        const QRegularExpression openRe(QStringLiteral("open(?:at2?)?\\((?:AT_FDCWD, )?\"([^\"]*)\".*= (\\d+)"));
+        const QRegularExpression openRe(
+            QStringLiteral("open(?:at2?)?\\((?:AT_FDCWD, )?\"([^\"]*)\".*= (\\d+)"));
         while (!trace.atEnd()) {
             const QString line = QString::fromUtf8(trace.readLine());
             if (line.contains(QLatin1String("execve")) && !line.contains(QLatin1String("= -1")))
@@ -218,9 +262,15 @@ private slots:
             if (!m.hasMatch())
                 continue;
             const QString path = m.captured(1);
-            static const QStringList system = {QStringLiteral("/usr/"), QStringLiteral("/lib"), QStringLiteral("/etc/"),
-                                               QStringLiteral("/proc/"), QStringLiteral("/sys/"), QStringLiteral("/dev/")};
-            if (std::none_of(system.begin(), system.end(), [&](const QString &s) { return path.startsWith(s); }))
+            static const QStringList system = {QStringLiteral("/usr/"),
+                                               QStringLiteral("/lib"),
+                                               QStringLiteral("/etc/"),
+                                               QStringLiteral("/proc/"),
+                                               QStringLiteral("/sys/"),
+                                               QStringLiteral("/dev/")};
+            if (std::none_of(system.begin(), system.end(), [&](const QString &s) {
+                    return path.startsWith(s);
+                }))
                 opened << path;
         }
         QCOMPARE(execs, 1); // membudget itself; nothing else is started
@@ -230,7 +280,8 @@ private slots:
     // Several files at once: each bad one reported on its own line, the good ones say ok, exit 1.
     void validateReportsEveryFile()
     {
-        const QString good = QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/qlora-llama-2-7b-24gb.yaml");
+        const QString good = QStringLiteral(MEMBUDGET_SOURCE_DIR
+                                            "/presets/scenarios/qlora-llama-2-7b-24gb.yaml");
         const QString a = corpusDir() + QStringLiteral("/scenario-unknown-gpu.yaml");
         const QString b = corpusDir() + QStringLiteral("/config-duplicate-key.json");
         const Result r = runCli({QStringLiteral("validate"), a, good, b});

@@ -6,10 +6,12 @@
 #include <QProcess>
 #include <QtTest>
 
-class TestCli : public QObject {
+class TestCli : public QObject
+{
     Q_OBJECT
 private:
-    struct Result {
+    struct Result
+    {
         int code = -1;
         QByteArray out;
         QByteArray err;
@@ -33,7 +35,8 @@ private:
 private slots:
     void initTestCase()
     {
-        m_dir = QDir::tempPath() + "/membudget-cli-" + QString::number(QCoreApplication::applicationPid());
+        m_dir = QDir::tempPath() + "/membudget-cli-"
+                + QString::number(QCoreApplication::applicationPid());
         QDir().mkpath(m_dir);
         qputenv("MEMBUDGET_PRESETS", (m_dir + "/no-user-presets").toUtf8());
     }
@@ -41,9 +44,11 @@ private slots:
 
     void estimateJsonHasTheDocumentedShape()
     {
-        const QString file = write("s.yaml", "format: membudget/1\nname: test\nmodel: {preset: llama-3.1-8b}\n"
-                                             "training: {method: lora, micro_batch_size: 2, sequence_length: 2048}\n"
-                                             "gpus: [a100-80gb, rtx-4090]\n");
+        const QString file
+            = write("s.yaml",
+                    "format: membudget/1\nname: test\nmodel: {preset: llama-3.1-8b}\n"
+                    "training: {method: lora, micro_batch_size: 2, sequence_length: 2048}\n"
+                    "gpus: [a100-80gb, rtx-4090]\n");
         const Result r = run({"estimate", file, "--json"});
         QCOMPARE(r.code, 0);
         const QJsonObject j = QJsonDocument::fromJson(r.out).object();
@@ -52,17 +57,32 @@ private slots:
         QVERIFY(j["trainable_parameters"].toInteger() > 0);
         const QJsonObject g = j["per_gpu"].toObject();
         const QJsonObject comps = g["components"].toObject();
-        for (const char *k : {"weights", "gradients", "master_weights", "optimizer_states", "activations", "logits",
-                              "temporaries", "cuda_context", "allocator_reserve"})
+        for (const char *k : {"weights",
+                              "gradients",
+                              "master_weights",
+                              "optimizer_states",
+                              "activations",
+                              "logits",
+                              "temporaries",
+                              "cuda_context",
+                              "allocator_reserve"})
             QVERIFY2(comps.contains(k), k);
         qint64 allocated = 0;
-        for (const char *k : {"weights", "gradients", "master_weights", "optimizer_states", "activations", "logits", "temporaries"})
+        for (const char *k : {"weights",
+                              "gradients",
+                              "master_weights",
+                              "optimizer_states",
+                              "activations",
+                              "logits",
+                              "temporaries"})
             allocated += comps[k].toInteger();
         QCOMPARE(allocated, g["peak_allocated"].toInteger());
-        QCOMPARE(g["device_total"].toInteger(), g["peak_reserved"].toInteger() + comps["cuda_context"].toInteger());
+        QCOMPARE(g["device_total"].toInteger(),
+                 g["peak_reserved"].toInteger() + comps["cuda_context"].toInteger());
         for (const char *p : {"forward", "backward", "optimizer_step"})
             QVERIFY2(g["phases"].toObject().contains(p), p);
-        QVERIFY(QStringList({"forward", "backward", "optimizer_step"}).contains(g["peak_phase"].toString()));
+        QVERIFY(QStringList({"forward", "backward", "optimizer_step"})
+                    .contains(g["peak_phase"].toString()));
         const QJsonArray gpus = j["gpus"].toArray();
         QCOMPARE(gpus.size(), 2);
         QCOMPARE(gpus[0].toObject()["id"].toString(), QString("a100-80gb"));
@@ -72,7 +92,8 @@ private slots:
 
     void estimateTableAndGpuOverride()
     {
-        const QString file = write("t.yaml", "format: membudget/1\nmodel: {preset: mistral-7b-v0.1}\n");
+        const QString file = write("t.yaml",
+                                   "format: membudget/1\nmodel: {preset: mistral-7b-v0.1}\n");
         const Result r = run({"estimate", file, "--gpu", "h100-80gb"});
         QCOMPARE(r.code, 0);
         QVERIFY(r.out.contains("Weights"));
@@ -108,8 +129,10 @@ private slots:
         QVERIFY(QJsonDocument::fromJson(r.out).object()["models"].toArray().size() >= 40);
         const QString ok = write("ok.yaml", "format: membudget/1\nmodel: {preset: llama-2-7b}\n");
         QCOMPARE(run({"validate", ok}).code, 0);
-        const QString big = write("big.yaml", "format: membudget/1\nmodel: {preset: llama-3.1-8b}\n"
-                                              "training: {method: full, precision: fp32, attention: eager, micro_batch_size: 8}\n");
+        const QString big = write(
+            "big.yaml",
+            "format: membudget/1\nmodel: {preset: llama-3.1-8b}\n"
+            "training: {method: full, precision: fp32, attention: eager, micro_batch_size: 8}\n");
         r = run({"fit", big, "--gpu", "a100-80gb", "--json"});
         QCOMPARE(r.code, 0);
         const QJsonArray fits = QJsonDocument::fromJson(r.out).array();
@@ -123,7 +146,9 @@ private slots:
 
     void importConfig()
     {
-        const QString cfg = write("config.json", R"({"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
+        const QString cfg
+            = write("config.json",
+                    R"({"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
             "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4, "vocab_size": 152064,
             "tie_word_embeddings": false})");
         const Result r = run({"import-config", cfg, "-o", m_dir + "/imported.yaml"});
@@ -131,7 +156,8 @@ private slots:
         const Result e = run({"estimate", m_dir + "/imported.yaml", "--json"});
         QCOMPARE(e.code, 0);
         // Qwen2.5-7B: 7,615,616,512 parameters.
-        QCOMPARE(QJsonDocument::fromJson(e.out).object()["parameters"].toInteger(), Q_INT64_C(7615616512));
+        QCOMPARE(QJsonDocument::fromJson(e.out).object()["parameters"].toInteger(),
+                 Q_INT64_C(7615616512));
     }
 };
 

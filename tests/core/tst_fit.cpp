@@ -8,7 +8,8 @@
 using namespace membudget;
 using namespace membudget::testing;
 
-class TestFit : public QObject {
+class TestFit : public QObject
+{
     Q_OBJECT
 private:
     static EstimateInput lora8b()

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/hf_config_import.h"
-#include "model/parameter_layout.h"
 #include "io/preset_catalog.h"
+#include "model/parameter_layout.h"
 
 #include <QtTest>
 
 using namespace membudget;
 
-class TestHfConfigImport : public QObject {
+class TestHfConfigImport : public QObject
+{
     Q_OBJECT
 private:
-    static double total(const ModelSpec &spec) { return parameterLayout(applyModelSpec(spec, ModelArchitecture{}, false)).total; }
+    static double total(const ModelSpec &spec)
+    {
+        return parameterLayout(applyModelSpec(spec, ModelArchitecture{}, false)).total;
+    }
 
 private slots:
     void llama3()
@@ -30,14 +34,20 @@ private slots:
     void mixtralAndGpt2()
     {
         LoadError error;
-        auto mix = importHfConfig(R"({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+        auto mix = importHfConfig(
+            R"({"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
             "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 32000,
-            "num_local_experts": 8, "num_experts_per_tok": 2, "tie_word_embeddings": false})", "m.json", error);
+            "num_local_experts": 8, "num_experts_per_tok": 2, "tie_word_embeddings": false})",
+            "m.json",
+            error);
         QVERIFY2(mix.has_value(), error.toString().c_str());
         QCOMPARE(static_cast<qint64>(total(*mix)), Q_INT64_C(46702792704));
-        auto gpt2 = importHfConfig(R"({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12,
+        auto gpt2
+            = importHfConfig(R"({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 12,
             "n_positions": 1024, "vocab_size": 50257, "activation_function": "gelu_new",
-            "attn_pdrop": 0.1, "resid_pdrop": 0.1})", "g.json", error);
+            "attn_pdrop": 0.1, "resid_pdrop": 0.1})",
+                             "g.json",
+                             error);
         QVERIFY2(gpt2.has_value(), error.toString().c_str());
         QCOMPARE(static_cast<qint64>(total(*gpt2)), Q_INT64_C(124439808));
     }
@@ -47,15 +57,20 @@ private slots:
         QTest::addColumn<QString>("json");
         QTest::addColumn<int>("line");
         QTest::addColumn<QString>("message");
-        QTest::newRow("syntax") << "{\n  \"model_type\": \"llama\",\n  oops\n}" << 3 << "invalid JSON";
+        QTest::newRow("syntax") << "{\n  \"model_type\": \"llama\",\n  oops\n}" << 3
+                                << "invalid JSON";
         QTest::newRow("not an object") << "[1, 2]" << 0 << "JSON object";
         QTest::newRow("unknown type") << "{\"model_type\": \"t5\"}" << 1 << "not supported";
         QTest::newRow("no type") << "{\"hidden_size\": 8}" << 0 << "model_type";
-        QTest::newRow("missing field") << "{\"model_type\": \"llama\", \"hidden_size\": 8}" << 0 << "num_hidden_layers";
+        QTest::newRow("missing field")
+            << "{\"model_type\": \"llama\", \"hidden_size\": 8}" << 0 << "num_hidden_layers";
         QTest::newRow("string for number")
-                << "{\"model_type\": \"llama\",\n \"num_hidden_layers\": \"32\"}" << 2 << "whole number";
-        QTest::newRow("null required") << "{\"model_type\": \"llama\", \"num_hidden_layers\": null}" << 0 << "num_hidden_layers";
-        QTest::newRow("negative") << "{\"model_type\": \"llama\", \"num_hidden_layers\": -1}" << 1 << "between";
+            << "{\"model_type\": \"llama\",\n \"num_hidden_layers\": \"32\"}" << 2
+            << "whole number";
+        QTest::newRow("null required") << "{\"model_type\": \"llama\", \"num_hidden_layers\": null}"
+                                       << 0 << "num_hidden_layers";
+        QTest::newRow("negative") << "{\"model_type\": \"llama\", \"num_hidden_layers\": -1}" << 1
+                                  << "between";
     }
     void errors()
     {

@@ -8,10 +8,13 @@
 using namespace membudget;
 using namespace membudget::testing;
 
-class TestMemoryEstimator : public QObject {
+class TestMemoryEstimator : public QObject
+{
     Q_OBJECT
 private:
-    static EstimateInput input(const ModelArchitecture &arch, Precision p, Optimizer opt = Optimizer::AdamW)
+    static EstimateInput input(const ModelArchitecture &arch,
+                               Precision p,
+                               Optimizer opt = Optimizer::AdamW)
     {
         EstimateInput in;
         in.arch = arch;
@@ -36,7 +39,8 @@ private slots:
         QTest::newRow("fp32") << int(Precision::Fp32) << 4 << 4 << 0 << 8;
         QTest::newRow("amp-bf16") << int(Precision::AmpBf16) << 4 << 4 << 0 << 8;
         QTest::newRow("bf16 (pure)") << int(Precision::Bf16) << 2 << 2 << 0 << 4;
-        QTest::newRow("mixed-bf16 (ZeRO paper: 2+2+12)") << int(Precision::MixedBf16) << 2 << 2 << 4 << 8;
+        QTest::newRow("mixed-bf16 (ZeRO paper: 2+2+12)")
+            << int(Precision::MixedBf16) << 2 << 2 << 4 << 8;
     }
     void bytesPerParameter()
     {
@@ -64,9 +68,11 @@ private slots:
         double expected = 0;
         for (const TensorGroup &g : parameterLayout(arch)) {
             const double n = g.elements();
-            expected += static_cast<double>(g.count) * (n < 4096 ? 8 * n : 2 * (n + 4 * std::ceil(n / 256)));
+            expected += static_cast<double>(g.count)
+                        * (n < 4096 ? 8 * n : 2 * (n + 4 * std::ceil(n / 256)));
         }
-        QCOMPARE(at(e, Phase::OptimizerStep, Component::OptimizerStates), static_cast<qint64>(expected));
+        QCOMPARE(at(e, Phase::OptimizerStep, Component::OptimizerStates),
+                 static_cast<qint64>(expected));
     }
 
     void zeroStagesShard()
@@ -104,9 +110,12 @@ private slots:
             (g.linear && g.role != TensorRole::LmHead ? linear : other) += g.totalElements();
         const double adapters = loraParameters(layout, TargetAllLinear, 16);
         const double expected = linear * 4.5 / 8 + other * 2 + adapters * 2;
-        QVERIFY(std::abs(static_cast<double>(at(e, Phase::OptimizerStep, Component::Weights)) - expected) < 1e-9 * expected + 64);
+        QVERIFY(std::abs(static_cast<double>(at(e, Phase::OptimizerStep, Component::Weights))
+                         - expected)
+                < 1e-9 * expected + 64);
         QCOMPARE(e.trainable_parameters, static_cast<qint64>(adapters));
-        QCOMPARE(at(e, Phase::OptimizerStep, Component::Gradients), static_cast<qint64>(adapters * 2));
+        QCOMPARE(at(e, Phase::OptimizerStep, Component::Gradients),
+                 static_cast<qint64>(adapters * 2));
         // QLoRA is smaller than LoRA, which is smaller than full fine-tuning.
         EstimateInput lora = in;
         lora.training.method = Method::Lora;
@@ -123,9 +132,11 @@ private slots:
         EstimateInput in = input(llama2_7b(), Precision::Fp16);
         in.training.mode = Mode::Inference;
         in.training.sequence_length = 1;
-        QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::Activations), Q_INT64_C(512) * 1024);
+        QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::Activations),
+                 Q_INT64_C(512) * 1024);
         in.arch = llama3_8b();
-        QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::Activations), Q_INT64_C(128) * 1024);
+        QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::Activations),
+                 Q_INT64_C(128) * 1024);
     }
 
     void componentsSumToThePeak()
@@ -163,9 +174,12 @@ private slots:
         QTest::addColumn<int>("attention");
         QTest::addColumn<int>("method");
         QTest::addColumn<int>("checkpointing");
-        QTest::newRow("eager full none") << int(Attention::Eager) << int(Method::Full) << int(Checkpointing::None);
-        QTest::newRow("flash lora full-ckpt") << int(Attention::Flash) << int(Method::Lora) << int(Checkpointing::Full);
-        QTest::newRow("sdpa qlora selective") << int(Attention::Sdpa) << int(Method::Qlora) << int(Checkpointing::Selective);
+        QTest::newRow("eager full none")
+            << int(Attention::Eager) << int(Method::Full) << int(Checkpointing::None);
+        QTest::newRow("flash lora full-ckpt")
+            << int(Attention::Flash) << int(Method::Lora) << int(Checkpointing::Full);
+        QTest::newRow("sdpa qlora selective")
+            << int(Attention::Sdpa) << int(Method::Qlora) << int(Checkpointing::Selective);
     }
     void monotone()
     {
@@ -175,7 +189,8 @@ private slots:
         EstimateInput in = input(mistral_7b(), Precision::Bf16);
         in.training.attention = static_cast<Attention>(attention);
         in.training.method = static_cast<Method>(method);
-        in.training.quantization = in.training.method == Method::Qlora ? Quantization::Nf4 : Quantization::None;
+        in.training.quantization = in.training.method == Method::Qlora ? Quantization::Nf4
+                                                                       : Quantization::None;
         in.training.checkpointing = static_cast<Checkpointing>(checkpointing);
         qint64 last = 0;
         for (std::int64_t b : {1, 2, 3, 4, 8, 16, 64}) {
@@ -218,8 +233,11 @@ private slots:
         EstimateInput eight = in;
         eight.training.optimizer = Optimizer::AdamW8bit;
         // 2.03 bytes per parameter against 4 (two bf16 states)
-        QVERIFY(static_cast<double>(estimateMemory(eight).phase(Phase::OptimizerStep)[Component::OptimizerStates])
-                < 0.51 * static_cast<double>(base.phase(Phase::OptimizerStep)[Component::OptimizerStates]));
+        QVERIFY(static_cast<double>(
+                    estimateMemory(eight).phase(Phase::OptimizerStep)[Component::OptimizerStates])
+                < 0.51
+                      * static_cast<double>(
+                          base.phase(Phase::OptimizerStep)[Component::OptimizerStates]));
     }
 
     void gradientAccumulationKeepsGradients()

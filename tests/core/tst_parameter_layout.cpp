@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "model/parameter_layout.h"
 #include "io/preset_catalog.h"
-#include "test_architectures.h"
+#include "model/parameter_layout.h"
 #include "model/training_options.h"
+#include "test_architectures.h"
 
 #include <QtTest>
 
@@ -11,7 +11,8 @@ using namespace membudget::testing;
 
 Q_DECLARE_METATYPE(membudget::ModelArchitecture)
 
-class TestParameterLayout : public QObject {
+class TestParameterLayout : public QObject
+{
     Q_OBJECT
 private slots:
     void publishedTotals_data()
@@ -36,16 +37,19 @@ private slots:
     void mixtralActiveParameters()
     {
         // Mistral AI: 12.9B active of 46.7B.
-        QCOMPARE(static_cast<qint64>(parameterLayout(mixtral_8x7b()).active), Q_INT64_C(12879925248));
+        QCOMPARE(static_cast<qint64>(parameterLayout(mixtral_8x7b()).active),
+                 Q_INT64_C(12879925248));
     }
 
     void loraTrainableParameters()
     {
         // r * (in + out) per adapted matrix; Llama-3-8B r16 on all linear layers = 41,943,040.
         const ParameterLayout layout = parameterLayout(llama3_8b());
-        QCOMPARE(static_cast<qint64>(loraParameters(layout, TargetAllLinear, 16)), Q_INT64_C(41943040));
+        QCOMPARE(static_cast<qint64>(loraParameters(layout, TargetAllLinear, 16)),
+                 Q_INT64_C(41943040));
         // q and v only: 32 * 16 * ((4096 + 4096) + (4096 + 1024)) = 6,815,744
-        QCOMPARE(static_cast<qint64>(loraParameters(layout, TargetQ | TargetV, 16)), Q_INT64_C(6815744));
+        QCOMPARE(static_cast<qint64>(loraParameters(layout, TargetQ | TargetV, 16)),
+                 Q_INT64_C(6815744));
     }
 
     void everyPresetWithPublishedCountMatches()
@@ -58,8 +62,8 @@ private slots:
             ++checked;
             QVERIFY2(static_cast<qint64>(parameterLayout(m.arch).total) == m.published_parameters,
                      qPrintable(QString::fromStdString(m.id) + ": computed "
-                                + QString::number(static_cast<qint64>(parameterLayout(m.arch).total)) + ", published "
-                                + QString::number(m.published_parameters)));
+                                + QString::number(static_cast<qint64>(parameterLayout(m.arch).total))
+                                + ", published " + QString::number(m.published_parameters)));
         }
         QVERIFY2(checked >= 5, "at least five presets carry a published parameter count");
     }

@@ -2,8 +2,8 @@
 // Property tests over random valid scenarios: every figure finite and non-negative, monotone where
 // physics says so, sharding and checkpointing never make things worse, nothing wraps around.
 #include "base/byte_format.h"
-#include "model/memory_estimator.h"
 #include "io/preset_catalog.h"
+#include "model/memory_estimator.h"
 
 #include <QtTest>
 
@@ -14,30 +14,42 @@ using namespace membudget;
 
 namespace {
 
-struct Generator {
+struct Generator
+{
     std::mt19937_64 rng{20261122};
 
-    double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+    double uniform(double lo, double hi)
+    {
+        return std::uniform_real_distribution<double>(lo, hi)(rng);
+    }
     std::int64_t logUniform(std::int64_t lo, std::int64_t hi)
     {
-        return std::clamp<std::int64_t>(std::llround(std::exp(uniform(std::log(double(lo)), std::log(double(hi))))), lo, hi);
+        return std::clamp<std::int64_t>(std::llround(std::exp(
+                                            uniform(std::log(double(lo)), std::log(double(hi))))),
+                                        lo,
+                                        hi);
     }
-    template <typename Enum>
-    Enum pick(int count) { return static_cast<Enum>(std::uniform_int_distribution<int>(0, count - 1)(rng)); }
+    template<typename Enum>
+    Enum pick(int count)
+    {
+        return static_cast<Enum>(std::uniform_int_distribution<int>(0, count - 1)(rng));
+    }
 
     EstimateInput next()
     {
         EstimateInput in;
         const auto &models = PresetCatalog::bundled().models();
         if (!models.empty() && uniform(0, 1) < 0.5)
-            in.arch = models[std::uniform_int_distribution<std::size_t>(0, models.size() - 1)(rng)].arch;
+            in.arch
+                = models[std::uniform_int_distribution<std::size_t>(0, models.size() - 1)(rng)].arch;
         else
             in.arch = quickArchitecture(std::exp(uniform(std::log(1e7), std::log(2e12))));
         TrainingConfig &t = in.training;
         t.mode = uniform(0, 1) < 0.85 ? Mode::Train : Mode::Inference;
         t.method = pick<Method>(3);
         t.precision = pick<Precision>(7);
-        t.quantization = t.method == Method::Qlora ? static_cast<Quantization>(1 + pick<int>(3)) : Quantization::None;
+        t.quantization = t.method == Method::Qlora ? static_cast<Quantization>(1 + pick<int>(3))
+                                                   : Quantization::None;
         if (t.mode == Mode::Inference)
             t.quantization = pick<Quantization>(4);
         t.optimizer = pick<Optimizer>(9);
@@ -48,7 +60,8 @@ struct Generator {
         t.attention = pick<Attention>(3);
         t.lora.rank = logUniform(1, 256);
         t.lora.dropout = uniform(0, 1) < 0.5 ? 0.0 : 0.1;
-        t.lora.targets = 1u + static_cast<unsigned>(std::uniform_int_distribution<int>(0, 126)(rng));
+        t.lora.targets = 1u
+                         + static_cast<unsigned>(std::uniform_int_distribution<int>(0, 126)(rng));
         t.lora.adapter_precision = pick<AdapterPrecision>(2);
         in.parallelism.gpus = logUniform(1, 4096);
         in.parallelism.tensor_parallel = 1;
@@ -56,8 +69,9 @@ struct Generator {
             in.parallelism.tensor_parallel = 8;
         in.parallelism.sharding = pick<Sharding>(6);
         t.offload.optimizer = uniform(0, 1) < 0.15;
-        t.offload.parameters = (in.parallelism.sharding == Sharding::Zero3 || in.parallelism.sharding == Sharding::FsdpFull)
-                && uniform(0, 1) < 0.2;
+        t.offload.parameters = (in.parallelism.sharding == Sharding::Zero3
+                                || in.parallelism.sharding == Sharding::FsdpFull)
+                               && uniform(0, 1) < 0.2;
         return in;
     }
 };
@@ -70,20 +84,38 @@ bool sane(const MemoryEstimate &e)
                 return false;
     // Every intermediate quantity the estimate was built from is a finite, non-negative number.
     const Derivation &d = e.derivation;
-    for (double v : {d.parameters, d.active_parameters, d.trainable_parameters, d.params_per_gpu, d.trainable_per_gpu,
-                     d.weight_bytes_full, d.tokens, d.layer_saved_bytes, d.layer_checkpoint_bytes,
-                     d.embedding_activation_bytes, d.logits_forward_bytes, d.logits_backward_bytes,
-                     d.layer_backward_transient, d.recompute_bytes, d.optimizer_step_temporaries,
-                     d.sharding_transient_forward, d.sharding_transient_backward, d.ddp_bucket_bytes,
-                     d.autocast_weight_cache, d.dequant_transient, d.kv_cache_bytes, d.cpu_offload_bytes})
+    for (double v : {d.parameters,
+                     d.active_parameters,
+                     d.trainable_parameters,
+                     d.params_per_gpu,
+                     d.trainable_per_gpu,
+                     d.weight_bytes_full,
+                     d.tokens,
+                     d.layer_saved_bytes,
+                     d.layer_checkpoint_bytes,
+                     d.embedding_activation_bytes,
+                     d.logits_forward_bytes,
+                     d.logits_backward_bytes,
+                     d.layer_backward_transient,
+                     d.recompute_bytes,
+                     d.optimizer_step_temporaries,
+                     d.sharding_transient_forward,
+                     d.sharding_transient_backward,
+                     d.ddp_bucket_bytes,
+                     d.autocast_weight_cache,
+                     d.dequant_transient,
+                     d.kv_cache_bytes,
+                     d.cpu_offload_bytes})
         if (!std::isfinite(v) || v < 0)
             return false;
-    return e.peak_allocated >= 0 && e.peak_reserved >= e.peak_allocated && e.device_total >= e.peak_reserved;
+    return e.peak_allocated >= 0 && e.peak_reserved >= e.peak_allocated
+           && e.device_total >= e.peak_reserved;
 }
 
 } // namespace
 
-class TestProperties : public QObject {
+class TestProperties : public QObject
+{
     Q_OBJECT
 private slots:
     void randomScenarios()
@@ -100,7 +132,8 @@ private slots:
             QVERIFY(sane(e));
             // Saturated figures are flagged and shown as "too large", never wrapped.
             if (e.too_large)
-                QCOMPARE(QString::fromStdString(formatBytes(e.device_total, ByteUnit::GB)), QStringLiteral("too large"));
+                QCOMPARE(QString::fromStdString(formatBytes(e.device_total, ByteUnit::GB)),
+                         QStringLiteral("too large"));
             tooLarge += e.too_large ? 1 : 0;
             if (e.too_large)
                 continue;
@@ -128,7 +161,8 @@ private slots:
                 QVERIFY(b[Component::OptimizerStates] <= a[Component::OptimizerStates]);
             }
             // Checkpointing never increases what is saved at the end of forward.
-            if (in.training.mode == Mode::Train && in.training.checkpointing == Checkpointing::None) {
+            if (in.training.mode == Mode::Train
+                && in.training.checkpointing == Checkpointing::None) {
                 EstimateInput ckpt = in;
                 for (Checkpointing c : {Checkpointing::Selective, Checkpointing::Full}) {
                     // Selective recomputation keeps q, k and v as checkpoint inputs even where the
@@ -137,14 +171,21 @@ private slots:
                     if (c == Checkpointing::Selective && in.training.sequence_length < 64)
                         continue;
                     ckpt.training.checkpointing = c;
-                    const Bytes with = estimateMemory(ckpt).phase(Phase::Forward)[Component::Activations];
+                    const Bytes with = estimateMemory(ckpt).phase(
+                        Phase::Forward)[Component::Activations];
                     const Bytes without = e.phase(Phase::Forward)[Component::Activations];
                     QVERIFY2(with <= without,
-                             qPrintable(QString("%1 > %2: layers %3 h %4 b %5 s %6 method %7 attention %8 targets %9")
-                                                .arg(with).arg(without).arg(in.arch.layers).arg(in.arch.hidden_size)
-                                                .arg(in.training.micro_batch_size).arg(in.training.sequence_length)
-                                                .arg(int(in.training.method)).arg(int(in.training.attention))
-                                                .arg(in.training.lora.targets)));
+                             qPrintable(QString("%1 > %2: layers %3 h %4 b %5 s %6 method %7 "
+                                                "attention %8 targets %9")
+                                            .arg(with)
+                                            .arg(without)
+                                            .arg(in.arch.layers)
+                                            .arg(in.arch.hidden_size)
+                                            .arg(in.training.micro_batch_size)
+                                            .arg(in.training.sequence_length)
+                                            .arg(int(in.training.method))
+                                            .arg(int(in.training.attention))
+                                            .arg(in.training.lora.targets)));
                 }
             }
         }
@@ -162,7 +203,9 @@ private slots:
                     in.arch = m.arch;
                     in.training.method = static_cast<Method>(method);
                     in.training.precision = static_cast<Precision>(precision);
-                    in.training.quantization = in.training.method == Method::Qlora ? Quantization::Nf4 : Quantization::None;
+                    in.training.quantization = in.training.method == Method::Qlora
+                                                   ? Quantization::Nf4
+                                                   : Quantization::None;
                     QVERIFY2(validateInput(in).empty(), m.id.c_str());
                     const MemoryEstimate e = estimateMemory(in);
                     QVERIFY(sane(e));

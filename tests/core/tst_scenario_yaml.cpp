@@ -9,7 +9,8 @@
 
 using namespace membudget;
 
-class TestScenarioYaml : public QObject {
+class TestScenarioYaml : public QObject
+{
     Q_OBJECT
 private slots:
     void defaultScenarioRoundTrips()
@@ -113,35 +114,70 @@ parallelism:
         QTest::newRow("missing format") << "name: x\n" << 1 << 1 << "missing 'format: membudget/1'";
         QTest::newRow("future format") << "format: membudget/2\n" << 1 << 9 << "newer MemBudget";
         QTest::newRow("other format") << "format: foo\n" << 1 << 9 << "not a MemBudget scenario";
-        QTest::newRow("unknown top key") << "format: membudget/1\ntrainig: {}\n" << 2 << 1 << "unknown key 'trainig'";
-        QTest::newRow("unknown nested key") << "format: membudget/1\ntraining:\n  batch: 4\n" << 3 << 3 << "unknown key 'batch' in training";
-        QTest::newRow("duplicate key") << "format: membudget/1\nname: a\nname: b\n" << 3 << 1 << "duplicate key 'name'";
-        QTest::newRow("string for number") << "format: membudget/1\ntraining:\n  micro_batch_size: \"4\"\n" << 3 << 21 << "must be a whole number";
-        QTest::newRow("fraction") << "format: membudget/1\ntraining:\n  micro_batch_size: 2.5\n" << 3 << 21 << "whole number";
-        QTest::newRow("zero batch") << "format: membudget/1\ntraining:\n  micro_batch_size: 0\n" << 3 << 21 << "between 1 and";
-        QTest::newRow("negative") << "format: membudget/1\nmodel:\n  layers: -3\n" << 3 << 11 << "between 1 and";
-        QTest::newRow("past 64 bits") << "format: membudget/1\nmodel:\n  layers: 99999999999999999999999\n" << 3 << 11 << "too large";
-        QTest::newRow("nan") << "format: membudget/1\nmodel:\n  parameters: .nan\n" << 3 << 15 << "number";
-        QTest::newRow("inf") << "format: membudget/1\nmodel:\n  parameters: 1e400\n" << 3 << 15 << "out of range";
-        QTest::newRow("unknown enum") << "format: membudget/1\ntraining:\n  precision: bf8\n" << 3 << 14 << "unknown precision 'bf8'; expected fp32, amp-bf16";
-        QTest::newRow("yes is not a bool") << "format: membudget/1\nmodel:\n  tied_embeddings: yes\n" << 3 << 20 << "true or false";
-        QTest::newRow("list for map") << "format: membudget/1\ntraining: [1, 2]\n" << 2 << 11 << "must be a mapping";
-        QTest::newRow("unknown lora target") << "format: membudget/1\ntraining:\n  lora: {targets: [q_proj, w_proj]}\n" << 3 << 28 << "unknown LoRA target 'w_proj'";
-        QTest::newRow("unknown preset") << "format: membudget/1\nmodel:\n  preset: llama-2-7c\n" << 3 << 11 << "unknown model preset 'llama-2-7c'";
-        QTest::newRow("unknown gpu") << "format: membudget/1\ngpus: [rtx-9090]\n" << 2 << 8 << "unknown GPU 'rtx-9090'";
-        QTest::newRow("bad size") << "format: membudget/1\noverheads: {cuda_context: lots}\n" << 2 << 27 << "must be a size";
-        QTest::newRow("tp not dividing") << "format: membudget/1\nparallelism: {gpus: 3, tensor_parallel: 2}\n" << 2 << 14 << "multiple of tensor_parallel";
-        QTest::newRow("syntax error") << "format: membudget/1\nname: [unclosed\n" << 3 << 1 << "invalid YAML";
-        QTest::newRow("qlora none") << "format: membudget/1\ntraining: {method: qlora, quantization: none}\n" << 2 << 41 << "qlora needs a quantized base";
-        QTest::newRow("kv heads not dividing") << "format: membudget/1\nmodel:\n  preset: llama-2-7b\n  kv_heads: 5\n" << 4 << 13 << "multiple of kv_heads";
-        QTest::newRow("offload without zero3") << "format: membudget/1\ntraining:\n  offload: {parameters: true}\n" << 3 << 12 << "needs sharding zero3";
-        QTest::newRow("full with nf4") << "format: membudget/1\ntraining:\n  quantization: nf4\n" << 3 << 17 << "cannot train quantized";
-        QTest::newRow("binary garbage") << QString::fromLatin1("\x01\x02\xff\xfe: [") << 1 << 1 << "binary file, not text";
+        QTest::newRow("unknown top key") << "format: membudget/1\ntrainig: {}\n"
+                                         << 2 << 1 << "unknown key 'trainig'";
+        QTest::newRow("unknown nested key") << "format: membudget/1\ntraining:\n  batch: 4\n"
+                                            << 3 << 3 << "unknown key 'batch' in training";
+        QTest::newRow("duplicate key") << "format: membudget/1\nname: a\nname: b\n"
+                                       << 3 << 1 << "duplicate key 'name'";
+        QTest::newRow("string for number")
+            << "format: membudget/1\ntraining:\n  micro_batch_size: \"4\"\n"
+            << 3 << 21 << "must be a whole number";
+        QTest::newRow("fraction") << "format: membudget/1\ntraining:\n  micro_batch_size: 2.5\n"
+                                  << 3 << 21 << "whole number";
+        QTest::newRow("zero batch") << "format: membudget/1\ntraining:\n  micro_batch_size: 0\n"
+                                    << 3 << 21 << "between 1 and";
+        QTest::newRow("negative") << "format: membudget/1\nmodel:\n  layers: -3\n"
+                                  << 3 << 11 << "between 1 and";
+        QTest::newRow("past 64 bits")
+            << "format: membudget/1\nmodel:\n  layers: 99999999999999999999999\n"
+            << 3 << 11 << "too large";
+        QTest::newRow("nan") << "format: membudget/1\nmodel:\n  parameters: .nan\n"
+                             << 3 << 15 << "number";
+        QTest::newRow("inf") << "format: membudget/1\nmodel:\n  parameters: 1e400\n"
+                             << 3 << 15 << "out of range";
+        QTest::newRow("unknown enum")
+            << "format: membudget/1\ntraining:\n  precision: bf8\n"
+            << 3 << 14 << "unknown precision 'bf8'; expected fp32, amp-bf16";
+        QTest::newRow("yes is not a bool")
+            << "format: membudget/1\nmodel:\n  tied_embeddings: yes\n"
+            << 3 << 20 << "true or false";
+        QTest::newRow("list for map") << "format: membudget/1\ntraining: [1, 2]\n"
+                                      << 2 << 11 << "must be a mapping";
+        QTest::newRow("unknown lora target")
+            << "format: membudget/1\ntraining:\n  lora: {targets: [q_proj, w_proj]}\n"
+            << 3 << 28 << "unknown LoRA target 'w_proj'";
+        QTest::newRow("unknown preset") << "format: membudget/1\nmodel:\n  preset: llama-2-7c\n"
+                                        << 3 << 11 << "unknown model preset 'llama-2-7c'";
+        QTest::newRow("unknown gpu") << "format: membudget/1\ngpus: [rtx-9090]\n"
+                                     << 2 << 8 << "unknown GPU 'rtx-9090'";
+        QTest::newRow("bad size") << "format: membudget/1\noverheads: {cuda_context: lots}\n"
+                                  << 2 << 27 << "must be a size";
+        QTest::newRow("tp not dividing")
+            << "format: membudget/1\nparallelism: {gpus: 3, tensor_parallel: 2}\n"
+            << 2 << 14 << "multiple of tensor_parallel";
+        QTest::newRow("syntax error") << "format: membudget/1\nname: [unclosed\n"
+                                      << 3 << 1 << "invalid YAML";
+        QTest::newRow("qlora none")
+            << "format: membudget/1\ntraining: {method: qlora, quantization: none}\n"
+            << 2 << 41 << "qlora needs a quantized base";
+        QTest::newRow("kv heads not dividing")
+            << "format: membudget/1\nmodel:\n  preset: llama-2-7b\n  kv_heads: 5\n"
+            << 4 << 13 << "multiple of kv_heads";
+        QTest::newRow("offload without zero3")
+            << "format: membudget/1\ntraining:\n  offload: {parameters: true}\n"
+            << 3 << 12 << "needs sharding zero3";
+        QTest::newRow("full with nf4") << "format: membudget/1\ntraining:\n  quantization: nf4\n"
+                                       << 3 << 17 << "cannot train quantized";
+        QTest::newRow("binary garbage")
+            << QString::fromLatin1("\x01\x02\xff\xfe: [") << 1 << 1 << "binary file, not text";
         QString deep = "format: membudget/1\nname: ";
         for (int i = 0; i < 2000; ++i)
             deep += "[";
         QTest::newRow("deep nesting") << deep << 2 << 0 << "nesting too deep";
-        QTest::newRow("alias bomb") << "format: membudget/1\na: &a [x, x]\nb: &b [*a, *a]\nname: *b\n" << 2 << 1 << "unknown key 'a'";
+        QTest::newRow("alias bomb")
+            << "format: membudget/1\na: &a [x, x]\nb: &b [*a, *a]\nname: *b\n"
+            << 2 << 1 << "unknown key 'a'";
     }
     void errors()
     {
@@ -150,7 +186,8 @@ parallelism:
         QFETCH(int, column);
         QFETCH(QString, message);
         LoadError error;
-        const auto s = parseScenario(text.toStdString(), "bad.yaml", error, &PresetCatalog::bundled());
+        const auto s
+            = parseScenario(text.toStdString(), "bad.yaml", error, &PresetCatalog::bundled());
         QVERIFY(!s.has_value());
         QCOMPARE(QString::fromStdString(error.file), QString("bad.yaml"));
         QVERIFY2(QString::fromStdString(error.message).contains(message), error.toString().c_str());
@@ -165,7 +202,8 @@ parallelism:
         QVERIFY(!loadScenarioFile("/nonexistent/x.yaml", error).has_value());
         QVERIFY(QString::fromStdString(error.toString()).contains("no such file"));
 
-        const std::string dir = QDir::tempPath().toStdString() + "/membudget-tst-" + std::to_string(QCoreApplication::applicationPid());
+        const std::string dir = QDir::tempPath().toStdString() + "/membudget-tst-"
+                                + std::to_string(QCoreApplication::applicationPid());
         std::filesystem::create_directories(dir);
         const std::string path = dir + "/s.yaml";
         std::string problem;
@@ -197,21 +235,25 @@ parallelism:
             QFile f(path);
             QVERIFY(f.open(QIODevice::ReadOnly));
             LoadError error;
-            QVERIFY2(fresh.addFile(path.toStdString(), f.readAll().toStdString(), error), error.toString().c_str());
+            QVERIFY2(fresh.addFile(path.toStdString(), f.readAll().toStdString(), error),
+                     error.toString().c_str());
             ++files;
         }
         QVERIFY(files >= 3);
         const PresetCatalog &catalog = PresetCatalog::bundled();
         QVERIFY2(catalog.models().size() >= 40, "at least 40 model presets");
         QVERIFY2(catalog.gpus().size() >= 25, "at least 25 GPU presets");
-        for (const char *id : {"llama-2-7b", "llama-3.1-8b", "mistral-7b-v0.1", "mixtral-8x7b", "qwen2.5-7b"})
+        for (const char *id :
+             {"llama-2-7b", "llama-3.1-8b", "mistral-7b-v0.1", "mixtral-8x7b", "qwen2.5-7b"})
             QVERIFY2(catalog.findModel(id), id);
-        for (const char *id : {"a100-40gb", "a100-80gb", "h100-80gb", "h200", "l40s", "rtx-3090", "rtx-4090", "mi300x"})
+        for (const char *id :
+             {"a100-40gb", "a100-80gb", "h100-80gb", "h200", "l40s", "rtx-3090", "rtx-4090", "mi300x"})
             QVERIFY2(catalog.findGpu(id), id);
         // Every bundled scenario resolves and estimates.
         for (const ScenarioPreset &s : catalog.scenarios()) {
             std::string problem;
-            QVERIFY2(resolveScenario(s.scenario, catalog, problem).has_value(), (s.id + ": " + problem).c_str());
+            QVERIFY2(resolveScenario(s.scenario, catalog, problem).has_value(),
+                     (s.id + ": " + problem).c_str());
             for (const std::string &g : s.scenario.gpus)
                 QVERIFY2(catalog.findGpu(g), (s.id + ": " + g).c_str());
         }
@@ -219,11 +261,13 @@ parallelism:
 
     void userFolderOverridesBundled()
     {
-        const QString dir = QDir::tempPath() + "/membudget-user-" + QString::number(QCoreApplication::applicationPid());
+        const QString dir = QDir::tempPath() + "/membudget-user-"
+                            + QString::number(QCoreApplication::applicationPid());
         QDir().mkpath(dir);
         QFile f(dir + "/mine.yaml");
         QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write("format: membudget-presets/1\ngpus:\n  - {id: my-card, name: My card, memory_gib: 48}\n");
+        f.write("format: membudget-presets/1\ngpus:\n  - {id: my-card, name: My card, memory_gib: "
+                "48}\n");
         f.close();
         QFile bad(dir + "/broken.yaml");
         QVERIFY(bad.open(QIODevice::WriteOnly));

@@ -7,7 +7,8 @@
 using namespace membudget;
 using namespace membudget::testing;
 
-class TestTechniqueLadder : public QObject {
+class TestTechniqueLadder : public QObject
+{
     Q_OBJECT
 private slots:
     void eachStepSavesMemory()
@@ -37,7 +38,8 @@ private slots:
         in.training.mode = Mode::Inference;
         const auto steps = techniqueLadder(in);
         QVERIFY(steps.size() >= 4);
-        QVERIFY(estimateMemory(steps.back().input).peak_allocated < estimateMemory(steps.front().input).peak_allocated);
+        QVERIFY(estimateMemory(steps.back().input).peak_allocated
+                < estimateMemory(steps.front().input).peak_allocated);
     }
 };
 

@@ -5,9 +5,9 @@
 // behaviour, give finite non-negative figures, and survive a save and reload unchanged.
 
 #include "io/estimate_json.h"
-#include "model/memory_estimator.h"
 #include "io/preset_catalog.h"
 #include "io/scenario_yaml.h"
+#include "model/memory_estimator.h"
 
 #include <cmath>
 #include <cstdio>
@@ -44,7 +44,7 @@ inline void checkEstimate(const Scenario &scenario, const PresetCatalog &catalog
     for (const Breakdown &b : e.phases)
         if (b.total() < 0)
             broken("negative phase total", scenarioToYaml(scenario));
-    (void)estimateToJson(scenario, *input, e, catalog.gpus()).dump();
+    (void) estimateToJson(scenario, *input, e, catalog.gpus()).dump();
 }
 
 inline void checkRoundTrip(const Scenario &scenario, const PresetCatalog *catalog)

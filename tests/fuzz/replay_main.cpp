@@ -31,7 +31,8 @@ int main(int argc, char **argv)
     }
     for (const fs::path &f : files) {
         std::ifstream in(f, std::ios::binary);
-        const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string data((std::istreambuf_iterator<char>(in)),
+                               std::istreambuf_iterator<char>());
         LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t *>(data.data()), data.size());
     }
     std::printf("replayed %zu inputs\n", files.size());

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "charts/budget_chart.h"
 
-#include "charts/chart_theme.h"
 #include "advice/explanation.h"
+#include "charts/chart_theme.h"
 
 #include <QToolTip>
 
@@ -28,7 +28,10 @@ double niceCeil(double v)
     return 10 * exp;
 }
 
-QString unitName(ByteUnit unit) { return unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB"); }
+QString unitName(ByteUnit unit)
+{
+    return unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB");
+}
 
 QString bytesText(Bytes bytes, ByteUnit unit, int decimals = 1)
 {
@@ -39,7 +42,8 @@ QString bytesText(Bytes bytes, ByteUnit unit, int decimals = 1)
 // alignment or padding) last changed: laying out and shaping text is the largest part of a
 // replot, and during a slider drag most labels (the pinned bars', the capacity lines') keep their
 // text. Exports (vectorized or non-caching painters) draw real text, as QCPItemText does.
-class CachedTextItem : public QCPItemText {
+class CachedTextItem : public QCPItemText
+{
 public:
     using QCPItemText::QCPItemText;
 
@@ -47,22 +51,27 @@ public:
     QSize boxSize()
     {
         const QFont font = mainFont();
-        if (!m_boxValid || m_text != mText || m_font != font || m_alignment != mTextAlignment || m_padding != mPadding) {
+        if (!m_boxValid || m_text != mText || m_font != font || m_alignment != mTextAlignment
+            || m_padding != mPadding) {
             m_text = mText;
             m_font = font;
             m_alignment = mTextAlignment;
             m_padding = mPadding;
-            m_textRect = QFontMetrics(font).boundingRect(0, 0, 0, 0, Qt::TextDontClip | mTextAlignment, mText);
+            m_textRect = QFontMetrics(font)
+                             .boundingRect(0, 0, 0, 0, Qt::TextDontClip | mTextAlignment, mText);
             m_boxValid = true;
             m_pixmap = QPixmap();
         }
-        return m_textRect.adjusted(-mPadding.left(), -mPadding.top(), mPadding.right(), mPadding.bottom()).size();
+        return m_textRect
+            .adjusted(-mPadding.left(), -mPadding.top(), mPadding.right(), mPadding.bottom())
+            .size();
     }
 
 protected:
     void draw(QCPPainter *painter) override
     {
-        const bool plain = qFuzzyIsNull(mRotation) && mainPen().style() == Qt::NoPen && mainBrush().style() == Qt::NoBrush;
+        const bool plain = qFuzzyIsNull(mRotation) && mainPen().style() == Qt::NoPen
+                           && mainBrush().style() == Qt::NoBrush;
         if (!plain || painter->modes().testFlag(QCPPainter::pmVectorized)
             || painter->modes().testFlag(QCPPainter::pmNoCaching)) {
             QCPItemText::draw(painter);
@@ -73,7 +82,8 @@ protected:
             return;
         const qreal dpr = painter->device() ? painter->device()->devicePixelRatioF() : 1.0;
         const QColor color = mainColor();
-        if (m_pixmap.isNull() || m_color != color || !qFuzzyCompare(m_pixmap.devicePixelRatio(), dpr)) {
+        if (m_pixmap.isNull() || m_color != color
+            || !qFuzzyCompare(m_pixmap.devicePixelRatio(), dpr)) {
             m_color = color;
             m_pixmap = QPixmap(QSize(qCeil(box.width() * dpr), qCeil(box.height() * dpr)));
             m_pixmap.setDevicePixelRatio(dpr);
@@ -81,8 +91,10 @@ protected:
             QPainter p(&m_pixmap);
             p.setFont(m_font);
             p.setPen(color);
-            p.drawText(m_textRect.translated(mPadding.left() - m_textRect.left(), mPadding.top() - m_textRect.top()),
-                       Qt::TextDontClip | mTextAlignment, mText);
+            p.drawText(m_textRect.translated(mPadding.left() - m_textRect.left(),
+                                             mPadding.top() - m_textRect.top()),
+                       Qt::TextDontClip | mTextAlignment,
+                       mText);
         }
         // Where QCPItemText puts the box: the anchor plus the alignment offset, rounded as it does.
         const QPointF pos = position->pixelPosition();
@@ -90,7 +102,10 @@ protected:
         // (qRound of it would overflow, found by tst_monkey_input under UBSan).
         if (!(std::abs(pos.x()) < 1e6 && std::abs(pos.y()) < 1e6))
             return;
-        const QPoint offset = getTextDrawPoint(QPointF(0, 0), QRectF(QPointF(0, 0), QSizeF(box)), mPositionAlignment).toPoint();
+        const QPoint offset = getTextDrawPoint(QPointF(0, 0),
+                                               QRectF(QPointF(0, 0), QSizeF(box)),
+                                               mPositionAlignment)
+                                  .toPoint();
         const QPoint corner(qRound(pos.x()) + offset.x(), qRound(pos.y()) + offset.y());
         if (QRect(corner, box).intersects(clipRect()))
             painter->drawPixmap(corner, m_pixmap);
@@ -109,22 +124,28 @@ private:
 
 // A legend entry for a component's bars that remembers its text's size and, on screen, draws the
 // text from a pixmap: the legend is laid out and drawn on every replot, its texts hardly change.
-class CachedLegendItem : public QCPPlottableLegendItem {
+class CachedLegendItem : public QCPPlottableLegendItem
+{
 public:
-    CachedLegendItem(QCPLegend *legend, QCPBars *bars) : QCPPlottableLegendItem(legend, bars), m_bars(bars) {}
+    CachedLegendItem(QCPLegend *legend, QCPBars *bars)
+        : QCPPlottableLegendItem(legend, bars)
+        , m_bars(bars)
+    {}
 
 protected:
     QSize minimumOuterSizeHint() const override
     {
         const QRect text = textRect();
         const QSize icon = mParentLegend->iconSize();
-        return {icon.width() + mParentLegend->iconTextPadding() + text.width() + mMargins.left() + mMargins.right(),
+        return {icon.width() + mParentLegend->iconTextPadding() + text.width() + mMargins.left()
+                    + mMargins.right(),
                 std::max(text.height(), icon.height()) + mMargins.top() + mMargins.bottom()};
     }
 
     void draw(QCPPainter *painter) override
     {
-        if (painter->modes().testFlag(QCPPainter::pmVectorized) || painter->modes().testFlag(QCPPainter::pmNoCaching)
+        if (painter->modes().testFlag(QCPPainter::pmVectorized)
+            || painter->modes().testFlag(QCPPainter::pmNoCaching)
             || getIconBorderPen().style() != Qt::NoPen) {
             QCPPlottableLegendItem::draw(painter);
             return;
@@ -148,7 +169,9 @@ protected:
             p.setPen(color);
             p.drawText(QRect(QPoint(0, 0), box), Qt::TextDontClip, m_pixmapText);
         }
-        painter->drawPixmap(QPoint(mRect.x() + icon.width() + mParentLegend->iconTextPadding(), mRect.y()), m_pixmap);
+        painter->drawPixmap(QPoint(mRect.x() + icon.width() + mParentLegend->iconTextPadding(),
+                                   mRect.y()),
+                            m_pixmap);
         const QRect iconRect(mRect.topLeft(), icon);
         painter->save();
         painter->setClipRect(iconRect, Qt::IntersectClip);
@@ -170,7 +193,8 @@ private:
             m_text = m_bars->name();
             m_font = font;
             m_iconHeight = icon.height();
-            m_textRect = QFontMetrics(font).boundingRect(0, 0, 0, icon.height(), Qt::TextDontClip, m_text);
+            m_textRect
+                = QFontMetrics(font).boundingRect(0, 0, 0, icon.height(), Qt::TextDontClip, m_text);
         }
         return m_textRect;
     }
@@ -187,7 +211,8 @@ private:
 
 // A value label inside a bar segment that draws itself only when the segment is tall and wide
 // enough at the size being painted (screen or export).
-class SegmentLabel : public CachedTextItem {
+class SegmentLabel : public CachedTextItem
+{
 public:
     using CachedTextItem::CachedTextItem;
     double low = 0;
@@ -212,7 +237,9 @@ protected:
 
 } // namespace
 
-ChartBar chartBarFor(const QString &label, const QString &detail, const Scenario &scenario,
+ChartBar chartBarFor(const QString &label,
+                     const QString &detail,
+                     const Scenario &scenario,
                      const PresetCatalog &catalog)
 {
     ChartBar bar;
@@ -229,7 +256,8 @@ ChartBar chartBarFor(const QString &label, const QString &detail, const Scenario
     return bar;
 }
 
-BudgetChart::BudgetChart(QWidget *parent) : QCustomPlot(parent)
+BudgetChart::BudgetChart(QWidget *parent)
+    : QCustomPlot(parent)
 {
     setMinimumSize(360, 260);
     // Antialiasing as each element asks (QCP::aeAll forced it on everything): bars, frames, grid
@@ -296,7 +324,8 @@ BudgetChart::BudgetChart(QWidget *parent) : QCustomPlot(parent)
 
 double BudgetChart::toUnit(Bytes bytes) const
 {
-    const double div = m_unit == ByteUnit::GiB ? static_cast<double>(kGiB) : static_cast<double>(kGB);
+    const double div = m_unit == ByteUnit::GiB ? static_cast<double>(kGiB)
+                                               : static_cast<double>(kGB);
     return static_cast<double>(bytes) / div;
 }
 
@@ -375,7 +404,8 @@ void BudgetChart::updateData()
         bool any = false;
         for (int i = 0; i < n; ++i) {
             const ChartBar &bar = m_bars[static_cast<std::size_t>(i)];
-            const double v = bar.valid ? toUnit(bar.estimate.components[static_cast<Component>(c)]) : 0.0;
+            const double v = bar.valid ? toUnit(bar.estimate.components[static_cast<Component>(c)])
+                                       : 0.0;
             keys.push_back(i);
             values.push_back(v);
             any = any || v > 0;
@@ -390,7 +420,8 @@ void BudgetChart::updateData()
         legend->clearItems();
         for (int c = kComponentCount - 1; c >= 0; --c)
             if (inLegend[static_cast<std::size_t>(c)])
-                legend->addItem(new CachedLegendItem(legend, m_components[static_cast<std::size_t>(c)]));
+                legend->addItem(
+                    new CachedLegendItem(legend, m_components[static_cast<std::size_t>(c)]));
         const ChartColors colors = chartColors(palette());
         for (int i = 0; i < legend->itemCount(); ++i)
             if (auto *item = legend->item(i))
@@ -438,7 +469,8 @@ void BudgetChart::updateCapacityLines()
     // invisible, so that the layout leaves room for them.
     auto ticker = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
     // GPUs of about the same size share a label (stacked labels would overprint each other).
-    struct Group {
+    struct Group
+    {
         double y;
         QStringList names;
         QStringList sizes;
@@ -450,7 +482,9 @@ void BudgetChart::updateCapacityLines()
         const GpuSpec &gpu = m_gpus[i];
         const double y = toUnit(gpu.memory_bytes);
         const QString size = bytesText(gpu.memory_bytes, m_unit, 1);
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const Group &g) { return std::abs(g.y - y) < near; });
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const Group &g) {
+            return std::abs(g.y - y) < near;
+        });
         if (it == groups.end()) {
             groups.push_back({y, {shortGpuName(gpu)}, {size}, static_cast<int>(i)});
         } else {
@@ -472,7 +506,7 @@ void BudgetChart::updateCapacityLines()
         const Group &group = groups[g];
         const double y = group.y;
         const QString text = QStringLiteral("%1\n%2").arg(group.names.join(QLatin1Char('\n')),
-                                                           group.sizes.join(QStringLiteral(" / ")));
+                                                          group.sizes.join(QStringLiteral(" / ")));
         QCPItemText *label = labelAt(m_capacityLabels, g); // reused: its text stays cached
         label->setClipToAxisRect(false);
         label->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
@@ -557,7 +591,8 @@ void BudgetChart::updateLabels()
             continue;
         }
         const QString over = overCapacityText(static_cast<int>(i));
-        QString text = bar.estimate.too_large ? tr("too large") : bytesText(bar.estimate.device_total, m_unit);
+        QString text = bar.estimate.too_large ? tr("too large")
+                                              : bytesText(bar.estimate.device_total, m_unit);
         if (!over.isEmpty()) {
             // Long words when there is room for them, a count when bars stand close together.
             int count = 0;
@@ -566,7 +601,8 @@ void BudgetChart::updateLabels()
             if (n <= 2)
                 text += QStringLiteral("\n✗ ") + over;
             else if (count == static_cast<int>(m_gpus.size()))
-                text += QStringLiteral("\n✗ ") + (count == 1 ? tr("over capacity") : tr("over all %1").arg(count));
+                text += QStringLiteral("\n✗ ")
+                        + (count == 1 ? tr("over capacity") : tr("over all %1").arg(count));
             else
                 text += QStringLiteral("\n✗ ") + tr("over %1 of %2").arg(count).arg(m_gpus.size());
         } else if (!m_gpus.empty()) {
@@ -574,7 +610,8 @@ void BudgetChart::updateLabels()
         }
         total->setText(text);
         total->setColor(over.isEmpty() ? colors.text : colors.danger);
-        total->position->setCoords(static_cast<double>(i), std::min(toUnit(bar.estimate.device_total), m_upper));
+        total->position->setCoords(static_cast<double>(i),
+                                   std::min(toUnit(bar.estimate.device_total), m_upper));
 
         if (!over.isEmpty()) {
             while (m_overFrames.size() <= frames) {
@@ -588,7 +625,8 @@ void BudgetChart::updateLabels()
             frame->setVisible(true);
             frame->setPen(QPen(colors.danger, 2));
             frame->setBrush(Qt::NoBrush);
-            frame->topLeft->setCoords(static_cast<double>(i) - kBarWidth / 2, toUnit(bar.estimate.device_total));
+            frame->topLeft->setCoords(static_cast<double>(i) - kBarWidth / 2,
+                                      toUnit(bar.estimate.device_total));
             frame->bottomRight->setCoords(static_cast<double>(i) + kBarWidth / 2, 0);
         }
 
@@ -614,7 +652,8 @@ void BudgetChart::updateLabels()
             label->setPositionAlignment(Qt::AlignCenter);
             label->setFont(small);
             const QColor fill = componentColor(comp, colors.dark);
-            const double luminance = 0.299 * fill.red() + 0.587 * fill.green() + 0.114 * fill.blue();
+            const double luminance = 0.299 * fill.red() + 0.587 * fill.green()
+                                     + 0.114 * fill.blue();
             label->setColor(luminance > 150 ? QColor(20, 20, 20) : QColor(255, 255, 255));
             label->setText(QString::number(v, 'f', v < 10 ? 1 : 0));
             base += v;
@@ -679,7 +718,8 @@ bool BudgetChart::segmentAt(const QPointF &pos, int &index, Component &component
     const double key = xAxis->pixelToCoord(pos.x());
     const double value = yAxis->pixelToCoord(pos.y());
     const int i = static_cast<int>(std::lround(key));
-    if (i < 0 || i >= static_cast<int>(m_bars.size()) || std::abs(key - i) > kBarWidth / 2 || value < 0)
+    if (i < 0 || i >= static_cast<int>(m_bars.size()) || std::abs(key - i) > kBarWidth / 2
+        || value < 0)
         return false;
     const ChartBar &bar = m_bars[static_cast<std::size_t>(i)];
     if (!bar.valid)
@@ -706,18 +746,25 @@ QString BudgetChart::segmentToolTip(int index, Component component) const
         return bar.error;
     const MemoryEstimate &est = bar.estimate;
     const Bytes bytes = est.components[component];
-    const double share = est.device_total > 0 ? 100.0 * static_cast<double>(bytes) / static_cast<double>(est.device_total) : 0;
-    const QString formula = QString::fromStdString(explainComponent(bar.input, est, est.peak_phase, component));
-    QString html = QStringLiteral("<b>%1 — %2</b><br>").arg(bar.label.toHtmlEscaped(), componentName(component));
+    const double share = est.device_total > 0 ? 100.0 * static_cast<double>(bytes)
+                                                    / static_cast<double>(est.device_total)
+                                              : 0;
+    const QString formula = QString::fromStdString(
+        explainComponent(bar.input, est, est.peak_phase, component));
+    QString html = QStringLiteral("<b>%1 — %2</b><br>")
+                       .arg(bar.label.toHtmlEscaped(), componentName(component));
     if (!bar.tooltip.isEmpty())
         html += QStringLiteral("<i>%1</i><br>").arg(bar.tooltip.toHtmlEscaped());
     html += tr("%1 (%2 bytes), %3% of %4")
-                    .arg(bytesText(bytes, m_unit, 2), QString::fromStdString(formatCount(static_cast<double>(bytes))))
-                    .arg(share, 0, 'f', 1)
-                    .arg(bytesText(est.device_total, m_unit, 2));
-    html += QStringLiteral("<br><span style='white-space:pre-wrap'>%1</span>").arg(formula.toHtmlEscaped());
-    html += QStringLiteral("<br><i>%1</i>").arg(tr("At the peak, in the %1 phase.")
-                                                      .arg(QString::fromUtf8(phaseLabel(est.peak_phase)).toLower()));
+                .arg(bytesText(bytes, m_unit, 2),
+                     QString::fromStdString(formatCount(static_cast<double>(bytes))))
+                .arg(share, 0, 'f', 1)
+                .arg(bytesText(est.device_total, m_unit, 2));
+    html += QStringLiteral("<br><span style='white-space:pre-wrap'>%1</span>")
+                .arg(formula.toHtmlEscaped());
+    html += QStringLiteral("<br><i>%1</i>")
+                .arg(tr("At the peak, in the %1 phase.")
+                         .arg(QString::fromUtf8(phaseLabel(est.peak_phase)).toLower()));
     return html;
 }
 
@@ -727,7 +774,9 @@ void BudgetChart::mouseMoveEvent(QMouseEvent *event)
     int index = -1;
     Component component = Component::Weights;
     if (segmentAt(event->position(), index, component)) {
-        QToolTip::showText(event->globalPosition().toPoint(), segmentToolTip(index, component), this);
+        QToolTip::showText(event->globalPosition().toPoint(),
+                           segmentToolTip(index, component),
+                           this);
         return;
     }
     // Over a bar's column (its label, or an invalid bar): say what the bar is.
@@ -740,7 +789,9 @@ void BudgetChart::mouseMoveEvent(QMouseEvent *event)
             text = bar.detail;
         if (!text.isEmpty()) {
             QToolTip::showText(event->globalPosition().toPoint(),
-                               QStringLiteral("<b>%1</b><br>%2").arg(bar.label.toHtmlEscaped(), text.toHtmlEscaped()), this);
+                               QStringLiteral("<b>%1</b><br>%2")
+                                   .arg(bar.label.toHtmlEscaped(), text.toHtmlEscaped()),
+                               this);
             return;
         }
     }

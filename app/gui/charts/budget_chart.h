@@ -6,9 +6,9 @@
 // bytes by the display unit.
 
 #include "base/byte_format.h"
+#include "io/preset_catalog.h"
 #include "model/gpu_spec.h"
 #include "model/memory_estimator.h"
-#include "io/preset_catalog.h"
 #include "model/scenario.h"
 
 #include <qcustomplot.h>
@@ -18,9 +18,10 @@
 
 namespace membudget {
 
-struct ChartBar {
-    QString label; // "Current", "A", "+ bf16"
-    QString detail; // scenario summary or what the step saved (second line of the axis label)
+struct ChartBar
+{
+    QString label;   // "Current", "A", "+ bf16"
+    QString detail;  // scenario summary or what the step saved (second line of the axis label)
     QString tooltip; // what the bar is, shown when hovering its label
     bool valid = true;
     QString error; // why there is no estimate when !valid
@@ -29,10 +30,13 @@ struct ChartBar {
 };
 
 // A bar for a scenario: resolved through the catalog and estimated, or invalid with the reason.
-ChartBar chartBarFor(const QString &label, const QString &detail, const Scenario &scenario,
+ChartBar chartBarFor(const QString &label,
+                     const QString &detail,
+                     const Scenario &scenario,
                      const PresetCatalog &catalog);
 
-class BudgetChart : public QCustomPlot {
+class BudgetChart : public QCustomPlot
+{
     Q_OBJECT
 public:
     explicit BudgetChart(QWidget *parent = nullptr);
@@ -56,7 +60,10 @@ public:
     const std::vector<GpuSpec> &gpus() const { return m_gpus; }
     // The plotted height of a component's segment in bar `index`, in the display unit.
     double segmentValue(int index, Component component) const;
-    QCPBars *componentBars(Component component) const { return m_components[static_cast<int>(component)]; }
+    QCPBars *componentBars(Component component) const
+    {
+        return m_components[static_cast<int>(component)];
+    }
     // The hover text of a segment (bytes, share, formula).
     QString segmentToolTip(int index, Component component) const;
     // The words under a bar's total: "exceeds RTX 4090 (24 GB)" or empty when it fits every GPU.

@@ -16,7 +16,8 @@ namespace membudget {
 namespace {
 
 // Adds a title row above and a caption row below the plot's layout; removes them when destroyed.
-class TextRows {
+class TextRows
+{
 public:
     // Breaks `text` into lines no wider than `width` pixels (the layout sizes the row by its lines).
     static QString wrapped(const QString &text, const QFont &font, int width)
@@ -38,7 +39,8 @@ public:
         return lines.join(QLatin1Char('\n'));
     }
 
-    TextRows(QCustomPlot *plot, const QString &title, const QString &caption, int width) : m_plot(plot)
+    TextRows(QCustomPlot *plot, const QString &title, const QString &caption, int width)
+        : m_plot(plot)
     {
         const ChartColors colors = chartColors(plot->palette());
         QCPLayoutGrid *layout = plot->plotLayout();
@@ -106,9 +108,11 @@ bool exportSvg(QCustomPlot *plot, const QString &path, const ExportOptions &o, Q
     // QSvgGenerator states the size in millimetres, which renderers convert at different DPIs;
     // state it in pixels so that the drawing is exactly width x height everywhere.
     QByteArray svg = buffer.data();
-    static const QRegularExpression size(QStringLiteral("<svg([^>]*?) width=\"[^\"]*\" height=\"[^\"]*\""));
+    static const QRegularExpression size(
+        QStringLiteral("<svg([^>]*?) width=\"[^\"]*\" height=\"[^\"]*\""));
     QString text = QString::fromUtf8(svg);
-    text.replace(size, QStringLiteral("<svg\\1 width=\"%1\" height=\"%2\"").arg(o.width).arg(o.height));
+    text.replace(size,
+                 QStringLiteral("<svg\\1 width=\"%1\" height=\"%2\"").arg(o.width).arg(o.height));
     svg = text.toUtf8();
 
     QSaveFile file(path);
@@ -149,12 +153,15 @@ bool exportPlot(QCustomPlot *plot, const QString &path, const ExportOptions &o, 
     const auto format = exportFormatForPath(path);
     if (!format) {
         if (error)
-            *error = QObject::tr("unknown export format '%1'; expected .png, .svg or .pdf").arg(QFileInfo(path).suffix());
+            *error = QObject::tr("unknown export format '%1'; expected .png, .svg or .pdf")
+                         .arg(QFileInfo(path).suffix());
         return false;
     }
-    if (o.width < 16 || o.height < 16 || o.width > 20000 || o.height > 20000 || !(o.scale > 0) || o.scale > 16) {
+    if (o.width < 16 || o.height < 16 || o.width > 20000 || o.height > 20000 || !(o.scale > 0)
+        || o.scale > 16) {
         if (error)
-            *error = QObject::tr("the size must be between 16 and 20000 pixels and the scale between 0 and 16");
+            *error = QObject::tr(
+                "the size must be between 16 and 20000 pixels and the scale between 0 and 16");
         return false;
     }
     bool ok = false;
@@ -169,7 +176,12 @@ bool exportPlot(QCustomPlot *plot, const QString &path, const ExportOptions &o, 
             ok = exportSvg(plot, path, o, error);
             break;
         case ExportFormat::Pdf:
-            ok = plot->savePdf(path, o.width, o.height, QCP::epNoCosmetic, QStringLiteral("MemBudget"), o.title);
+            ok = plot->savePdf(path,
+                               o.width,
+                               o.height,
+                               QCP::epNoCosmetic,
+                               QStringLiteral("MemBudget"),
+                               o.title);
             break;
         }
     }

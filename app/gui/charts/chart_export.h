@@ -18,7 +18,8 @@ enum class ExportFormat { Png, Svg, Pdf };
 // From the file's extension (case-insensitive); std::nullopt for anything else.
 std::optional<ExportFormat> exportFormatForPath(const QString &path);
 
-struct ExportOptions {
+struct ExportOptions
+{
     int width = 1200; // logical pixels (PNG: multiplied by scale; SVG: pixels; PDF: points)
     int height = 700;
     double scale = 1.0; // PNG only
@@ -28,7 +29,10 @@ struct ExportOptions {
 
 // Writes `plot` to `path` in the format of its extension. The plot gets the title and caption for
 // the duration of the export. Returns false with a message on failure.
-bool exportPlot(QCustomPlot *plot, const QString &path, const ExportOptions &options, QString *error = nullptr);
+bool exportPlot(QCustomPlot *plot,
+                const QString &path,
+                const ExportOptions &options,
+                QString *error = nullptr);
 
 // Renders `plot` to an image (for the clipboard).
 QImage renderPlot(QCustomPlot *plot, const ExportOptions &options);

@@ -28,15 +28,15 @@ QColor componentColor(Component component, bool dark)
 {
     // Okabe-Ito inspired, ordered so that neighbours in the stack differ in hue and lightness.
     static const std::array<QColor, kComponentCount> light = {
-            QColor(0x2b, 0x6c, 0xb0), // weights: blue
-            QColor(0xe0, 0x8a, 0x1e), // gradients: orange
-            QColor(0x7e, 0x57, 0xc2), // master weights: violet
-            QColor(0xc2, 0x3b, 0x5a), // optimizer states: raspberry
-            QColor(0x2e, 0x9e, 0x6f), // activations: green
-            QColor(0x3f, 0xb8, 0xc8), // logits: cyan
-            QColor(0xd9, 0xbf, 0x3a), // temporaries: yellow
-            QColor(0x84, 0x8c, 0x96), // CUDA context: grey
-            QColor(0xb9, 0xbf, 0xc6), // allocator reserve: light grey
+        QColor(0x2b, 0x6c, 0xb0), // weights: blue
+        QColor(0xe0, 0x8a, 0x1e), // gradients: orange
+        QColor(0x7e, 0x57, 0xc2), // master weights: violet
+        QColor(0xc2, 0x3b, 0x5a), // optimizer states: raspberry
+        QColor(0x2e, 0x9e, 0x6f), // activations: green
+        QColor(0x3f, 0xb8, 0xc8), // logits: cyan
+        QColor(0xd9, 0xbf, 0x3a), // temporaries: yellow
+        QColor(0x84, 0x8c, 0x96), // CUDA context: grey
+        QColor(0xb9, 0xbf, 0xc6), // allocator reserve: light grey
     };
     QColor c = light[static_cast<int>(component)];
     if (dark)
@@ -53,7 +53,8 @@ QString componentDescription(Component component)
 {
     switch (component) {
     case Component::Weights:
-        return QObject::tr("The model's parameters as stored on this GPU (quantized base and adapters included).");
+        return QObject::tr(
+            "The model's parameters as stored on this GPU (quantized base and adapters included).");
     case Component::Gradients:
         return QObject::tr("One gradient per trainable parameter, kept until the optimizer step.");
     case Component::MasterWeights:
@@ -61,15 +62,18 @@ QString componentDescription(Component component)
     case Component::OptimizerStates:
         return QObject::tr("Adam moments, momentum buffers or factored statistics.");
     case Component::Activations:
-        return QObject::tr("Tensors the forward pass saves for backward; grows with micro-batch x sequence.");
+        return QObject::tr(
+            "Tensors the forward pass saves for backward; grows with micro-batch x sequence.");
     case Component::Logits:
         return QObject::tr("The output logits over the vocabulary and their gradient.");
     case Component::Temporaries:
-        return QObject::tr("Short-lived buffers: recomputation, gathered shards, optimizer scratch.");
+        return QObject::tr(
+            "Short-lived buffers: recomputation, gathered shards, optimizer scratch.");
     case Component::CudaContext:
         return QObject::tr("CUDA context, kernels and NCCL buffers outside PyTorch's allocator.");
     case Component::AllocatorReserve:
-        return QObject::tr("Memory the caching allocator reserves beyond what tensors use (fragmentation).");
+        return QObject::tr(
+            "Memory the caching allocator reserves beyond what tensors use (fragmentation).");
     }
     return {};
 }
@@ -77,8 +81,11 @@ QString componentDescription(Component component)
 QString shortGpuName(const GpuSpec &gpu)
 {
     QString name = QString::fromStdString(gpu.name);
-    for (QLatin1String prefix : {QLatin1String("NVIDIA "), QLatin1String("AMD "), QLatin1String("Intel "),
-                                 QLatin1String("GeForce "), QLatin1String("Radeon ")})
+    for (QLatin1String prefix : {QLatin1String("NVIDIA "),
+                                 QLatin1String("AMD "),
+                                 QLatin1String("Intel "),
+                                 QLatin1String("GeForce "),
+                                 QLatin1String("Radeon ")})
         if (name.startsWith(prefix))
             name = name.mid(prefix.size());
     return name;
@@ -86,9 +93,12 @@ QString shortGpuName(const GpuSpec &gpu)
 
 QColor gpuLineColor(int index, bool dark)
 {
-    static const std::array<QColor, 6> colors = {QColor(0xd6, 0x27, 0x28), QColor(0x8c, 0x2d, 0x9e),
-                                                 QColor(0x17, 0x7e, 0x89), QColor(0xb3, 0x5c, 0x00),
-                                                 QColor(0x44, 0x55, 0x66), QColor(0x6a, 0x8a, 0x1f)};
+    static const std::array<QColor, 6> colors = {QColor(0xd6, 0x27, 0x28),
+                                                 QColor(0x8c, 0x2d, 0x9e),
+                                                 QColor(0x17, 0x7e, 0x89),
+                                                 QColor(0xb3, 0x5c, 0x00),
+                                                 QColor(0x44, 0x55, 0x66),
+                                                 QColor(0x6a, 0x8a, 0x1f)};
     QColor c = colors[static_cast<std::size_t>(index) % colors.size()];
     return dark ? c.lighter(160) : c;
 }

@@ -15,14 +15,15 @@ class QCustomPlot;
 
 namespace membudget {
 
-struct ChartColors {
+struct ChartColors
+{
     QColor background;
     QColor text;
     QColor mutedText;
     QColor grid;
     QColor axis;
     QColor danger; // over-capacity
-    QColor ok; // fits
+    QColor ok;     // fits
     QColor warning;
     bool dark = false;
 };

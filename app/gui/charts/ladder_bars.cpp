@@ -24,7 +24,7 @@ std::vector<ChartBar> ladderBars(const EstimateInput &current, ByteUnit unit)
             if (previous >= 0 && !bar.estimate.too_large) {
                 const Bytes delta = now <= previous ? previous - now : now - previous;
                 bar.detail = (now <= previous ? QStringLiteral("−") : QStringLiteral("+"))
-                        + QString::fromStdString(formatBytes(delta, unit, 1));
+                             + QString::fromStdString(formatBytes(delta, unit, 1));
             }
             previous = now;
         }

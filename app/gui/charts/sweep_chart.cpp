@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "charts/sweep_chart.h"
 
-#include "charts/chart_theme.h"
 #include "advice/fit_solver.h"
+#include "charts/chart_theme.h"
 
 #include <QComboBox>
 #include <QHBoxLayout>
@@ -54,7 +54,8 @@ QString compactCount(std::int64_t v)
     return QString::number(v);
 }
 
-class CountTicker : public QCPAxisTickerLog {
+class CountTicker : public QCPAxisTickerLog
+{
 protected:
     QString getTickLabel(double tick, const QLocale &, QChar, int) override
     {
@@ -64,7 +65,8 @@ protected:
 
 } // namespace
 
-SweepChart::SweepChart(QWidget *parent) : QCustomPlot(parent)
+SweepChart::SweepChart(QWidget *parent)
+    : QCustomPlot(parent)
 {
     setMinimumSize(360, 240);
     setAntialiasedElements(QCP::aeAll);
@@ -93,7 +95,8 @@ SweepChart::SweepChart(QWidget *parent) : QCustomPlot(parent)
 
 double SweepChart::toUnit(Bytes bytes) const
 {
-    const double div = m_unit == ByteUnit::GiB ? static_cast<double>(kGiB) : static_cast<double>(kGB);
+    const double div = m_unit == ByteUnit::GiB ? static_cast<double>(kGiB)
+                                               : static_cast<double>(kGB);
     return static_cast<double>(bytes) / div;
 }
 
@@ -135,7 +138,9 @@ void SweepChart::refresh()
     }
     const bool batch = m_axis == SweepAxis::MicroBatch;
     xAxis->setLabel(batch ? tr("Micro-batch size (sequences)") : tr("Sequence length (tokens)"));
-    yAxis->setLabel(tr("Memory per GPU (%1)").arg(m_unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB")));
+    yAxis->setLabel(
+        tr("Memory per GPU (%1)")
+            .arg(m_unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB")));
     if (!m_valid) {
         m_total->data()->clear();
         m_allocated->data()->clear();
@@ -144,7 +149,8 @@ void SweepChart::refresh()
         return;
     }
 
-    const std::int64_t current = batch ? m_input.training.micro_batch_size : m_input.training.sequence_length;
+    const std::int64_t current = batch ? m_input.training.micro_batch_size
+                                       : m_input.training.sequence_length;
     QVector<double> xs, totals, allocs;
     for (std::int64_t v : sweepValues(m_axis, current)) {
         EstimateInput in = m_input;
@@ -161,8 +167,10 @@ void SweepChart::refresh()
     m_current->setData({static_cast<double>(current)}, {toUnit(now.device_total)});
 
     m_total->setPen(QPen(componentColor(Component::Weights, colors.dark), 2.4));
-    m_allocated->setPen(QPen(componentColor(Component::Activations, colors.dark), 1.6, Qt::DashLine));
-    m_current->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, colors.text, colors.background, 9));
+    m_allocated->setPen(
+        QPen(componentColor(Component::Activations, colors.dark), 1.6, Qt::DashLine));
+    m_current->setScatterStyle(
+        QCPScatterStyle(QCPScatterStyle::ssCircle, colors.text, colors.background, 9));
 
     const double xLo = batch ? 1 : 128;
     const double xHi = batch ? 1024 : double(1 << 20);
@@ -192,14 +200,16 @@ void SweepChart::refresh()
         label->setPadding(QMargins(2, 0, 4, 1));
 
         const std::int64_t limit = batch ? 1 << 20 : 1 << 24;
-        const std::int64_t fit = batch ? maxMicroBatch(m_input, gpu.memory_bytes, FitMetric::DeviceTotal, limit)
-                                       : maxSequenceLength(m_input, gpu.memory_bytes, FitMetric::DeviceTotal, limit);
+        const std::int64_t fit
+            = batch ? maxMicroBatch(m_input, gpu.memory_bytes, FitMetric::DeviceTotal, limit)
+                    : maxSequenceLength(m_input, gpu.memory_bytes, FitMetric::DeviceTotal, limit);
         m_maxFits.push_back(fit);
         QString fitText;
         if (fit <= 0) {
             fitText = batch ? tr("no micro-batch fits") : tr("no sequence fits");
         } else {
-            fitText = (batch ? tr("max batch %1") : tr("max %1 tokens")).arg(QLocale().toString(static_cast<qlonglong>(fit)));
+            fitText = (batch ? tr("max batch %1") : tr("max %1 tokens"))
+                          .arg(QLocale().toString(static_cast<qlonglong>(fit)));
             if (static_cast<double>(fit) >= xLo && static_cast<double>(fit) <= xHi) {
                 auto *mark = new QCPItemLine(this);
                 mark->start->setCoords(static_cast<double>(fit), 0);
@@ -218,8 +228,9 @@ void SweepChart::refresh()
             }
         }
         label->setText(QStringLiteral("%1 (%2) · %3")
-                               .arg(shortGpuName(gpu),
-                                    QString::fromStdString(formatBytes(gpu.memory_bytes, m_unit, 1)), fitText));
+                           .arg(shortGpuName(gpu),
+                                QString::fromStdString(formatBytes(gpu.memory_bytes, m_unit, 1)),
+                                fitText));
     }
     replot(rpQueuedReplot);
 }
@@ -235,7 +246,8 @@ void SweepChart::applyTheme()
 void SweepChart::changeEvent(QEvent *event)
 {
     QCustomPlot::changeEvent(event);
-    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange) {
+    if (event->type() == QEvent::PaletteChange
+        || event->type() == QEvent::ApplicationPaletteChange) {
         applyTheme();
         refresh();
     }
@@ -263,17 +275,23 @@ void SweepChart::mouseMoveEvent(QMouseEvent *event)
     const QString what = m_axis == SweepAxis::MicroBatch ? tr("Micro-batch %1") : tr("%1 tokens");
     QToolTip::showText(event->globalPosition().toPoint(),
                        QStringLiteral("<b>%1</b><br>%2: %3<br>%4: %5")
-                               .arg(what.arg(QLocale().toString(static_cast<qlonglong>(best->x))), tr("Total per GPU"),
-                                    QString::fromStdString(formatBytes(best->total, m_unit)), tr("Peak allocated"),
-                                    QString::fromStdString(formatBytes(best->allocated, m_unit))),
+                           .arg(what.arg(QLocale().toString(static_cast<qlonglong>(best->x))),
+                                tr("Total per GPU"),
+                                QString::fromStdString(formatBytes(best->total, m_unit)),
+                                tr("Peak allocated"),
+                                QString::fromStdString(formatBytes(best->allocated, m_unit))),
                        this);
 }
 
-SweepView::SweepView(QWidget *parent) : QWidget(parent), m_chart(new SweepChart), m_axisCombo(new QComboBox)
+SweepView::SweepView(QWidget *parent)
+    : QWidget(parent)
+    , m_chart(new SweepChart)
+    , m_axisCombo(new QComboBox)
 {
     m_axisCombo->addItem(tr("Sequence length"), static_cast<int>(SweepAxis::SequenceLength));
     m_axisCombo->addItem(tr("Micro-batch size"), static_cast<int>(SweepAxis::MicroBatch));
-    m_axisCombo->setToolTip(tr("The quantity swept along the horizontal axis; everything else stays as set."));
+    m_axisCombo->setToolTip(
+        tr("The quantity swept along the horizontal axis; everything else stays as set."));
     auto *bar = new QHBoxLayout;
     auto *label = new QLabel(tr("Peak memory against:"));
     label->setBuddy(m_axisCombo);
@@ -284,8 +302,9 @@ SweepView::SweepView(QWidget *parent) : QWidget(parent), m_chart(new SweepChart)
     layout->setContentsMargins(0, 6, 0, 0);
     layout->addLayout(bar);
     layout->addWidget(m_chart, 1);
-    connect(m_axisCombo, &QComboBox::currentIndexChanged, this,
-            [this](int) { m_chart->setAxis(static_cast<SweepAxis>(m_axisCombo->currentData().toInt())); });
+    connect(m_axisCombo, &QComboBox::currentIndexChanged, this, [this](int) {
+        m_chart->setAxis(static_cast<SweepAxis>(m_axisCombo->currentData().toInt()));
+    });
 }
 
 } // namespace membudget

@@ -18,7 +18,8 @@ namespace membudget {
 
 enum class SweepAxis { MicroBatch, SequenceLength };
 
-class SweepChart : public QCustomPlot {
+class SweepChart : public QCustomPlot
+{
     Q_OBJECT
 public:
     explicit SweepChart(QWidget *parent = nullptr);
@@ -30,9 +31,10 @@ public:
     void setAxis(SweepAxis axis);
     SweepAxis axis() const { return m_axis; }
 
-    struct Sample {
+    struct Sample
+    {
         std::int64_t x;
-        Bytes total; // device total (nvidia-smi)
+        Bytes total;     // device total (nvidia-smi)
         Bytes allocated; // peak allocated
     };
     const std::vector<Sample> &samples() const { return m_samples; }
@@ -63,7 +65,8 @@ private:
 };
 
 // The sweep chart with its axis picker above it.
-class SweepView : public QWidget {
+class SweepView : public QWidget
+{
     Q_OBJECT
 public:
     explicit SweepView(QWidget *parent = nullptr);

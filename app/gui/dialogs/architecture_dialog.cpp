@@ -23,7 +23,7 @@ namespace membudget {
 
 namespace {
 
-template <typename Enum, typename NameFn>
+template<typename Enum, typename NameFn>
 QComboBox *enumCombo(int count, NameFn name)
 {
     auto *combo = new QComboBox;
@@ -54,40 +54,63 @@ QDoubleSpinBox *dropoutSpin(const QString &tip)
 
 } // namespace
 
-ArchitectureDialog::ArchitectureDialog(const ModelArchitecture &arch, const QString &modelName, QWidget *parent)
+ArchitectureDialog::ArchitectureDialog(const ModelArchitecture &arch,
+                                       const QString &modelName,
+                                       QWidget *parent)
     : QDialog(parent)
 {
     setWindowTitle(tr("Architecture of %1").arg(modelName));
     setObjectName(QStringLiteral("architectureDialog"));
     m_family = enumCombo<ModelFamily>(5, familyName);
-    m_family->setToolTip(tr("The block layout; choosing a family resets its style defaults (MLP, norm, positions, biases)"));
+    m_family->setToolTip(tr("The block layout; choosing a family resets its style defaults (MLP, "
+                            "norm, positions, biases)"));
     m_mlp = enumCombo<MlpKind>(4, mlpName);
     m_mlp->setToolTip(tr("Gated MLPs save one more intermediate-size activation per token"));
     m_norm = enumCombo<NormKind>(4, normName);
-    m_norm->setToolTip(tr("RMSNorm and LayerNorm save their input (in fp32 for fp32-upcast norms)"));
+    m_norm->setToolTip(
+        tr("RMSNorm and LayerNorm save their input (in fp32 for fp32-upcast norms)"));
     m_positions = enumCombo<PositionKind>(2, positionName);
-    m_positions->setToolTip(tr("Learned positions add max_position_embeddings x hidden parameters"));
-    m_layers = intSpin(1, 1000, tr("Decoder layers; activations and weights grow linearly with them"));
+    m_positions->setToolTip(
+        tr("Learned positions add max_position_embeddings x hidden parameters"));
+    m_layers = intSpin(1,
+                       1000,
+                       tr("Decoder layers; activations and weights grow linearly with them"));
     m_hidden = intSpin(1, 1 << 20, tr("Model width (d_model); weights grow with its square"));
     m_intermediate = intSpin(1, 1 << 22, tr("MLP width (per expert for mixture-of-experts models)"));
     m_heads = intSpin(1, 4096, tr("Query heads; eager attention stores heads x sequence² scores"));
-    m_kvHeads = intSpin(1, 4096, tr("Key/value heads (grouped-query attention when fewer than heads)"));
+    m_kvHeads = intSpin(1,
+                        4096,
+                        tr("Key/value heads (grouped-query attention when fewer than heads)"));
     m_headDim = intSpin(1, 4096, tr("Dimension of each head"));
-    m_vocab = intSpin(1, 10'000'000, tr("Vocabulary size; the logits take micro-batch x sequence x vocabulary values"));
-    m_maxPositions = intSpin(1, 100'000'000, tr("Context length the model was built for (parameters only with learned positions)"));
+    m_vocab = intSpin(
+        1,
+        10'000'000,
+        tr("Vocabulary size; the logits take micro-batch x sequence x vocabulary values"));
+    m_maxPositions = intSpin(
+        1,
+        100'000'000,
+        tr("Context length the model was built for (parameters only with learned positions)"));
     m_normsPerLayer = intSpin(0, 8, tr("Norms in each layer (Gemma-2/3: 4, Falcon-7B: 1)"));
-    m_experts = intSpin(1, 4096, tr("Experts per MoE layer (1: dense model); all experts' weights are stored"));
-    m_expertsPerToken = intSpin(1, 4096, tr("Experts each token is routed to; activations scale with it"));
+    m_experts
+        = intSpin(1,
+                  4096,
+                  tr("Experts per MoE layer (1: dense model); all experts' weights are stored"));
+    m_expertsPerToken = intSpin(1,
+                                4096,
+                                tr("Experts each token is routed to; activations scale with it"));
     m_tied = new QCheckBox(tr("Tied embeddings"));
-    m_tied->setToolTip(tr("The LM head shares the embedding matrix (one copy of vocabulary x hidden weights)"));
+    m_tied->setToolTip(
+        tr("The LM head shares the embedding matrix (one copy of vocabulary x hidden weights)"));
     m_qkvBias = new QCheckBox(tr("q/k/v bias"));
     m_oBias = new QCheckBox(tr("Output projection bias"));
     m_mlpBias = new QCheckBox(tr("MLP bias"));
     m_qkNorm = new QCheckBox(tr("q/k norm"));
     m_qkNorm->setToolTip(tr("RMSNorm over head_dim on queries and keys (Qwen3, Gemma-3, OLMo-2)"));
     m_parallelAttention = new QCheckBox(tr("Parallel attention and MLP"));
-    m_parallelAttention->setToolTip(tr("Attention and MLP read the same norm output (Falcon, GPT-J)"));
-    m_attentionDropout = dropoutSpin(tr("Dropout on attention probabilities keeps a mask of heads x sequence² per layer"));
+    m_parallelAttention->setToolTip(
+        tr("Attention and MLP read the same norm output (Falcon, GPT-J)"));
+    m_attentionDropout = dropoutSpin(
+        tr("Dropout on attention probabilities keeps a mask of heads x sequence² per layer"));
     m_hiddenDropout = dropoutSpin(tr("Dropout after attention and MLP keeps a mask per token"));
     m_count = new QLabel;
     m_count->setObjectName(QStringLiteral("parameterCount"));
@@ -126,15 +149,19 @@ ArchitectureDialog::ArchitectureDialog(const ModelArchitecture &arch, const QStr
     auto *columns = new QHBoxLayout;
     columns->addWidget(shape);
     columns->addWidget(style);
-    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel | QDialogButtonBox::Reset);
+    auto *buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel
+                                         | QDialogButtonBox::Reset);
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(columns);
     layout->addWidget(m_count);
     layout->addWidget(buttons);
     connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-    connect(buttons->button(QDialogButtonBox::Reset), &QPushButton::clicked, this, [this, arch] { setArchitecture(arch); });
-    buttons->button(QDialogButtonBox::Reset)->setToolTip(tr("Back to the values the dialog opened with"));
+    connect(buttons->button(QDialogButtonBox::Reset), &QPushButton::clicked, this, [this, arch] {
+        setArchitecture(arch);
+    });
+    buttons->button(QDialogButtonBox::Reset)
+        ->setToolTip(tr("Back to the values the dialog opened with"));
 
     setArchitecture(arch);
     connect(m_family, &QComboBox::currentIndexChanged, this, [this] {
@@ -221,7 +248,8 @@ void ArchitectureDialog::updateCount()
     m_count->setText(text);
 }
 
-ModelSpec ArchitectureDialog::specFromEdit(const ModelSpec &spec, const ModelArchitecture &resolved,
+ModelSpec ArchitectureDialog::specFromEdit(const ModelSpec &spec,
+                                           const ModelArchitecture &resolved,
                                            const ModelArchitecture &e)
 {
     ModelSpec out = spec;

@@ -17,16 +17,20 @@ class QSpinBox;
 
 namespace membudget {
 
-class ArchitectureDialog : public QDialog {
+class ArchitectureDialog : public QDialog
+{
     Q_OBJECT
 public:
-    ArchitectureDialog(const ModelArchitecture &arch, const QString &modelName, QWidget *parent = nullptr);
+    ArchitectureDialog(const ModelArchitecture &arch,
+                       const QString &modelName,
+                       QWidget *parent = nullptr);
 
     ModelArchitecture architecture() const;
 
     // The model section after the edit: with a preset, the preset plus the keys that differ from
     // `resolved`; without one, every key (quick mode becomes an explicit architecture).
-    static ModelSpec specFromEdit(const ModelSpec &spec, const ModelArchitecture &resolved,
+    static ModelSpec specFromEdit(const ModelSpec &spec,
+                                  const ModelArchitecture &resolved,
                                   const ModelArchitecture &edited);
 
 private:

@@ -17,11 +17,20 @@
 
 namespace membudget {
 
-ExportDialog::ExportDialog(const QString &path, const AppSettings::ExportOptions &saved, const QString &title,
-                           const QString &caption, QWidget *parent)
-    : QDialog(parent), m_path(new QLineEdit(path)), m_width(new QSpinBox), m_height(new QSpinBox),
-      m_scale(new QDoubleSpinBox), m_withTitle(new QCheckBox(tr("&Title:"))), m_title(new QLineEdit(title)),
-      m_withCaption(new QCheckBox(tr("&Caption:"))), m_caption(new QPlainTextEdit(caption))
+ExportDialog::ExportDialog(const QString &path,
+                           const AppSettings::ExportOptions &saved,
+                           const QString &title,
+                           const QString &caption,
+                           QWidget *parent)
+    : QDialog(parent)
+    , m_path(new QLineEdit(path))
+    , m_width(new QSpinBox)
+    , m_height(new QSpinBox)
+    , m_scale(new QDoubleSpinBox)
+    , m_withTitle(new QCheckBox(tr("&Title:")))
+    , m_title(new QLineEdit(title))
+    , m_withCaption(new QCheckBox(tr("&Caption:")))
+    , m_caption(new QPlainTextEdit(caption))
 {
     setWindowTitle(tr("Export Chart"));
     setObjectName(QStringLiteral("exportDialog"));
@@ -54,7 +63,8 @@ ExportDialog::ExportDialog(const QString &path, const AppSettings::ExportOptions
     m_scale->setSingleStep(0.5);
     m_scale->setSuffix(QStringLiteral("×"));
     m_scale->setValue(saved.scale);
-    m_scale->setToolTip(tr("PNG only: pixels per logical pixel (2× for high-DPI screens and print)"));
+    m_scale->setToolTip(
+        tr("PNG only: pixels per logical pixel (2× for high-DPI screens and print)"));
 
     m_withTitle->setChecked(saved.withTitle);
     m_withCaption->setChecked(saved.withCaption);
@@ -89,14 +99,17 @@ ExportDialog::ExportDialog(const QString &path, const AppSettings::ExportOptions
 void ExportDialog::browse()
 {
     QString selected;
-    const QString file = QFileDialog::getSaveFileName(this, tr("Export Chart"), m_path->text(),
-                                                      tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"),
-                                                      &selected);
+    const QString file = QFileDialog::getSaveFileName(
+        this,
+        tr("Export Chart"),
+        m_path->text(),
+        tr("PNG image (*.png);;SVG drawing (*.svg);;PDF document (*.pdf)"),
+        &selected);
     if (file.isEmpty())
         return;
     QString path = file;
     if (QFileInfo(path).suffix().isEmpty())
-        path += selected.contains(QLatin1String("svg")) ? QStringLiteral(".svg")
+        path += selected.contains(QLatin1String("svg"))   ? QStringLiteral(".svg")
                 : selected.contains(QLatin1String("pdf")) ? QStringLiteral(".pdf")
                                                           : QStringLiteral(".png");
     m_path->setText(path);
@@ -111,7 +124,10 @@ void ExportDialog::updateState()
     m_caption->setEnabled(m_withCaption->isChecked());
 }
 
-QString ExportDialog::path() const { return m_path->text(); }
+QString ExportDialog::path() const
+{
+    return m_path->text();
+}
 
 ExportOptions ExportDialog::options() const
 {

@@ -4,8 +4,8 @@
 // Asks where and how to export the chart: file (PNG, SVG or PDF by extension), size, PNG scale
 // factor, optional title and caption.
 
-#include "document/app_settings.h"
 #include "charts/chart_export.h"
+#include "document/app_settings.h"
 
 #include <QDialog>
 
@@ -17,11 +17,15 @@ class QSpinBox;
 
 namespace membudget {
 
-class ExportDialog : public QDialog {
+class ExportDialog : public QDialog
+{
     Q_OBJECT
 public:
-    ExportDialog(const QString &path, const AppSettings::ExportOptions &saved, const QString &title,
-                 const QString &caption, QWidget *parent = nullptr);
+    ExportDialog(const QString &path,
+                 const AppSettings::ExportOptions &saved,
+                 const QString &title,
+                 const QString &caption,
+                 QWidget *parent = nullptr);
 
     QString path() const;
     ExportOptions options() const;

@@ -22,18 +22,39 @@ constexpr auto kExportCaption = "export/caption";
 
 AppSettings::AppSettings() = default;
 
-AppSettings::AppSettings(const QString &iniFile) : m_settings(iniFile, QSettings::IniFormat) {}
+AppSettings::AppSettings(const QString &iniFile)
+    : m_settings(iniFile, QSettings::IniFormat)
+{}
 
-QByteArray AppSettings::windowGeometry() const { return m_settings.value(kGeometry).toByteArray(); }
-void AppSettings::setWindowGeometry(const QByteArray &geometry) { m_settings.setValue(kGeometry, geometry); }
-QByteArray AppSettings::windowState() const { return m_settings.value(kState).toByteArray(); }
-void AppSettings::setWindowState(const QByteArray &state) { m_settings.setValue(kState, state); }
-QByteArray AppSettings::splitterState() const { return m_settings.value(kSplitter).toByteArray(); }
-void AppSettings::setSplitterState(const QByteArray &state) { m_settings.setValue(kSplitter, state); }
+QByteArray AppSettings::windowGeometry() const
+{
+    return m_settings.value(kGeometry).toByteArray();
+}
+void AppSettings::setWindowGeometry(const QByteArray &geometry)
+{
+    m_settings.setValue(kGeometry, geometry);
+}
+QByteArray AppSettings::windowState() const
+{
+    return m_settings.value(kState).toByteArray();
+}
+void AppSettings::setWindowState(const QByteArray &state)
+{
+    m_settings.setValue(kState, state);
+}
+QByteArray AppSettings::splitterState() const
+{
+    return m_settings.value(kSplitter).toByteArray();
+}
+void AppSettings::setSplitterState(const QByteArray &state)
+{
+    m_settings.setValue(kSplitter, state);
+}
 
 ByteUnit AppSettings::unit() const
 {
-    return m_settings.value(kUnit).toString() == QLatin1String("GiB") ? ByteUnit::GiB : ByteUnit::GB;
+    return m_settings.value(kUnit).toString() == QLatin1String("GiB") ? ByteUnit::GiB
+                                                                      : ByteUnit::GB;
 }
 
 void AppSettings::setUnit(ByteUnit unit)
@@ -41,7 +62,10 @@ void AppSettings::setUnit(ByteUnit unit)
     m_settings.setValue(kUnit, unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB"));
 }
 
-QStringList AppSettings::selectedGpus() const { return m_settings.value(kGpus).toStringList(); }
+QStringList AppSettings::selectedGpus() const
+{
+    return m_settings.value(kGpus).toStringList();
+}
 void AppSettings::setSelectedGpus(const QStringList &ids)
 {
     // Called after every edit (each slider step): only a real change may make QSettings rewrite
@@ -50,10 +74,19 @@ void AppSettings::setSelectedGpus(const QStringList &ids)
         m_settings.setValue(kGpus, ids);
 }
 
-QString AppSettings::lastDirectory() const { return m_settings.value(kLastDir).toString(); }
-void AppSettings::setLastDirectory(const QString &dir) { m_settings.setValue(kLastDir, dir); }
+QString AppSettings::lastDirectory() const
+{
+    return m_settings.value(kLastDir).toString();
+}
+void AppSettings::setLastDirectory(const QString &dir)
+{
+    m_settings.setValue(kLastDir, dir);
+}
 
-QStringList AppSettings::recentFiles() const { return m_settings.value(kRecent).toStringList(); }
+QStringList AppSettings::recentFiles() const
+{
+    return m_settings.value(kRecent).toStringList();
+}
 
 void AppSettings::setRecentFiles(const QStringList &files)
 {
@@ -91,19 +124,31 @@ void AppSettings::setExportOptions(const ExportOptions &o)
 AppSettings::Theme AppSettings::theme() const
 {
     const QString t = m_settings.value(kTheme).toString();
-    return t == QLatin1String("dark") ? Theme::Dark : t == QLatin1String("light") ? Theme::Light : Theme::System;
+    return t == QLatin1String("dark")    ? Theme::Dark
+           : t == QLatin1String("light") ? Theme::Light
+                                         : Theme::System;
 }
 
 void AppSettings::setTheme(Theme theme)
 {
-    m_settings.setValue(kTheme, theme == Theme::Dark    ? QStringLiteral("dark")
-                                : theme == Theme::Light ? QStringLiteral("light")
-                                                        : QStringLiteral("system"));
+    m_settings.setValue(kTheme,
+                        theme == Theme::Dark    ? QStringLiteral("dark")
+                        : theme == Theme::Light ? QStringLiteral("light")
+                                                : QStringLiteral("system"));
 }
 
-int AppSettings::currentView() const { return m_settings.value(kView, 0).toInt(); }
-void AppSettings::setCurrentView(int index) { m_settings.setValue(kView, index); }
+int AppSettings::currentView() const
+{
+    return m_settings.value(kView, 0).toInt();
+}
+void AppSettings::setCurrentView(int index)
+{
+    m_settings.setValue(kView, index);
+}
 
-void AppSettings::sync() { m_settings.sync(); }
+void AppSettings::sync()
+{
+    m_settings.sync();
+}
 
 } // namespace membudget

@@ -13,7 +13,8 @@
 
 namespace membudget {
 
-class AppSettings {
+class AppSettings
+{
 public:
     // Uses the application's organisation and name (QSettings default constructor).
     AppSettings();
@@ -43,7 +44,8 @@ public:
     // Moves `file` to the front of the list (removing duplicates, keeping at most kMaxRecentFiles).
     void addRecentFile(const QString &file);
 
-    struct ExportOptions {
+    struct ExportOptions
+    {
         int width = 1200;
         int height = 700;
         double scale = 2.0;

@@ -8,20 +8,24 @@
 
 #include <QDir>
 #include <QFileInfo>
-#include <QStandardPaths>
 #include <QSaveFile>
+#include <QStandardPaths>
 #include <QUndoCommand>
 
 namespace membudget {
 
 // One edit of the scenario: the whole value before and after (a Scenario is a few hundred bytes).
-class ScenarioEditCommand : public QUndoCommand {
+class ScenarioEditCommand : public QUndoCommand
+{
 public:
-    ScenarioEditCommand(ScenarioDocument *doc, Scenario before, Scenario after, const QString &text, int mergeToken)
-        : QUndoCommand(text), m_doc(doc), m_before(std::move(before)), m_after(std::move(after)),
-          m_mergeToken(mergeToken)
-    {
-    }
+    ScenarioEditCommand(
+        ScenarioDocument *doc, Scenario before, Scenario after, const QString &text, int mergeToken)
+        : QUndoCommand(text)
+        , m_doc(doc)
+        , m_before(std::move(before))
+        , m_after(std::move(after))
+        , m_mergeToken(mergeToken)
+    {}
 
     void undo() override { m_doc->apply(m_before); }
     void redo() override { m_doc->apply(m_after); }
@@ -45,9 +49,13 @@ private:
 };
 
 ScenarioDocument::ScenarioDocument(PresetCatalog catalog, QObject *parent)
-    : QObject(parent), m_catalog(std::move(catalog)), m_scenario(defaultScenario())
+    : QObject(parent)
+    , m_catalog(std::move(catalog))
+    , m_scenario(defaultScenario())
 {
-    connect(&m_undoStack, &QUndoStack::cleanChanged, this, [this](bool clean) { Q_EMIT modifiedChanged(!clean); });
+    connect(&m_undoStack, &QUndoStack::cleanChanged, this, [this](bool clean) {
+        Q_EMIT modifiedChanged(!clean);
+    });
     recompute();
 }
 
@@ -92,7 +100,9 @@ QString ScenarioDocument::displayName() const
     return m_filePath.isEmpty() ? tr("Untitled") : QFileInfo(m_filePath).fileName();
 }
 
-void ScenarioDocument::edit(const QString &text, const std::function<void(Scenario &)> &change, int mergeToken)
+void ScenarioDocument::edit(const QString &text,
+                            const std::function<void(Scenario &)> &change,
+                            int mergeToken)
 {
     Scenario next = m_scenario;
     change(next);
@@ -137,7 +147,8 @@ bool ScenarioDocument::saveAs(const QString &path, QString &error)
         return false;
     }
     const std::string text = scenarioToYaml(m_scenario);
-    if (file.write(text.data(), static_cast<qint64>(text.size())) != static_cast<qint64>(text.size())) {
+    if (file.write(text.data(), static_cast<qint64>(text.size()))
+        != static_cast<qint64>(text.size())) {
         error = file.errorString();
         file.cancelWriting();
         return false;

@@ -6,8 +6,8 @@
 // undo command; the modified flag follows the undo stack's clean state.
 
 #include "io/load_error.h"
-#include "model/memory_estimator.h"
 #include "io/preset_catalog.h"
+#include "model/memory_estimator.h"
 #include "model/scenario.h"
 
 #include <QObject>
@@ -19,7 +19,8 @@
 
 namespace membudget {
 
-class ScenarioDocument : public QObject {
+class ScenarioDocument : public QObject
+{
     Q_OBJECT
 public:
     explicit ScenarioDocument(PresetCatalog catalog, QObject *parent = nullptr);
@@ -51,7 +52,9 @@ public:
 
     // An undoable change. Consecutive edits with the same non-zero mergeToken fold into one undo
     // step (a slider drag); take a token with newMergeToken() when the drag starts.
-    void edit(const QString &text, const std::function<void(Scenario &)> &change, int mergeToken = 0);
+    void edit(const QString &text,
+              const std::function<void(Scenario &)> &change,
+              int mergeToken = 0);
     void setScenario(const Scenario &scenario, const QString &text, int mergeToken = 0);
     int newMergeToken() { return ++m_lastMergeToken; }
 

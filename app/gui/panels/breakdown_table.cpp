@@ -11,12 +11,20 @@ namespace membudget {
 
 namespace {
 
-QString tr(const char *text) { return QCoreApplication::translate("Breakdown", text); }
+QString tr(const char *text)
+{
+    return QCoreApplication::translate("Breakdown", text);
+}
 
-QString bytes(Bytes b, ByteUnit unit) { return QString::fromStdString(formatBytes(b, unit)); }
+QString bytes(Bytes b, ByteUnit unit)
+{
+    return QString::fromStdString(formatBytes(b, unit));
+}
 
-
-QString count(qint64 v) { return QString::fromStdString(formatCount(static_cast<double>(v))); }
+QString count(qint64 v)
+{
+    return QString::fromStdString(formatCount(static_cast<double>(v)));
+}
 
 QString methodText(const TrainingConfig &t)
 {
@@ -41,7 +49,9 @@ std::vector<Phase> phasesOf(const MemoryEstimate &est)
 
 } // namespace
 
-QString modelDisplayName(const Scenario &scenario, const PresetCatalog &catalog, const MemoryEstimate &estimate)
+QString modelDisplayName(const Scenario &scenario,
+                         const PresetCatalog &catalog,
+                         const MemoryEstimate &estimate)
 {
     if (!scenario.model.preset.empty()) {
         if (const ModelPreset *preset = catalog.findModel(scenario.model.preset))
@@ -131,7 +141,9 @@ QString scenarioDifferences(const Scenario &a, const Scenario &b, int limit)
     return d.join(QStringLiteral(" · "));
 }
 
-QString scenarioCaption(const Scenario &scenario, const PresetCatalog &catalog, const MemoryEstimate &estimate)
+QString scenarioCaption(const Scenario &scenario,
+                        const PresetCatalog &catalog,
+                        const MemoryEstimate &estimate)
 {
     const TrainingConfig &t = scenario.training;
     const ParallelismConfig &p = scenario.parallelism;
@@ -159,7 +171,8 @@ QString scenarioCaption(const Scenario &scenario, const PresetCatalog &catalog, 
     } else {
         parts << tr("1 GPU");
     }
-    return parts.join(QStringLiteral(", ")) + QStringLiteral(". ") + tr("Per-GPU estimate by MemBudget %1.").arg(QStringLiteral(MEMBUDGET_VERSION));
+    return parts.join(QStringLiteral(", ")) + QStringLiteral(". ")
+           + tr("Per-GPU estimate by MemBudget %1.").arg(QStringLiteral(MEMBUDGET_VERSION));
 }
 
 QString verdictText(const MemoryEstimate &estimate, const GpuSpec &gpu, ByteUnit unit)
@@ -169,13 +182,17 @@ QString verdictText(const MemoryEstimate &estimate, const GpuSpec &gpu, ByteUnit
     return tr("does not fit, %1 over").arg(bytes(estimate.device_total - gpu.memory_bytes, unit));
 }
 
-QString breakdownMarkdown(const Scenario &scenario, const PresetCatalog &catalog, const MemoryEstimate &est,
-                          const std::vector<GpuSpec> &gpus, ByteUnit unit)
+QString breakdownMarkdown(const Scenario &scenario,
+                          const PresetCatalog &catalog,
+                          const MemoryEstimate &est,
+                          const std::vector<GpuSpec> &gpus,
+                          ByteUnit unit)
 {
     const auto phases = phasesOf(est);
     QString out;
-    out += QStringLiteral("**%1**\n\n").arg(scenario.name.empty() ? modelDisplayName(scenario, catalog, est)
-                                                                   : QString::fromStdString(scenario.name));
+    out += QStringLiteral("**%1**\n\n")
+               .arg(scenario.name.empty() ? modelDisplayName(scenario, catalog, est)
+                                          : QString::fromStdString(scenario.name));
     out += scenarioCaption(scenario, catalog, est) + QStringLiteral("\n\n");
     out += QStringLiteral("| %1 |").arg(tr("Component"));
     for (Phase ph : phases)
@@ -196,24 +213,30 @@ QString breakdownMarkdown(const Scenario &scenario, const PresetCatalog &catalog
         out += QStringLiteral(" **%1** |").arg(bytes(est.phase(ph).total(), unit));
     out += QStringLiteral(" **%1** |\n\n").arg(bytes(est.device_total, unit));
     out += tr("Peak in the %1 phase: %2 allocated, %3 reserved, %4 per GPU in total.")
-                   .arg(QString::fromUtf8(phaseLabel(est.peak_phase)).toLower(), bytes(est.peak_allocated, unit),
-                        bytes(est.peak_reserved, unit), bytes(est.device_total, unit));
+               .arg(QString::fromUtf8(phaseLabel(est.peak_phase)).toLower(),
+                    bytes(est.peak_allocated, unit),
+                    bytes(est.peak_reserved, unit),
+                    bytes(est.device_total, unit));
     out += QLatin1Char('\n');
     if (est.cpu_offload_total > 0)
-        out += QStringLiteral("\n") + tr("CPU RAM for offload: %1 in total.").arg(bytes(est.cpu_offload_total, unit))
-                + QLatin1Char('\n');
+        out += QStringLiteral("\n")
+               + tr("CPU RAM for offload: %1 in total.").arg(bytes(est.cpu_offload_total, unit))
+               + QLatin1Char('\n');
     if (!gpus.empty()) {
         out += QLatin1Char('\n');
         for (const GpuSpec &gpu : gpus)
             out += QStringLiteral("- %1 (%2): %3\n")
-                           .arg(QString::fromStdString(gpu.name), bytes(gpu.memory_bytes, unit), verdictText(est, gpu, unit));
+                       .arg(QString::fromStdString(gpu.name),
+                            bytes(gpu.memory_bytes, unit),
+                            verdictText(est, gpu, unit));
     }
     return out;
 }
 
 QString breakdownCsv(const MemoryEstimate &est)
 {
-    QString out = QStringLiteral("component,forward_bytes,backward_bytes,optimizer_step_bytes,peak_bytes\n");
+    QString out = QStringLiteral(
+        "component,forward_bytes,backward_bytes,optimizer_step_bytes,peak_bytes\n");
     auto row = [&](const QString &key, auto get) {
         out += key;
         for (int p = 0; p < kPhaseCount; ++p)
@@ -229,22 +252,27 @@ QString breakdownCsv(const MemoryEstimate &est)
     return out;
 }
 
-QString breakdownText(const Scenario &scenario, const PresetCatalog &catalog, const MemoryEstimate &est,
-                      const std::vector<GpuSpec> &gpus, ByteUnit unit)
+QString breakdownText(const Scenario &scenario,
+                      const PresetCatalog &catalog,
+                      const MemoryEstimate &est,
+                      const std::vector<GpuSpec> &gpus,
+                      ByteUnit unit)
 {
     const auto phases = phasesOf(est);
     const int first = 20;
     const int col = 16;
     auto cell = [col](const QString &s) { return s.rightJustified(col); };
     QString out;
-    out += (scenario.name.empty() ? modelDisplayName(scenario, catalog, est) : QString::fromStdString(scenario.name))
-            + QLatin1Char('\n');
+    out += (scenario.name.empty() ? modelDisplayName(scenario, catalog, est)
+                                  : QString::fromStdString(scenario.name))
+           + QLatin1Char('\n');
     out += scenarioCaption(scenario, catalog, est) + QStringLiteral("\n\n");
     QString header = tr("Component").leftJustified(first);
     for (Phase ph : phases)
         header += cell(QString::fromUtf8(phaseLabel(ph)));
     header += cell(tr("At peak"));
-    out += header + QLatin1Char('\n') + QString(header.size(), QLatin1Char('-')) + QLatin1Char('\n');
+    out += header + QLatin1Char('\n') + QString(header.size(), QLatin1Char('-'))
+           + QLatin1Char('\n');
     for (int c = 0; c < kComponentCount; ++c) {
         const Component comp = static_cast<Component>(c);
         QString line = QString::fromUtf8(componentLabel(comp)).leftJustified(first);
@@ -260,14 +288,19 @@ QString breakdownText(const Scenario &scenario, const PresetCatalog &catalog, co
     total += cell(bytes(est.device_total, unit));
     out += total + QStringLiteral("\n\n");
     out += tr("Peak in the %1 phase: %2 allocated, %3 reserved, %4 per GPU in total.")
-                   .arg(QString::fromUtf8(phaseLabel(est.peak_phase)).toLower(), bytes(est.peak_allocated, unit),
-                        bytes(est.peak_reserved, unit), bytes(est.device_total, unit))
-            + QLatin1Char('\n');
+               .arg(QString::fromUtf8(phaseLabel(est.peak_phase)).toLower(),
+                    bytes(est.peak_allocated, unit),
+                    bytes(est.peak_reserved, unit),
+                    bytes(est.device_total, unit))
+           + QLatin1Char('\n');
     if (est.cpu_offload_total > 0)
-        out += tr("CPU RAM for offload: %1 in total.").arg(bytes(est.cpu_offload_total, unit)) + QLatin1Char('\n');
+        out += tr("CPU RAM for offload: %1 in total.").arg(bytes(est.cpu_offload_total, unit))
+               + QLatin1Char('\n');
     for (const GpuSpec &gpu : gpus)
         out += QStringLiteral("%1 (%2): %3\n")
-                       .arg(QString::fromStdString(gpu.name), bytes(gpu.memory_bytes, unit), verdictText(est, gpu, unit));
+                   .arg(QString::fromStdString(gpu.name),
+                        bytes(gpu.memory_bytes, unit),
+                        verdictText(est, gpu, unit));
     return out;
 }
 

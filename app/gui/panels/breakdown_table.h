@@ -5,9 +5,9 @@
 // breakdown as Markdown, CSV or a plain-text table. Every number comes from the core.
 
 #include "base/byte_format.h"
+#include "io/preset_catalog.h"
 #include "model/gpu_spec.h"
 #include "model/memory_estimator.h"
-#include "io/preset_catalog.h"
 #include "model/scenario.h"
 
 #include <QString>
@@ -17,7 +17,9 @@
 namespace membudget {
 
 // "Llama 3.1 8B" for a preset, else "7.2B-parameter model".
-QString modelDisplayName(const Scenario &scenario, const PresetCatalog &catalog, const MemoryEstimate &estimate);
+QString modelDisplayName(const Scenario &scenario,
+                         const PresetCatalog &catalog,
+                         const MemoryEstimate &estimate);
 
 // "LoRA r16 · bf16 · 4 × 4,096 tok" (fits under a bar).
 QString shortSummary(const Scenario &scenario);
@@ -27,16 +29,24 @@ QString shortSummary(const Scenario &scenario);
 QString scenarioDifferences(const Scenario &pinned, const Scenario &current, int limit = 3);
 
 // A sentence that states the scenario, for captions and the status bar.
-QString scenarioCaption(const Scenario &scenario, const PresetCatalog &catalog, const MemoryEstimate &estimate);
+QString scenarioCaption(const Scenario &scenario,
+                        const PresetCatalog &catalog,
+                        const MemoryEstimate &estimate);
 
 // Components by phase (plus the peak column), totals, and one verdict line per GPU.
-QString breakdownMarkdown(const Scenario &scenario, const PresetCatalog &catalog, const MemoryEstimate &estimate,
-                          const std::vector<GpuSpec> &gpus, ByteUnit unit);
+QString breakdownMarkdown(const Scenario &scenario,
+                          const PresetCatalog &catalog,
+                          const MemoryEstimate &estimate,
+                          const std::vector<GpuSpec> &gpus,
+                          ByteUnit unit);
 // The same as CSV with exact byte counts.
 QString breakdownCsv(const MemoryEstimate &estimate);
 // A fixed-width table for a terminal.
-QString breakdownText(const Scenario &scenario, const PresetCatalog &catalog, const MemoryEstimate &estimate,
-                      const std::vector<GpuSpec> &gpus, ByteUnit unit);
+QString breakdownText(const Scenario &scenario,
+                      const PresetCatalog &catalog,
+                      const MemoryEstimate &estimate,
+                      const std::vector<GpuSpec> &gpus,
+                      ByteUnit unit);
 
 // "fits, 12.3 GB free" / "does not fit, 3.2 GB over" for a GPU.
 QString verdictText(const MemoryEstimate &estimate, const GpuSpec &gpu, ByteUnit unit);

@@ -3,15 +3,15 @@
 
 #include "widgets/stepped_spin_box.h"
 
-#include "dialogs/architecture_dialog.h"
 #include "base/byte_format.h"
-#include "widgets/log_slider.h"
+#include "dialogs/architecture_dialog.h"
 #include "document/scenario_document.h"
+#include "widgets/log_slider.h"
 
 #include <QCheckBox>
-#include <QCoreApplication>
 #include <QComboBox>
 #include <QCompleter>
+#include <QCoreApplication>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -33,8 +33,9 @@ namespace membudget {
 
 namespace {
 
-struct EnumLabel {
-    const char *name; // the core's name (scenario files)
+struct EnumLabel
+{
+    const char *name;  // the core's name (scenario files)
     const char *label; // for people
 };
 
@@ -42,53 +43,61 @@ const EnumLabel kModeLabels[] = {{"train", QT_TRANSLATE_NOOP("Controls", "Traini
                                  {"inference", QT_TRANSLATE_NOOP("Controls", "Inference")}};
 const EnumLabel kMethodLabels[] = {{"full", QT_TRANSLATE_NOOP("Controls", "Full fine-tuning")},
                                    {"lora", QT_TRANSLATE_NOOP("Controls", "LoRA")},
-                                   {"qlora", QT_TRANSLATE_NOOP("Controls", "QLoRA (quantized base)")}};
-const EnumLabel kPrecisionLabels[] = {
-        {"fp32", QT_TRANSLATE_NOOP("Controls", "fp32")},
-        {"amp-bf16", QT_TRANSLATE_NOOP("Controls", "AMP bf16 (fp32 weights, autocast)")},
-        {"amp-fp16", QT_TRANSLATE_NOOP("Controls", "AMP fp16 (fp32 weights, autocast)")},
-        {"bf16", QT_TRANSLATE_NOOP("Controls", "bf16 (pure 16-bit)")},
-        {"fp16", QT_TRANSLATE_NOOP("Controls", "fp16 (pure 16-bit)")},
-        {"mixed-bf16", QT_TRANSLATE_NOOP("Controls", "Mixed bf16 (fp32 master copy)")},
-        {"mixed-fp16", QT_TRANSLATE_NOOP("Controls", "Mixed fp16 (fp32 master copy)")}};
-const EnumLabel kQuantizationLabels[] = {{"none", QT_TRANSLATE_NOOP("Controls", "None")},
-                                         {"int8", QT_TRANSLATE_NOOP("Controls", "int8 (LLM.int8)")},
-                                         {"nf4", QT_TRANSLATE_NOOP("Controls", "NF4 (4-bit)")},
-                                         {"nf4-double", QT_TRANSLATE_NOOP("Controls", "NF4 + double quantization")}};
-const EnumLabel kOptimizerLabels[] = {{"adamw", QT_TRANSLATE_NOOP("Controls", "AdamW")},
-                                      {"adamw-8bit", QT_TRANSLATE_NOOP("Controls", "AdamW 8-bit")},
-                                      {"paged-adamw", QT_TRANSLATE_NOOP("Controls", "Paged AdamW")},
-                                      {"paged-adamw-8bit", QT_TRANSLATE_NOOP("Controls", "Paged AdamW 8-bit")},
-                                      {"sgd", QT_TRANSLATE_NOOP("Controls", "SGD")},
-                                      {"sgd-momentum", QT_TRANSLATE_NOOP("Controls", "SGD with momentum")},
-                                      {"adafactor", QT_TRANSLATE_NOOP("Controls", "Adafactor")},
-                                      {"lion", QT_TRANSLATE_NOOP("Controls", "Lion")},
-                                      {"adamw-fused", QT_TRANSLATE_NOOP("Controls", "AdamW (fused)")}};
-const EnumLabel kLossLabels[] = {{"hf", QT_TRANSLATE_NOOP("Controls", "Transformers (fp32 upcast)")},
-                                 {"hf-legacy", QT_TRANSLATE_NOOP("Controls", "Transformers < 4.46 (keeps fp32 logits)")},
-                                 {"chunked", QT_TRANSLATE_NOOP("Controls", "Chunked cross-entropy")}};
-const EnumLabel kCheckpointingLabels[] = {{"none", QT_TRANSLATE_NOOP("Controls", "Off")},
-                                          {"full", QT_TRANSLATE_NOOP("Controls", "Full (every layer)")},
-                                          {"selective", QT_TRANSLATE_NOOP("Controls", "Selective (attention)")}};
-const EnumLabel kAttentionLabels[] = {{"eager", QT_TRANSLATE_NOOP("Controls", "Eager (stores scores)")},
+                                   {"qlora",
+                                    QT_TRANSLATE_NOOP("Controls", "QLoRA (quantized base)")}};
+const EnumLabel kPrecisionLabels[]
+    = {{"fp32", QT_TRANSLATE_NOOP("Controls", "fp32")},
+       {"amp-bf16", QT_TRANSLATE_NOOP("Controls", "AMP bf16 (fp32 weights, autocast)")},
+       {"amp-fp16", QT_TRANSLATE_NOOP("Controls", "AMP fp16 (fp32 weights, autocast)")},
+       {"bf16", QT_TRANSLATE_NOOP("Controls", "bf16 (pure 16-bit)")},
+       {"fp16", QT_TRANSLATE_NOOP("Controls", "fp16 (pure 16-bit)")},
+       {"mixed-bf16", QT_TRANSLATE_NOOP("Controls", "Mixed bf16 (fp32 master copy)")},
+       {"mixed-fp16", QT_TRANSLATE_NOOP("Controls", "Mixed fp16 (fp32 master copy)")}};
+const EnumLabel kQuantizationLabels[]
+    = {{"none", QT_TRANSLATE_NOOP("Controls", "None")},
+       {"int8", QT_TRANSLATE_NOOP("Controls", "int8 (LLM.int8)")},
+       {"nf4", QT_TRANSLATE_NOOP("Controls", "NF4 (4-bit)")},
+       {"nf4-double", QT_TRANSLATE_NOOP("Controls", "NF4 + double quantization")}};
+const EnumLabel kOptimizerLabels[]
+    = {{"adamw", QT_TRANSLATE_NOOP("Controls", "AdamW")},
+       {"adamw-8bit", QT_TRANSLATE_NOOP("Controls", "AdamW 8-bit")},
+       {"paged-adamw", QT_TRANSLATE_NOOP("Controls", "Paged AdamW")},
+       {"paged-adamw-8bit", QT_TRANSLATE_NOOP("Controls", "Paged AdamW 8-bit")},
+       {"sgd", QT_TRANSLATE_NOOP("Controls", "SGD")},
+       {"sgd-momentum", QT_TRANSLATE_NOOP("Controls", "SGD with momentum")},
+       {"adafactor", QT_TRANSLATE_NOOP("Controls", "Adafactor")},
+       {"lion", QT_TRANSLATE_NOOP("Controls", "Lion")},
+       {"adamw-fused", QT_TRANSLATE_NOOP("Controls", "AdamW (fused)")}};
+const EnumLabel kLossLabels[]
+    = {{"hf", QT_TRANSLATE_NOOP("Controls", "Transformers (fp32 upcast)")},
+       {"hf-legacy", QT_TRANSLATE_NOOP("Controls", "Transformers < 4.46 (keeps fp32 logits)")},
+       {"chunked", QT_TRANSLATE_NOOP("Controls", "Chunked cross-entropy")}};
+const EnumLabel kCheckpointingLabels[]
+    = {{"none", QT_TRANSLATE_NOOP("Controls", "Off")},
+       {"full", QT_TRANSLATE_NOOP("Controls", "Full (every layer)")},
+       {"selective", QT_TRANSLATE_NOOP("Controls", "Selective (attention)")}};
+const EnumLabel kAttentionLabels[] = {{"eager",
+                                       QT_TRANSLATE_NOOP("Controls", "Eager (stores scores)")},
                                       {"sdpa", QT_TRANSLATE_NOOP("Controls", "SDPA (PyTorch)")},
                                       {"flash", QT_TRANSLATE_NOOP("Controls", "FlashAttention")}};
-const EnumLabel kShardingLabels[] = {{"none", QT_TRANSLATE_NOOP("Controls", "None (DDP replicas)")},
-                                     {"zero1", QT_TRANSLATE_NOOP("Controls", "ZeRO-1 (optimizer states)")},
-                                     {"zero2", QT_TRANSLATE_NOOP("Controls", "ZeRO-2 (+ gradients)")},
-                                     {"zero3", QT_TRANSLATE_NOOP("Controls", "ZeRO-3 (+ parameters)")},
-                                     {"fsdp-full", QT_TRANSLATE_NOOP("Controls", "FSDP full shard")},
-                                     {"fsdp-grad-op", QT_TRANSLATE_NOOP("Controls", "FSDP shard grad op")}};
+const EnumLabel kShardingLabels[]
+    = {{"none", QT_TRANSLATE_NOOP("Controls", "None (DDP replicas)")},
+       {"zero1", QT_TRANSLATE_NOOP("Controls", "ZeRO-1 (optimizer states)")},
+       {"zero2", QT_TRANSLATE_NOOP("Controls", "ZeRO-2 (+ gradients)")},
+       {"zero3", QT_TRANSLATE_NOOP("Controls", "ZeRO-3 (+ parameters)")},
+       {"fsdp-full", QT_TRANSLATE_NOOP("Controls", "FSDP full shard")},
+       {"fsdp-grad-op", QT_TRANSLATE_NOOP("Controls", "FSDP shard grad op")}};
 const EnumLabel kAdapterLabels[] = {{"fp32", QT_TRANSLATE_NOOP("Controls", "fp32 (PEFT default)")},
                                     {"base", QT_TRANSLATE_NOOP("Controls", "Training precision")}};
 
-template <std::size_t N>
+template<std::size_t N>
 QComboBox *enumCombo(const char *objectName, const EnumLabel (&labels)[N], const QString &tip)
 {
     auto *combo = new QComboBox;
     combo->setObjectName(QLatin1String(objectName));
     for (const EnumLabel &l : labels)
-        combo->addItem(QCoreApplication::translate("Controls", l.label), QString::fromLatin1(l.name));
+        combo->addItem(QCoreApplication::translate("Controls", l.label),
+                       QString::fromLatin1(l.name));
     combo->setToolTip(tip);
     return combo;
 }
@@ -99,7 +108,10 @@ void selectName(QComboBox *combo, const char *name)
     combo->setCurrentIndex(combo->findData(QString::fromLatin1(name)));
 }
 
-std::string comboName(const QComboBox *combo) { return combo->currentData().toString().toStdString(); }
+std::string comboName(const QComboBox *combo)
+{
+    return combo->currentData().toString().toStdString();
+}
 
 QSpinBox *intSpin(const char *objectName, int min, int max, const QString &tip)
 {
@@ -113,7 +125,8 @@ QSpinBox *intSpin(const char *objectName, int min, int max, const QString &tip)
     return spin;
 }
 
-QDoubleSpinBox *doubleSpin(const char *objectName, double min, double max, int decimals, double step, const QString &tip)
+QDoubleSpinBox *doubleSpin(
+    const char *objectName, double min, double max, int decimals, double step, const QString &tip)
 {
     auto *spin = new QDoubleSpinBox;
     spin->setObjectName(QLatin1String(objectName));
@@ -149,7 +162,9 @@ const LoraTarget kTargets[] = {TargetQ, TargetK, TargetV, TargetO, TargetGate, T
 
 } // namespace
 
-ControlsPanel::ControlsPanel(ScenarioDocument *document, QWidget *parent) : QWidget(parent), m_doc(document)
+ControlsPanel::ControlsPanel(ScenarioDocument *document, QWidget *parent)
+    : QWidget(parent)
+    , m_doc(document)
 {
     setObjectName(QStringLiteral("controlsPanel"));
     auto *layout = new QVBoxLayout(this);
@@ -172,20 +187,25 @@ std::vector<double> ControlsPanel::sequenceSnapValues()
     for (double p = 128; p <= 1048576; p *= 2)
         v.push_back(p);
     // Common context lengths between the powers of two.
-    for (double c : {1000.0, 1536.0, 3072.0, 6144.0, 12288.0, 24576.0, 100000.0, 200000.0, 1000000.0})
+    for (double c :
+         {1000.0, 1536.0, 3072.0, 6144.0, 12288.0, 24576.0, 100000.0, 200000.0, 1000000.0})
         v.push_back(c);
     std::sort(v.begin(), v.end());
     return v;
 }
 
-void ControlsPanel::edit(const QString &text, const std::function<void(Scenario &)> &change, bool fromSlider)
+void ControlsPanel::edit(const QString &text,
+                         const std::function<void(Scenario &)> &change,
+                         bool fromSlider)
 {
     if (m_syncing)
         return;
     m_doc->edit(text, change, fromSlider ? m_dragToken : 0);
 }
 
-void ControlsPanel::connectSlider(LogSliderSpin *slider, const QString &text, void (*apply)(Scenario &, double))
+void ControlsPanel::connectSlider(LogSliderSpin *slider,
+                                  const QString &text,
+                                  void (*apply)(Scenario &, double))
 {
     connect(slider, &LogSliderSpin::dragStarted, this, [this] {
         m_dragToken = m_doc->newMergeToken();
@@ -196,7 +216,8 @@ void ControlsPanel::connectSlider(LogSliderSpin *slider, const QString &text, vo
         Q_EMIT dragStateChanged(false);
     });
     connect(slider, &LogSliderSpin::valueEdited, this, [this, slider, text, apply](double v) {
-        edit(text, [apply, v](Scenario &s) { apply(s, v); }, slider->isSliderDown());
+        edit(
+            text, [apply, v](Scenario &s) { apply(s, v); }, slider->isSliderDown());
     });
 }
 
@@ -210,8 +231,9 @@ QWidget *ControlsPanel::buildModelGroup()
     m_model->setEditable(true);
     m_model->setInsertPolicy(QComboBox::NoInsert);
     m_model->setMaxVisibleItems(20);
-    m_model->setToolTip(tr("The model whose weights, gradients, optimizer states and activations are estimated. "
-                           "Type to search the presets."));
+    m_model->setToolTip(
+        tr("The model whose weights, gradients, optimizer states and activations are estimated. "
+           "Type to search the presets."));
     m_model->addItem(tr("Custom model"), QString());
     for (const ModelPreset &preset : m_doc->catalog().models())
         m_model->addItem(QString::fromStdString(preset.name), QString::fromStdString(preset.id));
@@ -224,7 +246,8 @@ QWidget *ControlsPanel::buildModelGroup()
         const QString id = m_model->itemData(index).toString();
         if (id.isEmpty()) {
             // "Custom model": quick mode at the current size.
-            const double params = m_doc->valid() ? static_cast<double>(m_doc->estimate().parameters) : 7e9;
+            const double params = m_doc->valid() ? static_cast<double>(m_doc->estimate().parameters)
+                                                 : 7e9;
             edit(tr("Custom model"), [params](Scenario &s) {
                 s.model = ModelSpec{};
                 s.model.parameters = params;
@@ -246,8 +269,9 @@ QWidget *ControlsPanel::buildModelGroup()
     m_modelSize = new LogSliderSpin(0.1, 1000.0, 2, 2);
     m_modelSize->setObjectName(QStringLiteral("modelSize"));
     m_modelSize->setSuffix(tr(" B"));
-    m_modelSize->setToolTip(tr("Quick mode: a Llama-shaped model with this many billion parameters. Weights, gradients "
-                               "and optimizer states grow linearly with it."));
+    m_modelSize->setToolTip(
+        tr("Quick mode: a Llama-shaped model with this many billion parameters. Weights, gradients "
+           "and optimizer states grow linearly with it."));
     m_modelSize->slider()->setToolTip(m_modelSize->toolTip());
     m_modelSize->spinBox()->setToolTip(m_modelSize->toolTip());
     connectSlider(m_modelSize, tr("Change model size"), [](Scenario &s, double v) {
@@ -262,7 +286,8 @@ QWidget *ControlsPanel::buildModelGroup()
 
     m_architecture = new QPushButton(tr("&Architecture…"));
     m_architecture->setObjectName(QStringLiteral("editArchitecture"));
-    m_architecture->setToolTip(tr("Edit every field of the architecture (layers, widths, heads, vocabulary, experts…)"));
+    m_architecture->setToolTip(
+        tr("Edit every field of the architecture (layers, widths, heads, vocabulary, experts…)"));
     connect(m_architecture, &QPushButton::clicked, this, &ControlsPanel::editArchitecture);
     m_importConfig = new QPushButton(tr("Import config.json…"));
     m_importConfig->setObjectName(QStringLiteral("importConfig"));
@@ -280,8 +305,10 @@ QWidget *ControlsPanel::buildTrainingGroup()
     auto *group = new QGroupBox(tr("Training"));
     auto *form = formLayout(group);
 
-    m_mode = enumCombo("mode", kModeLabels,
-                       tr("Training keeps gradients, optimizer states and activations for backward; inference needs the "
+    m_mode = enumCombo("mode",
+                       kModeLabels,
+                       tr("Training keeps gradients, optimizer states and activations for "
+                          "backward; inference needs the "
                           "weights and the KV cache."));
     connect(m_mode, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_mode);
@@ -294,9 +321,12 @@ QWidget *ControlsPanel::buildTrainingGroup()
     });
     form->addRow(tr("&Mode:"), m_mode);
 
-    m_method = enumCombo("method", kMethodLabels,
-                         tr("Full fine-tuning trains every weight (gradients and optimizer states for all of them); LoRA "
-                            "trains small adapters on a frozen base; QLoRA also stores the frozen base in 4 bits."));
+    m_method = enumCombo(
+        "method",
+        kMethodLabels,
+        tr("Full fine-tuning trains every weight (gradients and optimizer states for all of them); "
+           "LoRA "
+           "trains small adapters on a frozen base; QLoRA also stores the frozen base in 4 bits."));
     connect(m_method, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_method);
         edit(tr("Change method"), [name](Scenario &s) {
@@ -314,29 +344,48 @@ QWidget *ControlsPanel::buildTrainingGroup()
     m_loraGroup->setFlat(true);
     auto *lora = formLayout(m_loraGroup);
     lora->setContentsMargins(12, 4, 0, 0);
-    m_loraRank = intSpin("loraRank", 1, 4096, tr("Adapter rank: trainable parameters, their gradients and optimizer "
-                                                  "states grow linearly with it"));
-    connect(m_loraRank, &QSpinBox::valueChanged, this,
-            [this](int v) { edit(tr("Change LoRA rank"), [v](Scenario &s) { s.training.lora.rank = v; }); });
+    m_loraRank = intSpin("loraRank",
+                         1,
+                         4096,
+                         tr("Adapter rank: trainable parameters, their gradients and optimizer "
+                            "states grow linearly with it"));
+    connect(m_loraRank, &QSpinBox::valueChanged, this, [this](int v) {
+        edit(tr("Change LoRA rank"), [v](Scenario &s) { s.training.lora.rank = v; });
+    });
     lora->addRow(tr("&Rank:"), m_loraRank);
-    m_loraAlpha = doubleSpin("loraAlpha", 0.1, 100000, 1, 1, tr("Scales the adapter output; no effect on memory"));
-    connect(m_loraAlpha, &QDoubleSpinBox::valueChanged, this,
-            [this](double v) { edit(tr("Change LoRA alpha"), [v](Scenario &s) { s.training.lora.alpha = v; }); });
+    m_loraAlpha = doubleSpin("loraAlpha",
+                             0.1,
+                             100000,
+                             1,
+                             1,
+                             tr("Scales the adapter output; no effect on memory"));
+    connect(m_loraAlpha, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+        edit(tr("Change LoRA alpha"), [v](Scenario &s) { s.training.lora.alpha = v; });
+    });
     lora->addRow(tr("Alpha:"), m_loraAlpha);
-    m_loraDropout = doubleSpin("loraDropout", 0, 0.9, 2, 0.05,
-                               tr("Above zero, each adapter keeps a dropout mask and a dropped copy of its input"));
-    connect(m_loraDropout, &QDoubleSpinBox::valueChanged, this,
-            [this](double v) { edit(tr("Change LoRA dropout"), [v](Scenario &s) { s.training.lora.dropout = v; }); });
+    m_loraDropout = doubleSpin(
+        "loraDropout",
+        0,
+        0.9,
+        2,
+        0.05,
+        tr("Above zero, each adapter keeps a dropout mask and a dropped copy of its input"));
+    connect(m_loraDropout, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+        edit(tr("Change LoRA dropout"), [v](Scenario &s) { s.training.lora.dropout = v; });
+    });
     lora->addRow(tr("Dropout:"), m_loraDropout);
     auto *targets = new QGridLayout;
     targets->setHorizontalSpacing(6);
     targets->setVerticalSpacing(2);
     for (std::size_t i = 0; i < std::size(kTargets); ++i) {
         const LoraTarget t = kTargets[i];
-        auto *box = new QCheckBox(QString::fromLatin1(loraTargetName(t)).remove(QStringLiteral("_proj")));
-        box->setObjectName(QStringLiteral("loraTarget_%1").arg(QString::fromLatin1(loraTargetName(t))));
-        box->setToolTip(tr("Put an adapter on %1: more targets, more trainable parameters and saved inputs")
-                                .arg(QString::fromLatin1(loraTargetName(t))));
+        auto *box = new QCheckBox(
+            QString::fromLatin1(loraTargetName(t)).remove(QStringLiteral("_proj")));
+        box->setObjectName(
+            QStringLiteral("loraTarget_%1").arg(QString::fromLatin1(loraTargetName(t))));
+        box->setToolTip(
+            tr("Put an adapter on %1: more targets, more trainable parameters and saved inputs")
+                .arg(QString::fromLatin1(loraTargetName(t))));
         connect(box, &QCheckBox::toggled, this, [this, t](bool on) {
             edit(tr("Change LoRA targets"), [t, on](Scenario &s) {
                 unsigned &bits = s.training.lora.targets;
@@ -351,42 +400,55 @@ QWidget *ControlsPanel::buildTrainingGroup()
     auto *targetsLabel = new QLabel(tr("Targets:"));
     targetsLabel->setBuddy(m_loraTargets.front());
     lora->addRow(targetsLabel, targets);
-    m_adapterPrecision = enumCombo("adapterPrecision", kAdapterLabels,
-                                   tr("PEFT keeps adapters in fp32 on a 16-bit base; torchtune keeps them in the "
-                                      "training precision"));
+    m_adapterPrecision
+        = enumCombo("adapterPrecision",
+                    kAdapterLabels,
+                    tr("PEFT keeps adapters in fp32 on a 16-bit base; torchtune keeps them in the "
+                       "training precision"));
     connect(m_adapterPrecision, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_adapterPrecision);
-        edit(tr("Change adapter precision"),
-             [name](Scenario &s) { parseAdapterPrecision(name, s.training.lora.adapter_precision); });
+        edit(tr("Change adapter precision"), [name](Scenario &s) {
+            parseAdapterPrecision(name, s.training.lora.adapter_precision);
+        });
     });
     lora->addRow(tr("Adapter dtype:"), m_adapterPrecision);
     form->addRow(m_loraGroup);
 
-    m_precision = enumCombo("precision", kPrecisionLabels,
-                            tr("Bytes per weight, gradient and optimizer state, and the dtype activations are saved in. "
-                               "Mixed precision adds a 4-byte master copy per trainable parameter."));
+    m_precision
+        = enumCombo("precision",
+                    kPrecisionLabels,
+                    tr("Bytes per weight, gradient and optimizer state, and the dtype activations "
+                       "are saved in. "
+                       "Mixed precision adds a 4-byte master copy per trainable parameter."));
     connect(m_precision, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_precision);
-        edit(tr("Change precision"), [name](Scenario &s) { parsePrecision(name, s.training.precision); });
+        edit(tr("Change precision"),
+             [name](Scenario &s) { parsePrecision(name, s.training.precision); });
     });
     form->addRow(tr("Prec&ision:"), m_precision);
 
-    m_quantization = enumCombo("quantization", kQuantizationLabels,
-                               tr("Storage of the frozen base weights: int8 takes 1 byte, NF4 about half a byte per "
-                                  "parameter (QLoRA and quantized inference)"));
+    m_quantization = enumCombo(
+        "quantization",
+        kQuantizationLabels,
+        tr("Storage of the frozen base weights: int8 takes 1 byte, NF4 about half a byte per "
+           "parameter (QLoRA and quantized inference)"));
     connect(m_quantization, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_quantization);
-        edit(tr("Change quantization"), [name](Scenario &s) { parseQuantization(name, s.training.quantization); });
+        edit(tr("Change quantization"),
+             [name](Scenario &s) { parseQuantization(name, s.training.quantization); });
     });
     form->addRow(tr("&Quantization:"), m_quantization);
 
-    m_optimizer = enumCombo("optimizer", kOptimizerLabels,
-                            tr("AdamW keeps two states per trainable parameter (8 bytes in fp32), 8-bit AdamW 2 bytes, "
-                               "SGD none, Lion one, Adafactor factored rows and columns; fused AdamW needs no "
-                               "per-tensor temporaries in the step"));
+    m_optimizer = enumCombo(
+        "optimizer",
+        kOptimizerLabels,
+        tr("AdamW keeps two states per trainable parameter (8 bytes in fp32), 8-bit AdamW 2 bytes, "
+           "SGD none, Lion one, Adafactor factored rows and columns; fused AdamW needs no "
+           "per-tensor temporaries in the step"));
     connect(m_optimizer, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_optimizer);
-        edit(tr("Change optimizer"), [name](Scenario &s) { parseOptimizer(name, s.training.optimizer); });
+        edit(tr("Change optimizer"),
+             [name](Scenario &s) { parseOptimizer(name, s.training.optimizer); });
     });
     form->addRow(tr("&Optimizer:"), m_optimizer);
     return group;
@@ -400,31 +462,39 @@ QWidget *ControlsPanel::buildBatchGroup()
     m_microBatch = new LogSliderSpin(qint64(1), qint64(1024));
     m_microBatch->setObjectName(QStringLiteral("microBatch"));
     m_microBatch->setSpinRange(1, 1'000'000);
-    m_microBatch->setToolTip(tr("Sequences per forward and backward pass: activations and logits grow linearly "
-                                "with it"));
+    m_microBatch->setToolTip(
+        tr("Sequences per forward and backward pass: activations and logits grow linearly "
+           "with it"));
     m_microBatch->slider()->setToolTip(m_microBatch->toolTip());
     m_microBatch->spinBox()->setToolTip(m_microBatch->toolTip());
-    connectSlider(m_microBatch, tr("Change micro-batch size"),
-                  [](Scenario &s, double v) { s.training.micro_batch_size = std::llround(v); });
+    connectSlider(m_microBatch, tr("Change micro-batch size"), [](Scenario &s, double v) {
+        s.training.micro_batch_size = std::llround(v);
+    });
     form->addRow(tr("Micro-&batch:"), m_microBatch);
 
     m_sequence = new LogSliderSpin(qint64(128), qint64(1 << 20));
     m_sequence->setObjectName(QStringLiteral("sequenceLength"));
     m_sequence->setSnapValues(sequenceSnapValues());
     m_sequence->setSpinRange(1, 100'000'000);
-    m_sequence->setToolTip(tr("Tokens per sequence: activations grow linearly with it, eager attention scores with "
-                              "its square. The slider snaps to powers of two and common context lengths."));
+    m_sequence->setToolTip(
+        tr("Tokens per sequence: activations grow linearly with it, eager attention scores with "
+           "its square. The slider snaps to powers of two and common context lengths."));
     m_sequence->slider()->setToolTip(m_sequence->toolTip());
     m_sequence->spinBox()->setToolTip(m_sequence->toolTip());
-    connectSlider(m_sequence, tr("Change sequence length"),
-                  [](Scenario &s, double v) { s.training.sequence_length = std::llround(v); });
+    connectSlider(m_sequence, tr("Change sequence length"), [](Scenario &s, double v) {
+        s.training.sequence_length = std::llround(v);
+    });
     form->addRow(tr("Seq&uence:"), m_sequence);
 
-    m_accumulation = intSpin("gradientAccumulation", 1, 1'000'000,
-                             tr("Micro-batches per optimizer step: a larger effective batch without more activations; "
-                                "gradients stay allocated between micro-batches"));
+    m_accumulation = intSpin(
+        "gradientAccumulation",
+        1,
+        1'000'000,
+        tr("Micro-batches per optimizer step: a larger effective batch without more activations; "
+           "gradients stay allocated between micro-batches"));
     connect(m_accumulation, &QSpinBox::valueChanged, this, [this](int v) {
-        edit(tr("Change gradient accumulation"), [v](Scenario &s) { s.training.gradient_accumulation_steps = v; });
+        edit(tr("Change gradient accumulation"),
+             [v](Scenario &s) { s.training.gradient_accumulation_steps = v; });
     });
     form->addRow(tr("Accumulation:"), m_accumulation);
     m_effectiveBatch = noteLabel();
@@ -437,47 +507,61 @@ QWidget *ControlsPanel::buildTechniquesGroup()
 {
     auto *group = new QGroupBox(tr("Memory techniques"));
     auto *form = formLayout(group);
-    m_checkpointing = enumCombo("checkpointing", kCheckpointingLabels,
-                                tr("Recompute activations in backward instead of keeping them: full keeps only each "
-                                   "layer's input (≈20–30% slower), selective drops the attention internals (≈5%)"));
+    m_checkpointing = enumCombo(
+        "checkpointing",
+        kCheckpointingLabels,
+        tr("Recompute activations in backward instead of keeping them: full keeps only each "
+           "layer's input (≈20–30% slower), selective drops the attention internals (≈5%)"));
     connect(m_checkpointing, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_checkpointing);
-        edit(tr("Change gradient checkpointing"), [name](Scenario &s) { parseCheckpointing(name, s.training.checkpointing); });
+        edit(tr("Change gradient checkpointing"),
+             [name](Scenario &s) { parseCheckpointing(name, s.training.checkpointing); });
     });
     form->addRow(tr("Chec&kpointing:"), m_checkpointing);
 
-    m_attention = enumCombo("attention", kAttentionLabels,
-                            tr("Eager attention stores the heads × sequence² score matrix for backward; SDPA and "
-                               "FlashAttention keep only a per-token statistic"));
+    m_attention = enumCombo(
+        "attention",
+        kAttentionLabels,
+        tr("Eager attention stores the heads × sequence² score matrix for backward; SDPA and "
+           "FlashAttention keep only a per-token statistic"));
     connect(m_attention, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_attention);
-        edit(tr("Change attention"), [name](Scenario &s) { parseAttention(name, s.training.attention); });
+        edit(tr("Change attention"),
+             [name](Scenario &s) { parseAttention(name, s.training.attention); });
     });
     form->addRow(tr("Atte&ntion:"), m_attention);
 
-    m_loss = enumCombo("loss", kLossLabels,
-                       tr("How the loss is computed decides the logits spike: Transformers upcasts the logits to fp32 "
-                          "inside the loss, older versions also keep an fp32 copy, chunked cross-entropy (torchtune, "
+    m_loss = enumCombo("loss",
+                       kLossLabels,
+                       tr("How the loss is computed decides the logits spike: Transformers upcasts "
+                          "the logits to fp32 "
+                          "inside the loss, older versions also keep an fp32 copy, chunked "
+                          "cross-entropy (torchtune, "
                           "Liger) never holds the whole fp32 logits"));
     connect(m_loss, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_loss);
-        edit(tr("Change loss implementation"), [name](Scenario &s) { parseLoss(name, s.training.loss); });
+        edit(tr("Change loss implementation"),
+             [name](Scenario &s) { parseLoss(name, s.training.loss); });
     });
     form->addRow(tr("&Loss:"), m_loss);
 
     m_offloadOptimizer = new QCheckBox(tr("Optimizer states"));
     m_offloadOptimizer->setObjectName(QStringLiteral("offloadOptimizer"));
-    m_offloadOptimizer->setToolTip(tr("Optimizer states and fp32 master weights live in CPU RAM: less GPU memory, "
-                                      "steps 2–5× slower"));
+    m_offloadOptimizer->setToolTip(
+        tr("Optimizer states and fp32 master weights live in CPU RAM: less GPU memory, "
+           "steps 2–5× slower"));
     connect(m_offloadOptimizer, &QCheckBox::toggled, this, [this](bool on) {
-        edit(tr("Change optimizer offload"), [on](Scenario &s) { s.training.offload.optimizer = on; });
+        edit(tr("Change optimizer offload"),
+             [on](Scenario &s) { s.training.offload.optimizer = on; });
     });
     m_offloadParameters = new QCheckBox(tr("Parameters"));
     m_offloadParameters->setObjectName(QStringLiteral("offloadParameters"));
-    m_offloadParameters->setToolTip(tr("Sharded parameters live in CPU RAM and are fetched layer by layer "
-                                       "(needs ZeRO-3 or FSDP full shard)"));
+    m_offloadParameters->setToolTip(
+        tr("Sharded parameters live in CPU RAM and are fetched layer by layer "
+           "(needs ZeRO-3 or FSDP full shard)"));
     connect(m_offloadParameters, &QCheckBox::toggled, this, [this](bool on) {
-        edit(tr("Change parameter offload"), [on](Scenario &s) { s.training.offload.parameters = on; });
+        edit(tr("Change parameter offload"),
+             [on](Scenario &s) { s.training.offload.parameters = on; });
     });
     auto *offload = new QHBoxLayout;
     offload->addWidget(m_offloadOptimizer);
@@ -494,19 +578,25 @@ QWidget *ControlsPanel::buildParallelGroup()
     auto *group = new QGroupBox(tr("GPUs and parallelism"));
     auto *form = formLayout(group);
 
-    m_gpuCount = intSpin("gpuCount", 1, 100'000, tr("GPUs in the job; with sharding, states are divided among them. "
-                                                     "More than one adds NCCL buffers."));
-    connect(m_gpuCount, &QSpinBox::valueChanged, this,
-            [this](int v) { edit(tr("Change GPU count"), [v](Scenario &s) { s.parallelism.gpus = v; }); });
+    m_gpuCount = intSpin("gpuCount",
+                         1,
+                         100'000,
+                         tr("GPUs in the job; with sharding, states are divided among them. "
+                            "More than one adds NCCL buffers."));
+    connect(m_gpuCount, &QSpinBox::valueChanged, this, [this](int v) {
+        edit(tr("Change GPU count"), [v](Scenario &s) { s.parallelism.gpus = v; });
+    });
     m_tensorParallel = new SteppedSpinBox;
     m_tensorParallel->setObjectName(QStringLiteral("tensorParallel"));
     m_tensorParallel->setRange(1, 1024);
     m_tensorParallel->setKeyboardTracking(false);
-    m_tensorParallel->setToolTip(tr("Splits each layer's weights and most activations across this many GPUs. It must "
-                                    "divide the GPU count and the attention heads; the arrows step through the "
-                                    "degrees that do."));
+    m_tensorParallel->setToolTip(
+        tr("Splits each layer's weights and most activations across this many GPUs. It must "
+           "divide the GPU count and the attention heads; the arrows step through the "
+           "degrees that do."));
     connect(m_tensorParallel, &QSpinBox::valueChanged, this, [this](int v) {
-        edit(tr("Change tensor parallelism"), [v](Scenario &s) { s.parallelism.tensor_parallel = v; });
+        edit(tr("Change tensor parallelism"),
+             [v](Scenario &s) { s.parallelism.tensor_parallel = v; });
     });
     auto *counts = new QHBoxLayout;
     counts->addWidget(m_gpuCount, 1);
@@ -518,12 +608,15 @@ QWidget *ControlsPanel::buildParallelGroup()
     gpusLabel->setBuddy(m_gpuCount);
     form->addRow(gpusLabel, counts);
 
-    m_sharding = enumCombo("sharding", kShardingLabels,
-                           tr("Divide optimizer states (ZeRO-1), gradients (ZeRO-2) and parameters (ZeRO-3, FSDP) "
-                              "across the data-parallel GPUs"));
+    m_sharding = enumCombo(
+        "sharding",
+        kShardingLabels,
+        tr("Divide optimizer states (ZeRO-1), gradients (ZeRO-2) and parameters (ZeRO-3, FSDP) "
+           "across the data-parallel GPUs"));
     connect(m_sharding, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_sharding);
-        edit(tr("Change sharding"), [name](Scenario &s) { parseSharding(name, s.parallelism.sharding); });
+        edit(tr("Change sharding"),
+             [name](Scenario &s) { parseSharding(name, s.parallelism.sharding); });
     });
     form->addRow(tr("Sharding:"), m_sharding);
 
@@ -535,14 +628,16 @@ QWidget *ControlsPanel::buildParallelGroup()
     connect(m_gpuFilter, &QLineEdit::textChanged, this, &ControlsPanel::filterGpus);
     m_gpuList = new QListWidget;
     m_gpuList->setObjectName(QStringLiteral("gpuList"));
-    m_gpuList->setToolTip(tr("GPUs to compare against: each draws a capacity line on the chart and gets a verdict"));
+    m_gpuList->setToolTip(
+        tr("GPUs to compare against: each draws a capacity line on the chart and gets a verdict"));
     m_gpuList->setMinimumHeight(110);
     m_gpuList->setUniformItemSizes(true);
     fillGpuList();
     connect(m_gpuList, &QListWidget::itemChanged, this, [this](QListWidgetItem *item) {
         const std::string id = item->data(Qt::UserRole).toString().toStdString();
         const bool on = item->checkState() == Qt::Checked;
-        edit(on ? tr("Compare with %1").arg(item->text()) : tr("Stop comparing with %1").arg(item->text()),
+        edit(on ? tr("Compare with %1").arg(item->text())
+                : tr("Stop comparing with %1").arg(item->text()),
              [id, on](Scenario &s) {
                  auto it = std::find(s.gpus.begin(), s.gpus.end(), id);
                  if (on && it == s.gpus.end())
@@ -561,24 +656,42 @@ QWidget *ControlsPanel::buildOverheadGroup()
     auto *group = new QGroupBox(tr("Overheads"));
     group->setCheckable(false);
     auto *form = formLayout(group);
-    m_cudaContext = doubleSpin("cudaContext", 0, 65536, 0, 64,
-                               tr("CUDA context and kernels outside PyTorch's allocator (about 300–900 MiB)"));
+    m_cudaContext = doubleSpin(
+        "cudaContext",
+        0,
+        65536,
+        0,
+        64,
+        tr("CUDA context and kernels outside PyTorch's allocator (about 300–900 MiB)"));
     m_cudaContext->setSuffix(tr(" MiB"));
     connect(m_cudaContext, &QDoubleSpinBox::valueChanged, this, [this](double v) {
-        edit(tr("Change CUDA context"), [v](Scenario &s) { s.overheads.cuda_context_bytes = std::llround(v * kMiB); });
+        edit(tr("Change CUDA context"),
+             [v](Scenario &s) { s.overheads.cuda_context_bytes = std::llround(v * kMiB); });
     });
     form->addRow(tr("CUDA context:"), m_cudaContext);
-    m_nccl = doubleSpin("ncclBuffers", 0, 65536, 0, 128, tr("NCCL communicator buffers per GPU, only with more than one GPU"));
+    m_nccl = doubleSpin("ncclBuffers",
+                        0,
+                        65536,
+                        0,
+                        128,
+                        tr("NCCL communicator buffers per GPU, only with more than one GPU"));
     m_nccl->setSuffix(tr(" MiB"));
     connect(m_nccl, &QDoubleSpinBox::valueChanged, this, [this](double v) {
-        edit(tr("Change NCCL buffers"), [v](Scenario &s) { s.overheads.nccl_bytes = std::llround(v * kMiB); });
+        edit(tr("Change NCCL buffers"),
+             [v](Scenario &s) { s.overheads.nccl_bytes = std::llround(v * kMiB); });
     });
     form->addRow(tr("NCCL buffers:"), m_nccl);
-    m_reserve = doubleSpin("allocatorReserve", 0, 100, 0, 1,
-                           tr("Memory the caching allocator reserves beyond the allocated peak (fragmentation)"));
+    m_reserve = doubleSpin(
+        "allocatorReserve",
+        0,
+        100,
+        0,
+        1,
+        tr("Memory the caching allocator reserves beyond the allocated peak (fragmentation)"));
     m_reserve->setSuffix(tr(" %"));
     connect(m_reserve, &QDoubleSpinBox::valueChanged, this, [this](double v) {
-        edit(tr("Change allocator reserve"), [v](Scenario &s) { s.overheads.allocator_reserve_fraction = v / 100.0; });
+        edit(tr("Change allocator reserve"),
+             [v](Scenario &s) { s.overheads.allocator_reserve_fraction = v / 100.0; });
     });
     form->addRow(tr("Allocator reserve:"), m_reserve);
     return group;
@@ -589,14 +702,17 @@ void ControlsPanel::fillGpuList()
     const QSignalBlocker block(m_gpuList);
     m_gpuList->clear();
     for (const GpuSpec &gpu : m_doc->catalog().gpus()) {
-        auto *item = new QListWidgetItem(QStringLiteral("%1 — %2").arg(
-                QString::fromStdString(gpu.name), QString::fromStdString(formatBytes(gpu.memory_bytes, ByteUnit::GB, 0))));
+        auto *item = new QListWidgetItem(
+            QStringLiteral("%1 — %2").arg(QString::fromStdString(gpu.name),
+                                          QString::fromStdString(
+                                              formatBytes(gpu.memory_bytes, ByteUnit::GB, 0))));
         item->setData(Qt::UserRole, QString::fromStdString(gpu.id));
         item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
         item->setCheckState(Qt::Unchecked);
-        item->setToolTip(QStringLiteral("%1 · %2 · %3").arg(QString::fromStdString(gpu.id),
-                                                            QString::fromStdString(gpu.vendor),
-                                                            QString::fromStdString(gpu.segment)));
+        item->setToolTip(QStringLiteral("%1 · %2 · %3")
+                             .arg(QString::fromStdString(gpu.id),
+                                  QString::fromStdString(gpu.vendor),
+                                  QString::fromStdString(gpu.segment)));
         m_gpuList->addItem(item);
     }
 }
@@ -605,8 +721,9 @@ void ControlsPanel::filterGpus(const QString &text)
 {
     for (int i = 0; i < m_gpuList->count(); ++i) {
         QListWidgetItem *item = m_gpuList->item(i);
-        const bool match = text.isEmpty() || item->text().contains(text, Qt::CaseInsensitive)
-                || item->data(Qt::UserRole).toString().contains(text, Qt::CaseInsensitive);
+        const bool match
+            = text.isEmpty() || item->text().contains(text, Qt::CaseInsensitive)
+              || item->data(Qt::UserRole).toString().contains(text, Qt::CaseInsensitive);
         // Selected GPUs always stay visible.
         item->setHidden(!match && item->checkState() != Qt::Checked);
     }
@@ -624,30 +741,37 @@ void ControlsPanel::editArchitecture()
     ArchitectureDialog dialog(*resolved, m_model->currentText(), this);
     if (dialog.exec() != QDialog::Accepted)
         return;
-    const ModelSpec spec = ArchitectureDialog::specFromEdit(m_doc->scenario().model, *resolved, dialog.architecture());
+    const ModelSpec spec = ArchitectureDialog::specFromEdit(m_doc->scenario().model,
+                                                            *resolved,
+                                                            dialog.architecture());
     edit(tr("Edit architecture"), [&spec](Scenario &s) { s.model = spec; });
 }
 
 void ControlsPanel::updateModelInfo()
 {
     if (!m_doc->valid()) {
-        m_modelInfo->setText(QStringLiteral("<span style='color:#c0392b'>%1</span>").arg(m_doc->error().toHtmlEscaped()));
+        m_modelInfo->setText(QStringLiteral("<span style='color:#c0392b'>%1</span>")
+                                 .arg(m_doc->error().toHtmlEscaped()));
         return;
     }
     const EstimateInput &in = m_doc->input();
     const MemoryEstimate &est = m_doc->estimate();
     const ModelArchitecture &a = in.arch;
     QString text = tr("%1B parameters · %2 layers · hidden %3 · %4/%5 heads · vocabulary %6")
-                           .arg(static_cast<double>(est.parameters) / 1e9, 0, 'f', est.parameters < 10'000'000'000 ? 2 : 1)
-                           .arg(a.layers)
-                           .arg(QLocale().toString(static_cast<qlonglong>(a.hidden_size)))
-                           .arg(a.attention_heads)
-                           .arg(a.kv_heads)
-                           .arg(QLocale().toString(static_cast<qlonglong>(a.vocab_size)));
+                       .arg(static_cast<double>(est.parameters) / 1e9,
+                            0,
+                            'f',
+                            est.parameters < 10'000'000'000 ? 2 : 1)
+                       .arg(a.layers)
+                       .arg(QLocale().toString(static_cast<qlonglong>(a.hidden_size)))
+                       .arg(a.attention_heads)
+                       .arg(a.kv_heads)
+                       .arg(QLocale().toString(static_cast<qlonglong>(a.vocab_size)));
     if (a.isMoe())
         text += tr(" · %1 experts, %2 per token").arg(a.experts).arg(a.experts_per_token);
     if (est.trainable_parameters > 0 && est.trainable_parameters < est.parameters)
-        text += tr(" · %1M trainable").arg(static_cast<double>(est.trainable_parameters) / 1e6, 0, 'f', 1);
+        text += tr(" · %1M trainable")
+                    .arg(static_cast<double>(est.trainable_parameters) / 1e6, 0, 'f', 1);
     m_modelInfo->setText(text);
 }
 
@@ -695,26 +819,32 @@ void ControlsPanel::syncFromDocument()
     selectName(m_adapterPrecision, adapterPrecisionName(t.lora.adapter_precision));
     selectName(m_precision, precisionName(t.precision));
     selectName(m_quantization, quantizationName(t.quantization));
-    m_quantization->setEnabled(t.method == Method::Qlora || !train || t.quantization != Quantization::None);
+    m_quantization->setEnabled(t.method == Method::Qlora || !train
+                               || t.quantization != Quantization::None);
     selectName(m_optimizer, optimizerName(t.optimizer));
     m_optimizer->setEnabled(train);
 
     // Batch and sequence
     m_microBatch->setValue(static_cast<double>(t.micro_batch_size));
     m_sequence->setValue(static_cast<double>(t.sequence_length));
-    m_accumulation->setValue(static_cast<int>(std::min<std::int64_t>(t.gradient_accumulation_steps, 1'000'000)));
+    m_accumulation->setValue(
+        static_cast<int>(std::min<std::int64_t>(t.gradient_accumulation_steps, 1'000'000)));
     m_accumulation->setEnabled(train);
     const std::int64_t dp = s.parallelism.dataParallel();
     // In doubles: a million-sequence micro-batch x a million steps x many GPUs x a long sequence
     // passes 2^63 (found by tst_monkey_input under UBSan).
-    const double sequences = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.gradient_accumulation_steps)
-            * static_cast<double>(std::max<std::int64_t>(dp, 1));
+    const double sequences = static_cast<double>(t.micro_batch_size)
+                             * static_cast<double>(t.gradient_accumulation_steps)
+                             * static_cast<double>(std::max<std::int64_t>(dp, 1));
     const auto count = [](double v) {
-        return v < 1e15 ? QLocale().toString(static_cast<qlonglong>(v)) : QLocale().toString(v, 'g', 3);
+        return v < 1e15 ? QLocale().toString(static_cast<qlonglong>(v))
+                        : QLocale().toString(v, 'g', 3);
     };
-    m_effectiveBatch->setText(train ? tr("Effective batch: %1 sequences, %2 tokens per optimizer step")
-                                              .arg(count(sequences), count(sequences * static_cast<double>(t.sequence_length)))
-                                    : tr("Inference: the KV cache holds micro-batch × sequence tokens"));
+    m_effectiveBatch->setText(
+        train
+            ? tr("Effective batch: %1 sequences, %2 tokens per optimizer step")
+                  .arg(count(sequences), count(sequences * static_cast<double>(t.sequence_length)))
+            : tr("Inference: the KV cache holds micro-batch × sequence tokens"));
 
     // Techniques
     selectName(m_checkpointing, checkpointingName(t.checkpointing));
@@ -725,7 +855,8 @@ void ControlsPanel::syncFromDocument()
     m_offloadOptimizer->setChecked(t.offload.optimizer);
     m_offloadOptimizer->setEnabled(train || t.offload.optimizer);
     m_offloadParameters->setChecked(t.offload.parameters);
-    const bool paramShard = s.parallelism.sharding == Sharding::Zero3 || s.parallelism.sharding == Sharding::FsdpFull;
+    const bool paramShard = s.parallelism.sharding == Sharding::Zero3
+                            || s.parallelism.sharding == Sharding::FsdpFull;
     m_offloadParameters->setEnabled(paramShard || t.offload.parameters);
 
     // Parallelism and GPUs
@@ -733,7 +864,8 @@ void ControlsPanel::syncFromDocument()
     m_tensorParallel->setValue(static_cast<int>(s.parallelism.tensor_parallel));
     // Arrows offer only what the core accepts: GPU counts in multiples of the tensor-parallel degree,
     // degrees that divide both the GPU count and the attention heads.
-    m_gpuCount->setSingleStep(static_cast<int>(std::clamp<std::int64_t>(s.parallelism.tensor_parallel, 1, 1024)));
+    m_gpuCount->setSingleStep(
+        static_cast<int>(std::clamp<std::int64_t>(s.parallelism.tensor_parallel, 1, 1024)));
     {
         std::string unused;
         const auto arch = m_doc->catalog().resolveModel(s.model, unused);
@@ -753,7 +885,8 @@ void ControlsPanel::syncFromDocument()
     filterGpus(m_gpuFilter->text());
 
     // Overheads
-    m_cudaContext->setValue(static_cast<double>(s.overheads.cuda_context_bytes) / static_cast<double>(kMiB));
+    m_cudaContext->setValue(static_cast<double>(s.overheads.cuda_context_bytes)
+                            / static_cast<double>(kMiB));
     m_nccl->setValue(static_cast<double>(s.overheads.nccl_bytes) / static_cast<double>(kMiB));
     m_reserve->setValue(s.overheads.allocator_reserve_fraction * 100.0);
     blockers.clear();

@@ -27,7 +27,8 @@ class SteppedSpinBox;
 class ScenarioDocument;
 struct Scenario;
 
-class ControlsPanel : public QWidget {
+class ControlsPanel : public QWidget
+{
     Q_OBJECT
 public:
     explicit ControlsPanel(ScenarioDocument *document, QWidget *parent = nullptr);
@@ -54,8 +55,12 @@ private:
     QWidget *buildTechniquesGroup();
     QWidget *buildParallelGroup();
     QWidget *buildOverheadGroup();
-    void connectSlider(LogSliderSpin *slider, const QString &text, void (*apply)(Scenario &, double));
-    void edit(const QString &text, const std::function<void(Scenario &)> &change, bool fromSlider = false);
+    void connectSlider(LogSliderSpin *slider,
+                       const QString &text,
+                       void (*apply)(Scenario &, double));
+    void edit(const QString &text,
+              const std::function<void(Scenario &)> &change,
+              bool fromSlider = false);
     void editArchitecture();
     void fillGpuList();
     void filterGpus(const QString &text);

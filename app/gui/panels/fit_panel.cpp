@@ -32,8 +32,12 @@ QString speedText(double slowdown)
 } // namespace
 
 FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
-    : QWidget(parent), m_doc(document), m_gpuCombo(new QComboBox), m_message(new QLabel), m_list(new QTreeWidget),
-      m_timer(new QTimer(this))
+    : QWidget(parent)
+    , m_doc(document)
+    , m_gpuCombo(new QComboBox)
+    , m_message(new QLabel)
+    , m_list(new QTreeWidget)
+    , m_timer(new QTimer(this))
 {
     m_gpuCombo->setObjectName(QStringLiteral("fitGpu"));
     m_gpuCombo->setToolTip(tr("The GPU to make the scenario fit"));
@@ -41,11 +45,13 @@ FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
     m_list->setRootIsDecorated(false);
     m_list->setAlternatingRowColors(true);
     m_list->setUniformRowHeights(false);
-    m_list->setHeaderLabels({tr("Changes"), tr("Step time"), tr("Per GPU"), tr("Headroom"), QString()});
+    m_list->setHeaderLabels(
+        {tr("Changes"), tr("Step time"), tr("Per GPU"), tr("Headroom"), QString()});
     m_list->header()->setStretchLastSection(false);
     m_list->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_list->header()->setSectionResizeMode(ColChanges, QHeaderView::Stretch);
-    m_list->setToolTip(tr("Technique combinations that fit, cheapest in speed first. Double-click or press Apply."));
+    m_list->setToolTip(tr(
+        "Technique combinations that fit, cheapest in speed first. Double-click or press Apply."));
     m_message->setWordWrap(true);
     m_message->setObjectName(QStringLiteral("fitMessage"));
 
@@ -65,8 +71,9 @@ FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
     connect(m_timer, &QTimer::timeout, this, &FitPanel::recompute);
     connect(m_doc, &ScenarioDocument::changed, this, &FitPanel::scheduleRecompute);
     connect(m_gpuCombo, &QComboBox::currentIndexChanged, this, &FitPanel::scheduleRecompute);
-    connect(m_list, &QTreeWidget::itemActivated, this,
-            [this](QTreeWidgetItem *item) { apply(m_list->indexOfTopLevelItem(item)); });
+    connect(m_list, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem *item) {
+        apply(m_list->indexOfTopLevelItem(item));
+    });
     recompute();
 }
 
@@ -76,7 +83,10 @@ void FitPanel::setUnit(ByteUnit unit)
     recompute();
 }
 
-void FitPanel::scheduleRecompute() { m_timer->start(); }
+void FitPanel::scheduleRecompute()
+{
+    m_timer->start();
+}
 
 void FitPanel::updateGpuCombo()
 {
@@ -89,9 +99,10 @@ void FitPanel::updateGpuCombo()
         const bool fits = m_doc->valid() && m_doc->estimate().device_total <= gpu.memory_bytes;
         const QString id = QString::fromStdString(gpu.id);
         m_gpuCombo->addItem(QStringLiteral("%1 (%2)%3")
-                                    .arg(QString::fromStdString(gpu.name),
-                                         QString::fromStdString(formatBytes(gpu.memory_bytes, m_unit, 0)),
-                                         fits ? tr(" — fits already") : QString()),
+                                .arg(QString::fromStdString(gpu.name),
+                                     QString::fromStdString(
+                                         formatBytes(gpu.memory_bytes, m_unit, 0)),
+                                     fits ? tr(" — fits already") : QString()),
                             id);
         if (!fits && firstOver < 0)
             firstOver = m_gpuCombo->count() - 1;
@@ -108,7 +119,8 @@ void FitPanel::recompute()
     m_list->clear();
     m_suggestions.clear();
     const ChartColors colors = chartColors(palette());
-    const GpuSpec *gpu = m_doc->catalog().findGpu(m_gpuCombo->currentData().toString().toStdString());
+    const GpuSpec *gpu = m_doc->catalog().findGpu(
+        m_gpuCombo->currentData().toString().toStdString());
     if (!m_doc->valid()) {
         m_message->setText(tr("Fix the scenario first: %1").arg(m_doc->error()));
         return;
@@ -119,20 +131,23 @@ void FitPanel::recompute()
     }
     const MemoryEstimate &est = m_doc->estimate();
     if (est.device_total <= gpu->memory_bytes) {
-        m_message->setText(tr("Fits on %1 as it is; suggestions appear when a scenario does not fit.")
-                                   .arg(QString::fromStdString(gpu->name)));
+        m_message->setText(
+            tr("Fits on %1 as it is; suggestions appear when a scenario does not fit.")
+                .arg(QString::fromStdString(gpu->name)));
         return;
     }
     m_suggestions = suggestFits(m_doc->input(), gpu->memory_bytes, 10);
     if (m_suggestions.empty()) {
-        m_message->setText(tr("No combination of techniques makes this fit on %1; try more GPUs with sharding, "
-                              "or a larger GPU.")
-                                   .arg(QString::fromStdString(gpu->name)));
+        m_message->setText(
+            tr("No combination of techniques makes this fit on %1; try more GPUs with sharding, "
+               "or a larger GPU.")
+                .arg(QString::fromStdString(gpu->name)));
         return;
     }
-    m_message->setText(tr("Over by %1 on %2. These fit, cheapest in speed first:")
-                               .arg(QString::fromStdString(formatBytes(est.device_total - gpu->memory_bytes, m_unit)),
-                                    QString::fromStdString(gpu->name)));
+    m_message->setText(
+        tr("Over by %1 on %2. These fit, cheapest in speed first:")
+            .arg(QString::fromStdString(formatBytes(est.device_total - gpu->memory_bytes, m_unit)),
+                 QString::fromStdString(gpu->name)));
     // The rows are filled before they join the list, then added at once: with ResizeToContents
     // columns, every cell set on a row already in the list re-measures the whole list (a 15 ms
     // stall after each pause in a slider drag, when this runs).
@@ -145,7 +160,9 @@ void FitPanel::recompute()
         item->setText(ColChanges, changes.join(QLatin1Char('\n')));
         item->setToolTip(ColChanges, changes.join(QLatin1Char('\n')));
         item->setText(ColSpeed, speedText(s.slowdown));
-        item->setForeground(ColSpeed, s.slowdown > 1.5 ? colors.danger : (s.slowdown > 1.1 ? colors.warning : colors.ok));
+        item->setForeground(ColSpeed,
+                            s.slowdown > 1.5 ? colors.danger
+                                             : (s.slowdown > 1.1 ? colors.warning : colors.ok));
         item->setText(ColPeak, QString::fromStdString(formatBytes(s.device_total, m_unit)));
         item->setText(ColHeadroom, QString::fromStdString(formatBytes(s.headroom, m_unit)));
         for (int c : {ColSpeed, ColPeak, ColHeadroom})
@@ -171,11 +188,12 @@ void FitPanel::apply(int index)
     QStringList changes;
     for (const std::string &c : s.changes)
         changes << QString::fromStdString(c);
-    m_doc->edit(tr("Make it fit: %1").arg(changes.join(QStringLiteral(", "))), [&](Scenario &scenario) {
-        scenario.training = s.input.training;
-        scenario.parallelism = s.input.parallelism;
-        scenario.overheads = s.input.overheads;
-    });
+    m_doc->edit(tr("Make it fit: %1").arg(changes.join(QStringLiteral(", "))),
+                [&](Scenario &scenario) {
+                    scenario.training = s.input.training;
+                    scenario.parallelism = s.input.parallelism;
+                    scenario.overheads = s.input.overheads;
+                });
 }
 
 } // namespace membudget

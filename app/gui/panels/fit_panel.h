@@ -4,8 +4,8 @@
 // "Make it fit": the core's suggestions (fit_advisor.h) for a GPU the scenario does not fit,
 // cheapest in speed first, each applied with one click.
 
-#include "base/byte_format.h"
 #include "advice/fit_advisor.h"
+#include "base/byte_format.h"
 
 #include <QWidget>
 
@@ -20,7 +20,8 @@ namespace membudget {
 
 class ScenarioDocument;
 
-class FitPanel : public QWidget {
+class FitPanel : public QWidget
+{
     Q_OBJECT
 public:
     explicit FitPanel(ScenarioDocument *document, QWidget *parent = nullptr);

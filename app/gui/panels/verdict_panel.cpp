@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "panels/verdict_panel.h"
 
-#include "panels/breakdown_table.h"
-#include "charts/chart_theme.h"
 #include "advice/fit_solver.h"
+#include "charts/chart_theme.h"
 #include "document/scenario_document.h"
+#include "panels/breakdown_table.h"
 
 #include <QAbstractTextDocumentLayout>
 #include <QApplication>
@@ -26,16 +26,22 @@ namespace membudget {
 namespace {
 enum Column { ColGpu, ColMemory, ColVerdict, ColMaxBatch, ColMaxSequence, ColCount };
 
-QString bytes(Bytes b, ByteUnit unit) { return QString::fromStdString(formatBytes(b, unit)); }
+QString bytes(Bytes b, ByteUnit unit)
+{
+    return QString::fromStdString(formatBytes(b, unit));
+}
 
 // Draws cell texts from laid-out (and, where too wide, elided) text kept between paints
 // (QStaticText). The table is repainted on every slider step, whole rows at a time, and shaping its
 // texts again each time cost more than drawing the chart's bars.
-class StaticTextDelegate : public QStyledItemDelegate {
+class StaticTextDelegate : public QStyledItemDelegate
+{
 public:
     using QStyledItemDelegate::QStyledItemDelegate;
 
-    void paint(QPainter *painter, const QStyleOptionViewItem &option, const QModelIndex &index) const override
+    void paint(QPainter *painter,
+               const QStyleOptionViewItem &option,
+               const QModelIndex &index) const override
     {
         QStyleOptionViewItem opt = option;
         initStyleOption(&opt, index);
@@ -43,7 +49,8 @@ public:
         const QStyle *style = widget ? widget->style() : QApplication::style();
         // Plain one-line text without icon or check box (the style would measure the text to
         // place it); the text area is the cell less the style's text margins.
-        if (opt.text.isEmpty() || opt.text.contains(QLatin1Char('\n')) || opt.features.testFlag(QStyleOptionViewItem::WrapText)
+        if (opt.text.isEmpty() || opt.text.contains(QLatin1Char('\n'))
+            || opt.features.testFlag(QStyleOptionViewItem::WrapText)
             || opt.features.testFlag(QStyleOptionViewItem::HasDecoration)
             || opt.features.testFlag(QStyleOptionViewItem::HasCheckIndicator)) {
             QStyledItemDelegate::paint(painter, option, index);
@@ -52,31 +59,43 @@ public:
         const int margin = style->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, widget) + 1;
         const QRect textRect = opt.rect.adjusted(margin, 0, -margin, 0);
         const QStaticText &text = laidOut(opt.text, opt.font, textRect.width(), opt.textElideMode);
-        const QSize size(static_cast<int>(text.size().width()), static_cast<int>(std::ceil(text.size().height())));
+        const QSize size(static_cast<int>(text.size().width()),
+                         static_cast<int>(std::ceil(text.size().height())));
         opt.text.clear();
         style->drawControl(QStyle::CE_ItemViewItem, &opt, painter, widget); // background, focus
-        const QPalette::ColorGroup group = !opt.state.testFlag(QStyle::State_Enabled) ? QPalette::Disabled
-                : opt.state.testFlag(QStyle::State_Active)                            ? QPalette::Normal
-                                                                                      : QPalette::Inactive;
+        const QPalette::ColorGroup group = !opt.state.testFlag(QStyle::State_Enabled)
+                                               ? QPalette::Disabled
+                                           : opt.state.testFlag(QStyle::State_Active)
+                                               ? QPalette::Normal
+                                               : QPalette::Inactive;
         painter->save();
-        painter->setPen(opt.palette.color(group, opt.state.testFlag(QStyle::State_Selected) ? QPalette::HighlightedText
-                                                                                            : QPalette::Text));
+        painter->setPen(opt.palette.color(group,
+                                          opt.state.testFlag(QStyle::State_Selected)
+                                              ? QPalette::HighlightedText
+                                              : QPalette::Text));
         painter->setFont(opt.font);
-        painter->drawStaticText(QStyle::alignedRect(opt.direction, opt.displayAlignment, size, textRect).topLeft(), text);
+        painter->drawStaticText(
+            QStyle::alignedRect(opt.direction, opt.displayAlignment, size, textRect).topLeft(),
+            text);
         painter->restore();
     }
 
 private:
     // `text` laid out in `font`, elided as the style would when wider than `width`.
-    const QStaticText &laidOut(const QString &text, const QFont &font, int width, Qt::TextElideMode elide) const
+    const QStaticText &laidOut(const QString &text,
+                               const QFont &font,
+                               int width,
+                               Qt::TextElideMode elide) const
     {
-        const QString key = font.key() + QLatin1Char('\x1f') + QString::number(width) + QLatin1Char('\x1f') + text;
+        const QString key = font.key() + QLatin1Char('\x1f') + QString::number(width)
+                            + QLatin1Char('\x1f') + text;
         auto it = m_cache.find(key);
         if (it == m_cache.end()) {
             if (m_cache.size() > 512) // values seen while dragging; start over now and then
                 m_cache.clear();
             const QFontMetrics fm(font);
-            QStaticText laid(fm.horizontalAdvance(text) > width ? fm.elidedText(text, elide, width) : text);
+            QStaticText laid(fm.horizontalAdvance(text) > width ? fm.elidedText(text, elide, width)
+                                                                : text);
             laid.setTextFormat(Qt::PlainText);
             laid.setPerformanceHint(QStaticText::AggressiveCaching);
             laid.prepare(QTransform(), font);
@@ -89,7 +108,10 @@ private:
 };
 } // namespace
 
-VerdictPanel::VerdictPanel(QWidget *parent) : QWidget(parent), m_summary(new QTextEdit), m_table(new QTreeWidget)
+VerdictPanel::VerdictPanel(QWidget *parent)
+    : QWidget(parent)
+    , m_summary(new QTextEdit)
+    , m_table(new QTreeWidget)
 {
     // The summary is wrapped rich text that changes with every slider step. A word-wrapped
     // rich-text QLabel would lay it out five or six times per change (size hints, height for width,
@@ -104,7 +126,9 @@ VerdictPanel::VerdictPanel(QWidget *parent) : QWidget(parent), m_summary(new QTe
     m_summary->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
     m_summary->viewport()->setAutoFillBackground(false); // the panel's background, like a label
     m_summary->document()->setDocumentMargin(0);
-    connect(m_summary->document()->documentLayout(), &QAbstractTextDocumentLayout::documentSizeChanged, this,
+    connect(m_summary->document()->documentLayout(),
+            &QAbstractTextDocumentLayout::documentSizeChanged,
+            this,
             [this](const QSizeF &size) {
                 const int height = static_cast<int>(std::ceil(size.height()));
                 if (height != m_summary->height())
@@ -116,9 +140,12 @@ VerdictPanel::VerdictPanel(QWidget *parent) : QWidget(parent), m_summary(new QTe
     m_table->setAlternatingRowColors(true);
     m_table->setUniformRowHeights(true);
     m_table->setSelectionMode(QAbstractItemView::NoSelection);
-    m_table->setHeaderLabels({tr("GPU"), tr("Memory"), tr("Verdict"), tr("Max batch"), tr("Max seq.")});
-    m_table->headerItem()->setToolTip(ColMaxBatch, tr("The largest micro-batch that fits at this sequence length"));
-    m_table->headerItem()->setToolTip(ColMaxSequence, tr("The longest sequence that fits at this micro-batch size"));
+    m_table->setHeaderLabels(
+        {tr("GPU"), tr("Memory"), tr("Verdict"), tr("Max batch"), tr("Max seq.")});
+    m_table->headerItem()
+        ->setToolTip(ColMaxBatch, tr("The largest micro-batch that fits at this sequence length"));
+    m_table->headerItem()
+        ->setToolTip(ColMaxSequence, tr("The longest sequence that fits at this micro-batch size"));
     m_table->header()->setStretchLastSection(false);
     // Not ResizeToContents: that measures every cell again on each change of any cell, several
     // times per slider step. update() fits the columns itself.
@@ -130,7 +157,10 @@ VerdictPanel::VerdictPanel(QWidget *parent) : QWidget(parent), m_summary(new QTe
     layout->addWidget(m_table, 1);
 }
 
-QString VerdictPanel::summaryText() const { return m_summaryHtml; }
+QString VerdictPanel::summaryText() const
+{
+    return m_summaryHtml;
+}
 
 void VerdictPanel::setSummary(const QString &html)
 {
@@ -145,24 +175,32 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
     const ChartColors colors = chartColors(palette());
     if (!doc.valid()) {
         m_table->clear();
-        setSummary(QStringLiteral("<span style='color:%1'><b>%2</b> %3</span>")
-                           .arg(colors.danger.name(), tr("Cannot estimate:"), doc.error().toHtmlEscaped()));
+        setSummary(
+            QStringLiteral("<span style='color:%1'><b>%2</b> %3</span>")
+                .arg(colors.danger.name(), tr("Cannot estimate:"), doc.error().toHtmlEscaped()));
         return;
     }
     const MemoryEstimate &est = doc.estimate();
-    QString summary = tr("<b>%1</b> per GPU at the peak (in the <b>%2</b> phase): %3 allocated by PyTorch, %4 reserved.")
-                              .arg(est.too_large ? tr("Too large") : bytes(est.device_total, unit),
-                                   QString::fromUtf8(phaseLabel(est.peak_phase)).toLower(),
-                                   bytes(est.peak_allocated, unit), bytes(est.peak_reserved, unit));
-    summary += QStringLiteral("<br>") + tr("%1 parameters, %2 trainable.")
-                                              .arg(QString::fromStdString(formatCount(static_cast<double>(est.parameters))),
-                                                   QString::fromStdString(formatCount(static_cast<double>(est.trainable_parameters))));
+    QString summary = tr("<b>%1</b> per GPU at the peak (in the <b>%2</b> phase): %3 allocated by "
+                         "PyTorch, %4 reserved.")
+                          .arg(est.too_large ? tr("Too large") : bytes(est.device_total, unit),
+                               QString::fromUtf8(phaseLabel(est.peak_phase)).toLower(),
+                               bytes(est.peak_allocated, unit),
+                               bytes(est.peak_reserved, unit));
+    summary += QStringLiteral("<br>")
+               + tr("%1 parameters, %2 trainable.")
+                     .arg(QString::fromStdString(formatCount(static_cast<double>(est.parameters))),
+                          QString::fromStdString(
+                              formatCount(static_cast<double>(est.trainable_parameters))));
     if (est.cpu_offload_total > 0)
-        summary += QStringLiteral("<br>") + tr("CPU offload needs <b>%1</b> of CPU RAM (%2 per GPU).")
-                                                   .arg(bytes(est.cpu_offload_total, unit), bytes(est.cpu_offload_bytes, unit));
+        summary += QStringLiteral("<br>")
+                   + tr("CPU offload needs <b>%1</b> of CPU RAM (%2 per GPU).")
+                         .arg(bytes(est.cpu_offload_total, unit),
+                              bytes(est.cpu_offload_bytes, unit));
     const auto gpus = doc.selectedGpus();
     if (gpus.empty())
-        summary += QStringLiteral("<br><i>") + tr("Select GPUs in the controls to compare against.") + QStringLiteral("</i>");
+        summary += QStringLiteral("<br><i>") + tr("Select GPUs in the controls to compare against.")
+                   + QStringLiteral("</i>");
     setSummary(summary);
 
     // The same GPUs as last time (every slider step): update the rows in place, so that only the
@@ -170,7 +208,7 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
     bool sameRows = m_table->topLevelItemCount() == static_cast<int>(gpus.size());
     for (std::size_t i = 0; sameRows && i < gpus.size(); ++i)
         sameRows = m_table->topLevelItem(static_cast<int>(i))->data(ColGpu, Qt::UserRole).toString()
-                == QString::fromStdString(gpus[i].id);
+                   == QString::fromStdString(gpus[i].id);
     if (!sameRows) {
         m_table->clear();
         for (const GpuSpec &gpu : gpus) {
@@ -192,14 +230,17 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         QTreeWidgetItem *item = m_table->topLevelItem(static_cast<int>(i));
         const bool fits = est.device_total <= gpu.memory_bytes;
         item->setText(ColMemory, bytes(gpu.memory_bytes, unit));
-        const QString verdict = (fits ? QStringLiteral("✓ ") : QStringLiteral("✗ ")) + verdictText(est, gpu, unit);
+        const QString verdict = (fits ? QStringLiteral("✓ ") : QStringLiteral("✗ "))
+                                + verdictText(est, gpu, unit);
         item->setText(ColVerdict, verdict);
         item->setToolTip(ColVerdict, verdict); // whole, should a narrow panel elide it
         item->setForeground(ColVerdict, fits ? colors.ok : colors.danger);
         const std::int64_t batch = maxMicroBatch(in, gpu.memory_bytes);
         const std::int64_t seq = maxSequenceLength(in, gpu.memory_bytes);
-        item->setText(ColMaxBatch, batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch)) : tr("none"));
-        item->setText(ColMaxSequence, seq > 0 ? QLocale().toString(static_cast<qlonglong>(seq)) : tr("none"));
+        item->setText(ColMaxBatch,
+                      batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch)) : tr("none"));
+        item->setText(ColMaxSequence,
+                      seq > 0 ? QLocale().toString(static_cast<qlonglong>(seq)) : tr("none"));
     }
 
     // Fit a column to its contents when the rows are new or a text is longer than those it was

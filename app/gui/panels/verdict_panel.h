@@ -17,7 +17,8 @@ namespace membudget {
 
 class ScenarioDocument;
 
-class VerdictPanel : public QWidget {
+class VerdictPanel : public QWidget
+{
     Q_OBJECT
 public:
     explicit VerdictPanel(QWidget *parent = nullptr);

@@ -25,16 +25,24 @@ double roundSignificant(double v, int digits)
 } // namespace
 
 LogSliderSpin::LogSliderSpin(qint64 min, qint64 max, QWidget *parent)
-    : QWidget(parent), m_min(static_cast<double>(min)), m_max(static_cast<double>(max)), m_integer(true)
+    : QWidget(parent)
+    , m_min(static_cast<double>(min))
+    , m_max(static_cast<double>(max))
+    , m_integer(true)
 {
     m_intSpin = new QSpinBox;
-    m_intSpin->setRange(static_cast<int>(min), static_cast<int>(std::min<qint64>(max, 2'000'000'000)));
+    m_intSpin->setRange(static_cast<int>(min),
+                        static_cast<int>(std::min<qint64>(max, 2'000'000'000)));
     m_intSpin->setGroupSeparatorShown(true);
     init();
 }
 
 LogSliderSpin::LogSliderSpin(double min, double max, int decimals, int significant, QWidget *parent)
-    : QWidget(parent), m_min(min), m_max(max), m_integer(false), m_significant(significant)
+    : QWidget(parent)
+    , m_min(min)
+    , m_max(max)
+    , m_integer(false)
+    , m_significant(significant)
 {
     m_doubleSpin = new QDoubleSpinBox;
     m_doubleSpin->setRange(min, max);
@@ -106,7 +114,8 @@ void LogSliderSpin::setSuffix(const QString &suffix)
 double LogSliderSpin::valueAt(int position) const
 {
     if (!m_snaps.empty())
-        return m_snaps[static_cast<std::size_t>(std::clamp(position, 0, static_cast<int>(m_snaps.size()) - 1))];
+        return m_snaps[static_cast<std::size_t>(
+            std::clamp(position, 0, static_cast<int>(m_snaps.size()) - 1))];
     const double t = static_cast<double>(position) / kSteps;
     const double v = std::exp(std::log(m_min) + t * (std::log(m_max) - std::log(m_min)));
     if (m_integer)
@@ -155,11 +164,20 @@ void LogSliderSpin::setValue(double value)
     showValue(value, !m_slider->isSliderDown());
 }
 
-bool LogSliderSpin::isSliderDown() const { return m_slider->isSliderDown(); }
+bool LogSliderSpin::isSliderDown() const
+{
+    return m_slider->isSliderDown();
+}
 
-void LogSliderSpin::setSliderPosition(int position) { m_slider->setValue(position); }
+void LogSliderSpin::setSliderPosition(int position)
+{
+    m_slider->setValue(position);
+}
 
-int LogSliderSpin::sliderPosition() const { return m_slider->value(); }
+int LogSliderSpin::sliderPosition() const
+{
+    return m_slider->value();
+}
 
 void LogSliderSpin::onSliderMoved(int position)
 {

@@ -16,7 +16,8 @@ class QSpinBox;
 
 namespace membudget {
 
-class LogSliderSpin : public QWidget {
+class LogSliderSpin : public QWidget
+{
     Q_OBJECT
 public:
     // Whole numbers in [min, max] (QSpinBox).

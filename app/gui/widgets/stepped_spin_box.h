@@ -11,7 +11,8 @@
 
 namespace membudget {
 
-class SteppedSpinBox : public QSpinBox {
+class SteppedSpinBox : public QSpinBox
+{
     Q_OBJECT
 public:
     using QSpinBox::QSpinBox;
