@@ -91,9 +91,7 @@ std::string estimateTable(const Scenario &scenario,
     out += "\n";
     for (int c = 0; c < kComponentCount; ++c) {
         const auto comp = static_cast<Component>(c);
-        std::string name = componentLabel(comp);
-        if (!est.training && comp == Component::Activations)
-            name = "KV cache";
+        const std::string name = componentLabel(comp);
         out += pad(name, 19);
         for (int p = 0; p < phaseCount; ++p)
             out += pad(formatBytes(est.phases[static_cast<std::size_t>(p)][comp], unit), 17, true);

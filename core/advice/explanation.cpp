@@ -120,19 +120,9 @@ std::string explainComponent(const EstimateInput &in,
                + shardText(d.state_shard)
                + (d.paged_optimizer ? "; paged: may spill to CPU under pressure" : "") + total;
     case Component::Activations: {
-        if (t.mode == Mode::Inference)
-            return "KV cache 2 x " + num(static_cast<double>(in.arch.layers)) + " layers x "
-                   + num(tokens) + " tokens x " + num(static_cast<double>(in.arch.kv_heads))
-                   + " KV heads x " + num(static_cast<double>(in.arch.head_dim)) + " x "
-                   + num(d.kv_cache_bytes
-                             / std::max(1.0,
-                                        2 * static_cast<double>(in.arch.layers) * tokens
-                                            * static_cast<double>(in.arch.kv_heads
-                                                                  * in.arch.head_dim)),
-                         0)
-                   + " B" + total;
         if (bytes == 0)
-            return "none (freed after backward)";
+            return t.mode == Mode::Inference ? "none (inference saves nothing for backward)"
+                                             : "none (freed after backward)";
         const std::string perLayer = num(d.layer_activation_per_token) + " B/token"
                                      + (d.layer_attention_score_per_token > 0
                                             ? " + " + num(d.layer_attention_score_per_token)
@@ -154,6 +144,18 @@ std::string explainComponent(const EstimateInput &in,
                + perLayer + ") + " + gb(d.embedding_activation_bytes) + " outside the layers"
                + total;
     }
+    case Component::KvCache:
+        if (bytes == 0)
+            return "none (training keeps no KV cache)";
+        return "2 x " + num(static_cast<double>(in.arch.layers)) + " layers x " + num(tokens)
+               + " tokens x " + num(static_cast<double>(in.arch.kv_heads)) + " KV heads x "
+               + num(static_cast<double>(in.arch.head_dim)) + " x "
+               + num(d.kv_cache_bytes
+                         / std::max(1.0,
+                                    2 * static_cast<double>(in.arch.layers) * tokens
+                                        * static_cast<double>(in.arch.kv_heads * in.arch.head_dim)),
+                     0)
+               + " B" + total;
     case Component::Logits:
         if (bytes == 0)
             return "none at this moment";
@@ -207,11 +209,12 @@ std::string explainComponent(const EstimateInput &in,
     }
     case Component::CudaContext:
         return "CUDA context and kernels "
-               + formatBytes(in.overheads.cuda_context_bytes, ByteUnit::GiB)
-               + (in.parallelism.gpus > 1
-                      ? " + NCCL buffers " + formatBytes(in.overheads.nccl_bytes, ByteUnit::GiB)
-                      : std::string())
-               + total;
+               + formatBytes(in.overheads.cuda_context_bytes, ByteUnit::GiB) + total;
+    case Component::Communicator:
+        if (bytes == 0)
+            return "none (one GPU)";
+        return "NCCL communicator buffers " + formatBytes(in.overheads.nccl_bytes, ByteUnit::GiB)
+               + " per rank" + total;
     case Component::AllocatorReserve:
         return num(in.overheads.allocator_reserve_fraction * 100.0, 0) + "% of "
                + formatBytes(b.allocated())

@@ -9,18 +9,22 @@ const char *const kComponentKeys[kComponentCount] = {"weights",
                                                      "master_weights",
                                                      "optimizer_states",
                                                      "activations",
+                                                     "kv_cache",
                                                      "logits",
                                                      "temporaries",
                                                      "cuda_context",
+                                                     "communicator",
                                                      "allocator_reserve"};
 const char *const kComponentLabels[kComponentCount] = {"Weights",
                                                        "Gradients",
                                                        "Master weights",
                                                        "Optimizer states",
                                                        "Activations",
+                                                       "KV cache",
                                                        "Logits & loss",
                                                        "Temporaries",
                                                        "CUDA context",
+                                                       "NCCL buffers",
                                                        "Allocator reserve"};
 const char *const kPhaseKeys[kPhaseCount] = {"forward", "backward", "optimizer_step"};
 const char *const kPhaseLabels[kPhaseCount] = {"Forward", "Backward", "Optimizer step"};

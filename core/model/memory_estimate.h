@@ -8,7 +8,7 @@
 
 namespace membudget {
 
-// What one GPU's memory is spent on. The first seven are torch-allocated bytes; the last two are
+// What one GPU's memory is spent on. The first eight are torch-allocated bytes; the last three are
 // outside torch.cuda.memory_allocated() and bring the total to what nvidia-smi shows.
 enum class Component {
     Weights,
@@ -16,13 +16,15 @@ enum class Component {
     MasterWeights,
     OptimizerStates,
     Activations,
+    KvCache, // inference: keys and values of every layer for every token so far
     Logits,
     Temporaries,
-    CudaContext,
-    AllocatorReserve,
+    CudaContext,      // CUDA context and kernels
+    Communicator,     // NCCL buffers, with more than one GPU
+    AllocatorReserve, // reserved by the caching allocator beyond the allocated bytes
 };
-inline constexpr int kComponentCount = 9;
-inline constexpr int kAllocatedComponentCount = 7;
+inline constexpr int kComponentCount = 11;
+inline constexpr int kAllocatedComponentCount = 8;
 
 enum class Phase { Forward, Backward, OptimizerStep };
 inline constexpr int kPhaseCount = 3;

@@ -281,7 +281,8 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
         dv.kv_cache_bytes = kv;
         dv.logits_forward_bytes = logits;
         Breakdown &fwd = est.phases[0];
-        setAllocated(fwd, w, 0, 0, 0, kv, logits, prefill);
+        setAllocated(fwd, w, 0, 0, 0, 0, logits, prefill);
+        fwd[Component::KvCache] = toBytes(kv);
         dv.weight_shard = shardsParameters(sharding) ? N : 1;
     } else {
         const double shardW = shardsParameters(sharding) ? N : 1.0;
@@ -461,14 +462,15 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
     }
 
     // Overheads outside torch's allocated bytes.
-    const double context = static_cast<double>(in.overheads.cuda_context_bytes)
-                           + (multiGpu ? static_cast<double>(in.overheads.nccl_bytes) : 0.0);
+    const double context = static_cast<double>(in.overheads.cuda_context_bytes);
+    const double communicator = multiGpu ? static_cast<double>(in.overheads.nccl_bytes) : 0.0;
     const int phaseCount = train ? kPhaseCount : 1;
     int peak = 0;
     for (int i = 0; i < phaseCount; ++i) {
         Breakdown &ph = est.phases[static_cast<std::size_t>(i)];
         const Bytes allocated = ph.allocated();
         ph[Component::CudaContext] = toBytes(context);
+        ph[Component::Communicator] = toBytes(communicator);
         ph[Component::AllocatorReserve] = toBytes(static_cast<double>(allocated)
                                                   * in.overheads.allocator_reserve_fraction);
         if (allocated > est.phases[static_cast<std::size_t>(peak)].allocated())
@@ -478,7 +480,8 @@ MemoryEstimate estimateMemory(const EstimateInput &in)
     est.components = est.phases[static_cast<std::size_t>(peak)];
     est.peak_allocated = est.components.allocated();
     est.peak_reserved = addSat(est.peak_allocated, est.components[Component::AllocatorReserve]);
-    est.device_total = addSat(est.peak_reserved, est.components[Component::CudaContext]);
+    est.device_total = addSat(addSat(est.peak_reserved, est.components[Component::CudaContext]),
+                              est.components[Component::Communicator]);
     est.cpu_offload_bytes = toBytes(dv.cpu_offload_bytes);
     est.cpu_offload_total = toBytes(dv.cpu_offload_bytes * static_cast<double>(par.gpus));
     est.too_large = isSaturated(est.device_total);

@@ -132,11 +132,9 @@ private slots:
         EstimateInput in = input(llama2_7b(), Precision::Fp16);
         in.training.mode = Mode::Inference;
         in.training.sequence_length = 1;
-        QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::Activations),
-                 Q_INT64_C(512) * 1024);
+        QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::KvCache), Q_INT64_C(512) * 1024);
         in.arch = llama3_8b();
-        QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::Activations),
-                 Q_INT64_C(128) * 1024);
+        QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::KvCache), Q_INT64_C(128) * 1024);
     }
 
     void componentsSumToThePeak()

@@ -33,9 +33,11 @@ QColor componentColor(Component component, bool dark)
         QColor(0x7e, 0x57, 0xc2), // master weights: violet
         QColor(0xc2, 0x3b, 0x5a), // optimizer states: raspberry
         QColor(0x2e, 0x9e, 0x6f), // activations: green
+        QColor(0x1f, 0x7a, 0x5a), // KV cache: dark green (inference's activations)
         QColor(0x3f, 0xb8, 0xc8), // logits: cyan
         QColor(0xd9, 0xbf, 0x3a), // temporaries: yellow
         QColor(0x84, 0x8c, 0x96), // CUDA context: grey
+        QColor(0x9a, 0x83, 0x6b), // NCCL buffers: taupe
         QColor(0xb9, 0xbf, 0xc6), // allocator reserve: light grey
     };
     QColor c = light[static_cast<int>(component)];
@@ -64,13 +66,19 @@ QString componentDescription(Component component)
     case Component::Activations:
         return QObject::tr(
             "Tensors the forward pass saves for backward; grows with micro-batch x sequence.");
+    case Component::KvCache:
+        return QObject::tr(
+            "Keys and values of every layer for every token so far; grows with batch x length.");
     case Component::Logits:
         return QObject::tr("The output logits over the vocabulary and their gradient.");
     case Component::Temporaries:
         return QObject::tr(
             "Short-lived buffers: recomputation, gathered shards, optimizer scratch.");
     case Component::CudaContext:
-        return QObject::tr("CUDA context, kernels and NCCL buffers outside PyTorch's allocator.");
+        return QObject::tr("CUDA context and kernels, outside PyTorch's allocator.");
+    case Component::Communicator:
+        return QObject::tr(
+            "NCCL communicator buffers of each rank when several GPUs work together.");
     case Component::AllocatorReserve:
         return QObject::tr(
             "Memory the caching allocator reserves beyond what tensors use (fragmentation).");
