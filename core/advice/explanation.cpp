@@ -2,6 +2,8 @@
 #include "advice/explanation.h"
 
 #include "base/byte_format.h"
+#include "model/step_model.h"
+#include "model/timeline_live.h"
 
 #include <cmath>
 #include <cstdio>
@@ -47,6 +49,64 @@ const char *weightDtype(Precision p)
     return "";
 }
 
+// "3 x q_proj output (layers 29-31) 1.20 GB"
+std::string describeGroup(const StepTimeline &tl, const LiveTensorGroup &g)
+{
+    const TimelineTensor &t = tl.tensors[static_cast<std::size_t>(g.tensor)];
+    std::string s = timelineTensorName(t);
+    if (g.count > 1)
+        s = num(g.count) + " x " + s;
+    if (g.first_layer >= 0 && g.last_layer > g.first_layer)
+        s += " (layers " + num(g.first_layer) + "-" + num(g.last_layer) + ")";
+    else if (g.first_layer >= 0)
+        s += " (layer " + num(g.first_layer) + ")";
+    return s + " " + gb(g.bytes);
+}
+
+// The largest live tensors of component `c` at the phase's peak, e.g. "2 x autocast weight copy
+// 1.2 GB + gradient of down_proj input 0.3 GB + 4 more".
+std::string liveList(const EstimateInput &in, const MemoryEstimate &est, Phase phase, Component c)
+{
+    const StepModel model(in);
+    const StepTimeline &tl = model.timeline();
+    const double seq = static_cast<double>(in.training.sequence_length);
+    const std::vector<LiveTensorGroup> groups
+        = liveAt(tl, est.moments[static_cast<std::size_t>(phase)], est.derivation.tokens, seq);
+    std::string out;
+    int shown = 0, more = 0;
+    for (const LiveTensorGroup &g : groups) {
+        if (tl.tensors[static_cast<std::size_t>(g.tensor)].component != c)
+            continue;
+        if (shown == 3) {
+            ++more;
+            continue;
+        }
+        out += (shown++ ? " + " : "") + describeGroup(tl, g);
+    }
+    if (more > 0)
+        out += " + " + num(more) + " more";
+    return out;
+}
+
+std::string whereIn(const PeakMoment &m)
+{
+    switch (m.stage) {
+    case Stage::Resident:
+        return "at its start";
+    case Stage::Loss:
+        return "in the loss (lm_head, log-softmax and their gradients)";
+    case Stage::OptimizerStep:
+        return "during the update";
+    case Stage::Forward:
+    case Stage::Backward:
+    case Stage::Prefill:
+        return m.layer >= 0 ? "in layer " + num(m.layer)
+                            : (m.stage == Stage::Backward ? "in the embedding's backward"
+                                                          : "in the embedding");
+    }
+    return {};
+}
+
 } // namespace
 
 std::string explainComponent(const EstimateInput &in,
@@ -82,27 +142,25 @@ std::string explainComponent(const EstimateInput &in,
                 + adapterPrecisionName(t.lora.adapter_precision) + ")";
         }
         s += shardText(d.weight_shard);
-        if (in.parallelism.sharding == Sharding::FsdpGradOp && in.parallelism.gpus > 1
-            && phase != Phase::OptimizerStep)
-            s += " + the unsharded copy held from forward to the end of backward";
         if (t.offload.parameters)
             s = "parameters offloaded to CPU RAM; only gathered units are on the GPU (see "
                 "temporaries)";
         return s + total;
     }
-    case Component::Gradients:
+    case Component::Gradients: {
         if (bytes == 0)
             return phase == Phase::Forward
                        ? "no gradients during forward (freed by zero_grad after the last step)"
                        : "none yet";
+        const double all = d.trainable_per_gpu * d.grad_bytes_per_param / d.grad_shard;
+        if (phase == Phase::Backward && static_cast<double>(bytes) < 0.999 * all)
+            return "made so far: " + liveList(in, est, phase, c) + total;
         return num(d.trainable_per_gpu) + " trainable params x " + num(d.grad_bytes_per_param)
                + " B" + shardText(d.grad_shard)
                + (phase == Phase::Forward ? " (kept between micro-batches by gradient accumulation)"
                                           : "")
-               + (phase == Phase::Backward && d.backward_peak_at_start == 2
-                      ? " (lm_head and last layer so far)"
-                      : "")
                + total;
+    }
     case Component::MasterWeights:
         if (bytes == 0)
             return t.offload.optimizer && isMixedMaster(t.precision)
@@ -123,26 +181,25 @@ std::string explainComponent(const EstimateInput &in,
         if (bytes == 0)
             return t.mode == Mode::Inference ? "none (inference saves nothing for backward)"
                                              : "none (freed after backward)";
-        const std::string perLayer = num(d.layer_activation_per_token) + " B/token"
-                                     + (d.layer_attention_score_per_token > 0
-                                            ? " + " + num(d.layer_attention_score_per_token)
-                                                  + " B/token x s (eager softmax)"
-                                            : std::string());
-        if (phase == Phase::Backward && d.backward_peak_at_start == 0) {
-            return "one layer's saved tensors remain ("
-                   + gb(t.checkpointing == Checkpointing::Full ? d.layer_checkpoint_bytes
-                                                               : d.layer_saved_bytes)
-                   + ") + embeddings/final norm" + total;
-        }
+        const double layers = static_cast<double>(in.arch.layers);
+        const double perLayer = t.checkpointing == Checkpointing::Full ? d.layer_checkpoint_bytes
+                                                                       : d.layer_saved_bytes;
+        const double everything = layers * perLayer + d.embedding_activation_bytes;
+        if (static_cast<double>(bytes) < 0.999 * everything)
+            return "what remains: " + liveList(in, est, phase, c) + total;
         if (t.checkpointing == Checkpointing::Full)
-            return num(static_cast<double>(in.arch.layers)) + " layers x layer input "
-                   + gb(d.layer_checkpoint_bytes) + " (b x s x h x "
+            return num(layers) + " layers x layer input " + gb(d.layer_checkpoint_bytes)
+                   + " (b x s x h x "
                    + num(d.layer_checkpoint_bytes
                          / std::max(1.0, tokens * static_cast<double>(in.arch.hidden_size)))
                    + " B) + " + gb(d.embedding_activation_bytes) + " outside the layers" + total;
-        return num(static_cast<double>(in.arch.layers)) + " layers x " + num(tokens) + " tokens x ("
-               + perLayer + ") + " + gb(d.embedding_activation_bytes) + " outside the layers"
-               + total;
+        const std::string bytesPerToken = num(d.layer_activation_per_token) + " B/token"
+                                          + (d.layer_attention_score_per_token > 0
+                                                 ? " + " + num(d.layer_attention_score_per_token)
+                                                       + " B/token x s (eager softmax)"
+                                                 : std::string());
+        return num(layers) + " layers x " + num(tokens) + " tokens x (" + bytesPerToken + ") + "
+               + gb(d.embedding_activation_bytes) + " outside the layers" + total;
     }
     case Component::KvCache:
         if (bytes == 0)
@@ -161,51 +218,21 @@ std::string explainComponent(const EstimateInput &in,
             return "none at this moment";
         if (t.mode == Mode::Inference)
             return "last-position logits b x V x (16-bit + fp32)" + total;
-        if (phase == Phase::Backward)
-            return num(tokens) + " tokens x " + num(static_cast<double>(in.arch.vocab_size))
-                   + " vocab x "
-                   + num(d.logits_bytes_per_token,
-                         d.logits_bytes_per_token == std::floor(d.logits_bytes_per_token) ? 0 : 2)
-                   + " B (loss " + lossName(t.loss) + ": the fp32 loss-gradient chain)" + total;
+        if (est.moments[static_cast<std::size_t>(phase)].stage != Stage::Loss)
+            return liveList(in, est, phase, c) + total;
         return num(tokens) + " tokens x " + num(static_cast<double>(in.arch.vocab_size))
                + " vocab x "
-               + num(d.logits_forward_bytes
+               + num(static_cast<double>(bytes)
                          / std::max(1.0, tokens * static_cast<double>(in.arch.vocab_size)),
                      2)
-               + " B (loss " + lossName(t.loss) + ": logits, fp32 upcast, fp32 log-softmax)"
-               + total;
+               + " B (loss " + lossName(t.loss) + ": "
+               + (phase == Phase::Backward ? "the fp32 loss-gradient chain"
+                                           : "logits, fp32 upcast, fp32 log-softmax")
+               + ")" + total;
     case Component::Temporaries: {
-        std::string parts;
-        auto add = [&](double v, const char *what) {
-            if (v <= 0)
-                return;
-            parts += (parts.empty() ? "" : " + ") + gb(v) + " " + what;
-        };
-        if (t.mode == Mode::Inference) {
-            add(static_cast<double>(bytes), "prefill working set of one layer");
-        } else if (phase == Phase::OptimizerStep) {
-            add(d.optimizer_step_temporaries,
-                t.optimizer == Optimizer::AdamW || t.optimizer == Optimizer::PagedAdamW
-                    ? "foreach AdamW sqrt(exp_avg_sq) buffer"
-                    : "optimizer working copies");
-            add(d.ddp_bucket_bytes, "DDP gradient buckets");
-        } else {
-            if (phase == Phase::Forward)
-                add(d.sharding_transient_forward, "gathered parameter units");
-            else
-                add(d.sharding_transient_backward, "gathered units, unsharded grads and buckets");
-            if (phase == Phase::Backward && d.backward_peak_at_start != 1) {
-                add(d.recompute_bytes, "one layer recomputed");
-                add(d.layer_backward_transient, "gradient buffers of one layer");
-            }
-            if (!(phase == Phase::Backward && d.backward_peak_at_start == 0))
-                add(d.autocast_weight_cache, "autocast 16-bit weight copies");
-            add(d.ddp_bucket_bytes, "DDP gradient buckets");
-            add(d.dequant_transient, "one dequantized weight");
-        }
-        if (parts.empty())
+        if (bytes == 0)
             return "none";
-        return parts + total;
+        return liveList(in, est, phase, c) + total;
     }
     case Component::CudaContext:
         return "CUDA context and kernels "
@@ -225,32 +252,26 @@ std::string explainComponent(const EstimateInput &in,
 
 std::string explainPhase(const EstimateInput &in, const MemoryEstimate &est, Phase phase)
 {
-    const Derivation &d = est.derivation;
     const std::string alloc = formatBytes(est.phase(phase).allocated());
-    switch (phase) {
-    case Phase::Forward:
-        if (in.training.mode == Mode::Inference)
-            return "Inference: weights, KV cache and one layer's prefill working set: " + alloc
-                   + " allocated.";
-        return "End of forward: every saved activation plus the logits and loss tensors: " + alloc
-               + " allocated.";
-    case Phase::Backward:
-        if (d.backward_peak_at_start == 1)
-            return "Backward peaks at its start, while the loss gradient chain (fp32 logits) "
-                   "coexists with all activations: "
-                   + alloc + ".";
-        if (d.backward_peak_at_start == 2)
-            return "Backward peaks at the first layer processed: all activations, the recomputed "
-                   "layer and its gradient buffers: "
-                   + alloc + ".";
-        return "Backward peaks at its end, when gradients are complete and one layer's activations "
-               "remain: "
-               + alloc + ".";
-    case Phase::OptimizerStep:
-        return "Optimizer step: weights, gradients, states and the step's temporaries: " + alloc
-               + ".";
+    const PeakMoment &m = est.moments[static_cast<std::size_t>(phase)];
+    const std::string name = in.training.mode == Mode::Inference ? "Inference (prefill)"
+                                                                 : phaseLabel(phase);
+    std::string s = name + " peaks " + whereIn(m) + ": " + alloc + " allocated";
+    std::string biggest;
+    Bytes most = 0;
+    for (Component c : {Component::Activations,
+                        Component::Logits,
+                        Component::Temporaries,
+                        Component::KvCache,
+                        Component::Gradients}) {
+        if (est.phase(phase)[c] > most) {
+            most = est.phase(phase)[c];
+            biggest = componentLabel(c);
+        }
     }
-    return {};
+    if (!biggest.empty())
+        s += "; besides the model's states, mostly " + biggest + " (" + formatBytes(most) + ")";
+    return s + ".";
 }
 
 } // namespace membudget

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "advice/fit_solver.h"
 
+#include "model/step_model.h"
+
 #include <algorithm>
 
 namespace membudget {
@@ -51,10 +53,10 @@ std::int64_t maxMicroBatch(const EstimateInput &input,
                            FitMetric metric,
                            std::int64_t limit)
 {
-    EstimateInput probe = input;
+    const StepModel model(input);
+    const std::int64_t seq = input.training.sequence_length;
     return largestFitting(limit, [&](std::int64_t b) {
-        probe.training.micro_batch_size = b;
-        return metricOf(estimateMemory(probe), metric) <= capacity;
+        return metricOf(model.estimate(b, seq), metric) <= capacity;
     });
 }
 
@@ -63,10 +65,10 @@ std::int64_t maxSequenceLength(const EstimateInput &input,
                                FitMetric metric,
                                std::int64_t limit)
 {
-    EstimateInput probe = input;
+    const StepModel model(input);
+    const std::int64_t batch = input.training.micro_batch_size;
     return largestFitting(limit, [&](std::int64_t s) {
-        probe.training.sequence_length = s;
-        return metricOf(estimateMemory(probe), metric) <= capacity;
+        return metricOf(model.estimate(batch, s), metric) <= capacity;
     });
 }
 

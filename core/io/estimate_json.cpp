@@ -48,6 +48,14 @@ nlohmann::json estimateToJson(const Scenario &scenario,
     perGpu["peak_reserved"] = est.peak_reserved;
     perGpu["device_total"] = est.device_total;
     perGpu["peak_phase"] = phaseKey(est.peak_phase);
+    perGpu["saved_activations"] = toBytes(est.derivation.saved_activation_bytes);
+    nlohmann::json moments = nlohmann::json::object();
+    for (int p = 0; p < phaseCount; ++p) {
+        const PeakMoment &m = est.moments[static_cast<std::size_t>(p)];
+        moments[phaseKey(static_cast<Phase>(p))] = {{"stage", stageKey(m.stage)},
+                                                    {"layer", m.layer}};
+    }
+    perGpu["peak_moments"] = moments;
     nlohmann::json formulas = nlohmann::json::object();
     for (int i = 0; i < kComponentCount; ++i) {
         const auto c = static_cast<Component>(i);

@@ -28,6 +28,10 @@ const char *const kComponentLabels[kComponentCount] = {"Weights",
                                                        "Allocator reserve"};
 const char *const kPhaseKeys[kPhaseCount] = {"forward", "backward", "optimizer_step"};
 const char *const kPhaseLabels[kPhaseCount] = {"Forward", "Backward", "Optimizer step"};
+const char *const kStageKeys[kStageCount]
+    = {"resident", "forward", "loss", "backward", "optimizer_step", "prefill"};
+const char *const kStageLabels[kStageCount]
+    = {"Resident", "Forward", "Loss", "Backward", "Optimizer step", "Prefill"};
 } // namespace
 
 const char *componentKey(Component c)
@@ -45,6 +49,15 @@ const char *phaseKey(Phase p)
 const char *phaseLabel(Phase p)
 {
     return kPhaseLabels[static_cast<int>(p)];
+}
+
+const char *stageKey(Stage s)
+{
+    return kStageKeys[static_cast<int>(s)];
+}
+const char *stageLabel(Stage s)
+{
+    return kStageLabels[static_cast<int>(s)];
 }
 
 Bytes Breakdown::allocated() const

@@ -29,6 +29,30 @@ inline constexpr int kAllocatedComponentCount = 8;
 enum class Phase { Forward, Backward, OptimizerStep };
 inline constexpr int kPhaseCount = 3;
 
+// Where in a step something happens, finer than the three phases.
+enum class Stage : std::uint8_t {
+    Resident,      // what exists before the step starts: weights, states, buffers
+    Forward,       // embedding and decoder layers
+    Loss,          // final norm, lm_head and the loss (forward or backward)
+    Backward,      // decoder layers and embedding in reverse
+    OptimizerStep, // the update, then zero_grad
+    Prefill,       // inference: the prompt through every layer
+};
+inline constexpr int kStageCount = 6;
+const char *stageKey(Stage s);   // "optimizer_step"
+const char *stageLabel(Stage s); // "Optimizer step"
+
+// A moment of a step's timeline: after event `event` (-1: at the start) of repetition
+// `repetition` of block `block`, in `stage`, while decoder layer `layer` runs (-1: outside them).
+struct PeakMoment
+{
+    int block = -1;
+    int repetition = 0;
+    int event = -1;
+    int layer = -1;
+    Stage stage = Stage::Resident;
+};
+
 const char *componentKey(Component c);   // "optimizer_states" (JSON and scenario key)
 const char *componentLabel(Component c); // "Optimizer states" (for people)
 const char *phaseKey(Phase p);           // "optimizer_step"
@@ -65,23 +89,15 @@ struct Derivation
     double layer_saved_bytes = 0;          // bytes one layer saves for backward at this micro-batch
     double layer_checkpoint_bytes = 0;     // with full checkpointing: the saved layer input
     double embedding_activation_bytes = 0; // before the first layer and after the last
-    double logits_forward_bytes = 0;       // held at the end of forward
-    double logits_backward_bytes = 0;      // held at the start of backward
+    double saved_activation_bytes = 0;     // everything kept for backward when forward ends
+    double logits_forward_bytes = 0;       // the loss's largest moment in forward
+    double logits_backward_bytes = 0;      // ... in backward (the loss gradient chain)
     double logits_bytes_per_token = 0;     // backward peak bytes per token per vocab entry (x V)
-    double layer_backward_transient = 0;   // gradient buffers of one layer's backward
-    double recompute_bytes = 0;            // one layer recomputed under checkpointing
-    double optimizer_step_temporaries = 0;
-    double sharding_transient_forward = 0; // FSDP/ZeRO-3 gathered units, buckets
-    double sharding_transient_backward = 0;
-    double ddp_bucket_bytes = 0;
-    double autocast_weight_cache = 0; // AMP: 16-bit copies of the weights during forward/backward
-    double dequant_transient = 0;     // QLoRA: one dequantized base weight
-    double kv_cache_bytes = 0;        // inference
-    double cpu_offload_bytes = 0;     // per GPU
+    double kv_cache_bytes = 0;             // inference
+    double cpu_offload_bytes = 0;          // per GPU
     std::int64_t data_parallel = 1;
     bool grads_live_in_forward = false; // gradient accumulation keeps gradients between micro-batches
     bool paged_optimizer = false;
-    int backward_peak_at_start = 1; // 1: the backward peak is at its start (logits), 0: at its end
 };
 
 struct MemoryEstimate
@@ -89,7 +105,8 @@ struct MemoryEstimate
     bool training = true;
     std::int64_t parameters = 0;
     std::int64_t trainable_parameters = 0;
-    std::array<Breakdown, kPhaseCount> phases{}; // forward end, backward peak, optimizer-step peak
+    std::array<Breakdown, kPhaseCount> phases{};   // the peak of forward, backward, optimizer step
+    std::array<PeakMoment, kPhaseCount> moments{}; // when each phase peaks (see step_timeline.h)
     Phase peak_phase = Phase::Forward;
     Breakdown components;     // the breakdown at the peak moment, cuda context and reserve included
     Bytes peak_allocated = 0; // torch.cuda.max_memory_allocated()

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/activation_model.h"
+#include "model/parameter_layout.h"
 #include "test_architectures.h"
 
 #include <QtTest>
@@ -64,9 +65,12 @@ private slots:
         ActivationProfile p = activationProfile(tinyLlama(), t, 1);
         QCOMPARE(p.logits_forward, 12.0);
         QCOMPARE(p.logits_backward, 16.0);
-        t.loss = LossImplementation::Chunked; // bf16 logits + one eighth of the fp32 chain
+        // Chunked: the bf16 logits are kept, and backward fills their bf16 gradient while one
+        // eighth of the fp32 chain (log-softmax, its gradient and the upcast's) exists at a time.
+        t.loss = LossImplementation::Chunked;
         p = activationProfile(tinyLlama(), t, 1);
-        QCOMPARE(p.logits_backward, 2.0 + 12.0 / 8);
+        QCOMPARE(p.logits_forward, 2.0 + 8.0 / 8);
+        QCOMPARE(p.logits_backward, 2.0 + 2.0 + 12.0 / 8);
     }
 
     void bf16FullFlash()
@@ -138,8 +142,15 @@ private slots:
         TrainingConfig t = config(Precision::Bf16, Method::Full, Attention::Eager);
         t.checkpointing = Checkpointing::Selective;
         const ActivationProfile sel = activationProfile(tinyLlama(), t, 1);
-        QCOMPARE(sel.layer_score, 0.0);  // the s^2 softmax terms are recomputed
-        QVERIFY(sel.backward_score > 0); // ... during backward
+        QCOMPARE(sel.layer_score, 0.0); // the s^2 softmax terms are recomputed during backward:
+        const StepGraphs g = stepGraphs(tinyLlama(), t, parameterLayout(tinyLlama()), 1);
+        QCOMPARE(g.body.regions.size(), std::size_t(1));
+        double recomputedScores = 0;
+        const RecomputeRegion &r = g.body.regions[0];
+        for (int i = r.first_op; i <= r.last_op; ++i)
+            for (int o : g.body.ops[static_cast<std::size_t>(i)].outputs)
+                recomputedScores += g.body.tensors[static_cast<std::size_t>(o)].size.per_token_seq;
+        QVERIFY(recomputedScores > 0);
     }
 
     void tensorParallelSplitsHeadsAndMlp()

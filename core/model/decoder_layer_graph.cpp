@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/decoder_layer_graph.h"
+
+#include "model/graph_builder.h"
+#include "model/graph_precision.h"
+#include "model/norm_graph.h"
+
+#include <algorithm>
+
+namespace membudget {
+
+namespace {
+
+SizeExpr tok(double width)
+{
+    return SizeExpr::perToken(width);
+}
+
+// Builds the op graph of one layer: transformers' modeling_llama.py (also Mistral, Qwen2, Gemma),
+// modeling_gpt2.py, modeling_gpt_bigcode.py, modeling_falcon.py and modeling_mixtral.py, with PEFT's
+// LoRA layer (peft/tuners/lora/layer.py) and bitsandbytes' Linear4bit where they apply.
+class LayerBuilder
+{
+public:
+    LayerBuilder(const ModelArchitecture &arch,
+                 const TrainingConfig &training,
+                 const ParameterLayout &layout,
+                 std::int64_t tensorParallel)
+        : m_b(m_graph)
+        , m_arch(arch)
+        , m_training(training)
+        , m_layout(layout)
+        , m_p(graphPrecision(training))
+    {
+        m_tp = static_cast<double>(std::max<std::int64_t>(1, tensorParallel));
+        m_h = static_cast<double>(arch.hidden_size);
+        m_d = static_cast<double>(arch.head_dim);
+        m_a = static_cast<double>(arch.attention_heads) / m_tp;
+        m_k = std::max(1.0, static_cast<double>(arch.kv_heads) / m_tp);
+        m_i = static_cast<double>(arch.intermediate_size) / m_tp;
+        m_llama = arch.family == ModelFamily::Llama || arch.family == ModelFamily::Gemma;
+    }
+
+    OpGraph build(bool inputRequiresGrad)
+    {
+        const int x = m_b.input("layer input", tok(m_h), m_p.stream, inputRequiresGrad);
+        m_graph.input = x;
+        if (m_arch.positions == PositionKind::Rotary) {
+            m_cos = m_b.shared("rotary cos");
+            m_sin = m_b.shared("rotary sin");
+        }
+        m_mask = m_b.shared("attention mask");
+        m_graph.tensors[static_cast<std::size_t>(m_mask)].element_bytes = m_p.stream;
+        m_graph.output = m_arch.parallel_attention ? parallelBlock(x) : sequentialBlock(x);
+        if (m_training.checkpointing == Checkpointing::Full && m_p.train)
+            m_graph.regions.push_back({0, static_cast<int>(m_graph.ops.size()) - 1});
+        for (std::size_t r = 0; r < m_graph.regions.size(); ++r)
+            for (int i = m_graph.regions[r].first_op; i <= m_graph.regions[r].last_op; ++i)
+                m_graph.ops[static_cast<std::size_t>(i)].region = static_cast<int>(r);
+        return std::move(m_graph);
+    }
+
+private:
+    // Pre-norm blocks; Gemma-2/3 (four norms) also normalise each block's output before the add.
+    int sequentialBlock(int x)
+    {
+        const bool sandwich = m_arch.norms_per_layer >= 4;
+        int attn = attention(norm(x, "input_layernorm"));
+        if (sandwich)
+            attn = norm(attn, "post_attention_layernorm");
+        attn = m_b.dropout(attn, m_arch.hidden_dropout, "attention output dropout");
+        const int mid = m_b.add(x, attn, "attention residual add");
+        const int n2 = norm(mid,
+                            sandwich ? "pre_feedforward_layernorm" : "post_attention_layernorm");
+        int mlpOut = m_arch.isMoe() ? moe(n2) : mlp(n2);
+        if (sandwich)
+            mlpOut = norm(mlpOut, "post_feedforward_layernorm");
+        mlpOut = m_b.dropout(mlpOut, m_arch.hidden_dropout, "mlp output dropout");
+        return m_b.add(mid, mlpOut, "mlp residual add");
+    }
+
+    // Falcon / GPT-J: attention and MLP read the same input (Falcon-40B/180B: two norms of it).
+    int parallelBlock(int x)
+    {
+        const int n = norm(x, "input_layernorm");
+        const int attn = attention(n);
+        const int nMlp = m_arch.norms_per_layer >= 2 ? norm(x, "mlp_layernorm") : n;
+        const int sum = m_b.add(mlp(nMlp), attn, "attention + mlp");
+        const int dropped = m_b.dropout(sum, m_arch.hidden_dropout, "output dropout");
+        return m_b.add(x, dropped, "residual add");
+    }
+
+    const TensorGroup *group(TensorRole role) const
+    {
+        for (const TensorGroup &g : m_layout)
+            if (g.role == role)
+                return &g;
+        return nullptr;
+    }
+
+    // Elements of one layer's share of every parameter group with this role, on this rank.
+    double layerElements(TensorRole role) const
+    {
+        double n = 0;
+        for (const TensorGroup &g : m_layout)
+            if (g.role == role)
+                n += g.totalElements() / (g.tensor_parallel_split ? m_tp : 1.0);
+        return n / static_cast<double>(std::max<std::int64_t>(1, m_arch.layers));
+    }
+
+    int norm(int x, const char *name, double groups = 0);
+    int amp16(int x);
+    int linear(int x, TensorRole role, double dIn, double dOut, unsigned loraBit, const char *name);
+    // A linear layer's shape: activation widths per rank, and the stored weight per rank.
+    struct LinearShape
+    {
+        double in = 0, out = 0;    // activation widths on this rank
+        double rows = 0, cols = 0; // one weight matrix on this rank (cols split by TP)
+        double copies = 1;         // matrices per layer (MoE: the experts)
+    };
+    int baseMatmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
+    int loraBranch(int x, int base, const LinearShape &shape, const char *name);
+    int attention(int x);
+    int rotary(int t, const char *name);
+    int attentionCore(int q, int k, int v);
+    int eagerCore(int q, int k, int v);
+    int sdpaCore(int q, int k, int v);
+    int mlp(int x);
+    int newGelu(int x);
+    int moe(int x);
+
+    OpGraph m_graph;
+    GraphBuilder m_b;
+    const ModelArchitecture &m_arch;
+    const TrainingConfig &m_training;
+    const ParameterLayout &m_layout;
+    GraphPrecision m_p;
+    double m_tp = 1, m_h = 0, m_d = 0, m_a = 0, m_k = 0, m_i = 0;
+    bool m_llama = true;
+    int m_cos = -1, m_sin = -1, m_mask = -1;
+};
+
+// A norm with its weight (see norm_graph.h). `groups` > 0: a q/k norm over head_dim (Qwen3, OLMo-2,
+// Gemma-3), one statistic per head.
+int LayerBuilder::norm(int x, const char *name, double groups)
+{
+    const bool parametric = m_arch.norm != NormKind::LayerNormNoParams;
+    const double perNorm = m_arch.norm == NormKind::LayerNorm ? 2 * m_h : m_h;
+    const double gradBytes = (groups > 0 ? m_d : perNorm) * m_p.grad;
+    const int w = parametric ? m_b.parameter(name, gradBytes, m_p.train_base) : -1;
+    return addNorm(m_b, m_arch.norm, x, w, SizeExpr::perToken(groups > 0 ? groups : 1), name);
+}
+
+// Autocast: ops on the lower-precision list cast fp32 inputs to 16-bit, a fresh copy per call.
+int LayerBuilder::amp16(int x)
+{
+    return m_p.amp ? m_b.cast(x, 2, "autocast input copy") : x;
+}
+
+int LayerBuilder::linear(
+    int x, TensorRole role, double dIn, double dOut, unsigned loraBit, const char *name)
+{
+    const TensorGroup *g = group(role);
+    LinearShape shape;
+    shape.in = dIn;
+    shape.out = dOut;
+    shape.rows = g ? static_cast<double>(g->rows) : dIn;
+    shape.cols = g ? static_cast<double>(g->cols) / (g->tensor_parallel_split ? m_tp : 1.0) : dOut;
+    shape.copies = g ? layerElements(role) / (shape.rows * shape.cols) : 1; // MoE: every expert
+    double gradBytes = layerElements(role) * m_p.grad;
+    if (role == TensorRole::Output)
+        gradBytes += layerElements(TensorRole::Bias) * m_p.grad; // all of a layer's biases
+    const int w = m_b.parameter(name, gradBytes, m_p.train_base);
+    const SizeExpr outElements = m_b.elements(x) * (dOut / dIn);
+    const int base = baseMatmul(x, w, shape.rows * shape.cols, outElements, name);
+    if (!m_p.lora || (loraBit & m_p.lora_targets) == 0)
+        return base;
+    return loraBranch(x, base, shape, name);
+}
+
+int LayerBuilder::baseMatmul(
+    int x, int w, double weightElements, SizeExpr outElements, const char *name)
+{
+    if (m_p.quantization != Quantization::None) {
+        // bitsandbytes MatMul4Bit: dequantizes the whole weight to the compute dtype in forward and
+        // again in backward; keeps only the packed weight (bitsandbytes/autograd/_functions.py).
+        const int deq = m_b.copy(w, SizeExpr::constant(weightElements), 2, "dequantized weight");
+        m_b.graph().tensors[static_cast<std::size_t>(deq)].use = TensorUse::WeightCopy;
+        const int out = m_b.matmul(x, deq, outElements, m_p.compute, name);
+        m_b.lastOp().saves.clear();
+        m_b.lastOp().backward_workspace = SizeExpr::constant(2 * weightElements);
+        return out;
+    }
+    if (m_p.amp) {
+        const int xc = amp16(x);
+        const int wc = m_b.autocastWeightCopy(w, weightElements, "autocast weight copy");
+        return m_b.matmul(xc, wc, outElements, 2, name);
+    }
+    return m_b.matmul(x, w, outElements, m_p.compute, name);
+}
+
+// PEFT LoRA: result = base(x) + lora_B(lora_A(dropout(x.to(A.dtype)))) * scaling, cast back to the
+// base output's dtype. Under autocast lora_A/lora_B cast their inputs like any F.linear.
+int LayerBuilder::loraBranch(int x, int base, const LinearShape &shape, const char *name)
+{
+    // Adapter A is in x r, B is r x out (the split dimension stays split under TP), per expert.
+    const double r = m_p.lora_rank;
+    const double w = shape.copies * m_p.adapter_weight;
+    const int A = m_b.parameter("lora_A", w * shape.rows * r, true);
+    const int B = m_b.parameter("lora_B", w * r * shape.cols, true);
+    const SizeExpr tokens = m_b.elements(x) * (1.0 / shape.in);
+    const int xa = m_b.cast(x, m_p.adapter, "lora input cast");
+    const int xd = m_b.dropout(xa, m_p.lora_dropout, "lora dropout");
+    int a, b;
+    if (m_p.amp) {
+        const int ca = m_b.autocastWeightCopy(A, shape.rows * r, "lora_A copy");
+        a = m_b.matmul(amp16(xd), ca, tokens * r, 2, "lora_A");
+        const int cb = m_b.autocastWeightCopy(B, r * shape.cols, "lora_B copy");
+        b = m_b.matmul(a, cb, tokens * shape.out, 2, "lora_B");
+    } else {
+        a = m_b.matmul(xd, A, tokens * r, m_p.adapter, "lora_A");
+        b = m_b.matmul(a, B, tokens * shape.out, m_p.adapter, "lora_B");
+    }
+    const int scaled = m_b.scalarOp(b, m_b.elements(b), m_b.elementBytes(b), "lora scaling");
+    const int sum = m_b.add(base, scaled, name);
+    return m_b.cast(sum, m_b.elementBytes(base), "lora result cast");
+}
+
+int LayerBuilder::attention(int x)
+{
+    const double qW = m_a * m_d;
+    const double kvW = m_k * m_d;
+    int q, k, v;
+    if (!m_llama) {
+        // Fused c_attn / query_key_value: q, k and v are views of one output.
+        q = k = v = linear(x,
+                           TensorRole::QueryKeyValue,
+                           m_h,
+                           qW + 2 * kvW,
+                           TargetQ | TargetK | TargetV,
+                           "qkv projection");
+    } else {
+        q = linear(x, TensorRole::Query, m_h, qW, TargetQ, "q_proj");
+        k = linear(x, TensorRole::Key, m_h, kvW, TargetK, "k_proj");
+        v = linear(x, TensorRole::Value, m_h, kvW, TargetV, "v_proj");
+    }
+    if (m_arch.qk_norm) {
+        q = norm(q, "q_norm", m_a);
+        k = norm(k, "k_norm", m_k);
+    }
+    if (m_arch.positions == PositionKind::Rotary && m_llama) {
+        q = rotary(q, "q rotary");
+        k = rotary(k, "k rotary");
+    }
+    if (!m_p.train) {
+        // generate(): DynamicCache.update keeps the layer's keys and values (for fused q/k/v,
+        // views that hold the whole projection output) for the tokens that follow.
+        for (int t : {k, v}) {
+            GraphTensor &x = m_graph.tensors[static_cast<std::size_t>(t)];
+            x.use = TensorUse::KvCache;
+            x.hold = Hold::StepEnd;
+        }
+    }
+    const int core = attentionCore(q, k, v);
+    return linear(core, TensorRole::Output, qW, m_h, TargetO, "o_proj");
+}
+
+// apply_rotary_pos_emb: q * cos + rotate_half(q) * sin, cos/sin in the hidden states' dtype (so an
+// fp32 stream under autocast promotes q to fp32). Keeps nothing: cos and sin are not trained.
+int LayerBuilder::rotary(int t, const char *name)
+{
+    const SizeExpr n = m_b.elements(t);
+    const double bytes = std::max(m_b.elementBytes(t), m_p.stream);
+    const int m1 = m_b.mul(t, m_cos, n, bytes, name);
+    const int neg = m_b.scalarOp(t, n * 0.5, m_b.elementBytes(t), "rotate_half neg");
+    const int rot = m_b.copy(neg, n, m_b.elementBytes(t), "rotate_half cat");
+    m_b.lastOp().inputs.push_back(t);
+    const int m2 = m_b.mul(rot, m_sin, n, bytes, name);
+    return m_b.add(m1, m2, name);
+}
+
+int LayerBuilder::attentionCore(int q, int k, int v)
+{
+    const bool selective = m_training.checkpointing == Checkpointing::Selective && m_p.train;
+    if (selective) {
+        // The recomputed core starts from the 16-bit q, k, v that autocast hands the matmuls.
+        q = amp16(q);
+        k = amp16(k);
+        v = amp16(v);
+    }
+    const int first = static_cast<int>(m_b.graph().ops.size());
+    const int out = m_training.attention == Attention::Eager ? eagerCore(q, k, v)
+                                                             : sdpaCore(q, k, v);
+    if (selective)
+        m_b.graph().regions.push_back({first, static_cast<int>(m_b.graph().ops.size()) - 1});
+    return out;
+}
+
+// HF eager_attention_forward (Llama): repeat_kv copies grouped K/V, q @ k^T * scaling + mask,
+// softmax in fp32, cast back to q's dtype, dropout, @ v, transpose + contiguous. GPT-2's _attn:
+// softmax in the compute dtype (fp32 under autocast), cast to v's dtype.
+int LayerBuilder::eagerCore(int q, int k, int v)
+{
+    const double groups = m_a / m_k;
+    const bool repeat = m_llama && groups > 1;
+    const int kr = repeat
+                       ? m_b.copy(k, m_b.elements(k) * groups, m_b.elementBytes(k), "repeat_kv k")
+                       : k;
+    const int vr = repeat
+                       ? m_b.copy(v, m_b.elements(v) * groups, m_b.elementBytes(v), "repeat_kv v")
+                       : v;
+    const SizeExpr scores = SizeExpr::perTokenSeq(m_a);
+    const double E = m_p.compute;
+    const int s = m_b.matmul(amp16(q), amp16(kr), scores, E, "attention scores q @ k^T");
+    const int scaled = m_b.scalarOp(s, scores, E, "scores * scaling");
+    int masked;
+    if (m_llama) {
+        masked = m_b.add(scaled, m_mask, "scores + mask");
+    } else {
+        masked = m_b.scalarOp(scaled, scores, E, "causal where");
+    }
+    const double softmaxBytes = (m_llama || m_p.amp) ? 4 : E;
+    const int sm = m_b.keepsOutput(masked, scores, softmaxBytes, "softmax");
+    const double probBytes = m_llama ? m_b.elementBytes(q) : m_b.elementBytes(v);
+    int probs = m_b.cast(sm, probBytes, "probabilities cast");
+    probs = m_b.dropout(probs, m_arch.attention_dropout, "attention dropout");
+    const int o = m_b.matmul(amp16(probs), amp16(vr), tok(m_a * m_d), E, "attention probs @ v");
+    return m_b.copy(o, tok(m_a * m_d), E, "attention output transpose");
+}
+
+// F.scaled_dot_product_attention (flash / memory-efficient kernels) and FlashAttention-2 (Dao 2023,
+// arXiv:2307.08691, section 3.1): keeps q, k, v, the output and an fp32 logsumexp per head and
+// token; the backward accumulates dq in fp32. The output is already laid out [b, s, a, d], so the
+// transpose + contiguous that follows is free.
+int LayerBuilder::sdpaCore(int q, int k, int v)
+{
+    const int qq = amp16(q);
+    const int kk = amp16(k);
+    const int vv = amp16(v);
+    OpGraph &g = m_b.graph();
+    GraphTensor out;
+    out.name = "attention output";
+    out.size = tok(m_p.compute * m_a * m_d);
+    out.element_bytes = m_p.compute;
+    const int o = g.addTensor(out);
+    GraphTensor lse;
+    lse.name = "attention logsumexp";
+    lse.size = tok(4 * m_a);
+    lse.element_bytes = 4;
+    lse.differentiable = false;
+    const int l = g.addTensor(lse);
+    GraphOp &op = g.addOp(m_training.attention == Attention::Flash ? "flash attention" : "sdpa");
+    op.inputs = {qq, kk, vv};
+    op.outputs = {o, l};
+    op.saves = {{qq, -1}, {kk, -1}, {vv, -1}, {o, -1}, {l, -1}};
+    op.backward_workspace = tok(4 * m_a * m_d);
+    return o;
+}
+
+int LayerBuilder::mlp(int x)
+{
+    const double E = m_p.compute;
+    switch (m_arch.mlp) {
+    case MlpKind::GatedSilu:
+    case MlpKind::GatedGelu: {
+        const int g = linear(x, TensorRole::Gate, m_h, m_i, TargetGate, "gate_proj");
+        const int act = m_b.keepsInput(g, m_b.elements(g), m_b.elementBytes(g), "mlp activation");
+        const int u = linear(x, TensorRole::Up, m_h, m_i, TargetUp, "up_proj");
+        const int p = m_b.mul(act, u, m_b.elements(u), E, "act(gate) * up");
+        return linear(p, TensorRole::Down, m_i, m_h, TargetDown, "down_proj");
+    }
+    case MlpKind::Gelu: {
+        const int f = linear(x, TensorRole::Up, m_h, m_i, TargetUp, "mlp fc_in");
+        const int act = m_b.keepsInput(f, m_b.elements(f), m_b.elementBytes(f), "gelu");
+        return linear(act, TensorRole::Down, m_i, m_h, TargetDown, "mlp fc_out");
+    }
+    case MlpKind::GeluTanhPython: {
+        const int f = linear(x, TensorRole::Up, m_h, m_i, TargetUp, "mlp fc_in");
+        return linear(newGelu(f), TensorRole::Down, m_i, m_h, TargetDown, "mlp fc_out");
+    }
+    }
+    return x;
+}
+
+// GPT-2's NewGELUActivation in Python ops: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+// Autocast runs pow in fp32, which promotes the chain after it.
+int LayerBuilder::newGelu(int x)
+{
+    const SizeExpr n = m_b.elements(x);
+    const int xp = m_p.amp ? m_b.cast(x, 4, "autocast fp32 copy") : x;
+    const int p3 = m_b.keepsInput(xp, n, m_b.elementBytes(xp), "gelu pow 3");
+    const int t1 = m_b.scalarOp(p3, n, m_b.elementBytes(p3), "gelu * 0.044715");
+    const int t2 = m_b.add(x, t1, "gelu x + ...");
+    const int t3 = m_b.scalarOp(t2, n, m_b.elementBytes(t2), "gelu * sqrt(2/pi)");
+    const int th = m_b.keepsOutput(t3, n, m_b.elementBytes(t3), "gelu tanh");
+    const int t4 = m_b.scalarOp(th, n, m_b.elementBytes(th), "gelu 1 + tanh");
+    const int hx = m_b.scalarOp(x, n, m_b.elementBytes(x), "gelu 0.5 x");
+    const double outBytes = std::max(m_b.elementBytes(hx), m_b.elementBytes(t4));
+    return m_b.mul(hx, t4, n, outBytes, "gelu product");
+}
+
+// Mixtral's sparse MLP: a router, softmax in fp32, and per expert a gathered copy of its tokens run
+// through the expert and scaled by the routing weight (kept for the router's gradient). Each token
+// visits experts_per_token experts, so sizes are per token times that.
+int LayerBuilder::moe(int x)
+{
+    const double experts = static_cast<double>(m_arch.experts);
+    const double topK = static_cast<double>(std::min(m_arch.experts_per_token, m_arch.experts));
+    const int logits = linear(x, TensorRole::Router, m_h, experts, 0u, "router");
+    const int weights = m_b.keepsOutput(logits, tok(experts), 4, "router softmax");
+    const int routed = m_b.copy(x, tok(topK * m_h), m_b.elementBytes(x), "routed tokens");
+    const int expertOut = mlp(routed);
+    const int scaled = m_b.mul(expertOut,
+                               weights,
+                               m_b.elements(expertOut),
+                               m_p.compute,
+                               "routing weight product");
+    return m_b.copy(scaled, tok(m_h), m_b.elementBytes(x), "expert index_add");
+}
+
+} // namespace
+
+OpGraph decoderLayerGraph(const ModelArchitecture &arch,
+                          const TrainingConfig &training,
+                          const ParameterLayout &layout,
+                          std::int64_t tensorParallel,
+                          bool inputRequiresGrad)
+{
+    return LayerBuilder(arch, training, layout, tensorParallel).build(inputRequiresGrad);
+}
+
+} // namespace membudget

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/graph_precision.h"
+
+namespace membudget {
+
+GraphPrecision graphPrecision(const TrainingConfig &t)
+{
+    GraphPrecision p;
+    const bool fp32Weights = t.precision == Precision::Fp32 || isAmp(t.precision);
+    p.amp = isAmp(t.precision);
+    p.compute = t.precision == Precision::Fp32 ? 4 : 2;
+    p.stream = fp32Weights ? 4 : 2;
+    p.weight = fp32Weights ? 4 : 2;
+    p.grad = p.weight;
+    p.train = t.mode == Mode::Train;
+    p.train_base = p.train && t.method == Method::Full;
+    p.lora = p.train && t.method != Method::Full;
+    p.lora_targets = t.lora.targets;
+    p.lora_rank = static_cast<double>(t.lora.rank);
+    p.lora_dropout = t.lora.dropout;
+    p.adapter = t.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : p.compute;
+    p.adapter_weight = t.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : p.weight;
+    const bool quantized = t.mode == Mode::Inference || t.method == Method::Qlora;
+    p.quantization = quantized ? t.quantization : Quantization::None;
+    return p;
+}
+
+} // namespace membudget

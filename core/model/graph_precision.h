@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "model/training_options.h"
+
+namespace membudget {
+
+// Element sizes and switches that decide which tensors a step makes and keeps (the dtypes of
+// Hugging Face transformers + PEFT + PyTorch 2.x on CUDA under each precision).
+struct GraphPrecision
+{
+    double compute = 2;        // matmul outputs: 4 in fp32, else 2 (autocast computes in 16-bit)
+    double stream = 2;         // residual stream and norms: 4 in fp32 and AMP (fp32 weights)
+    double weight = 2;         // weight storage: 4 in fp32 and AMP
+    double grad = 2;           // a full fine-tuning gradient: the weight's dtype
+    double adapter = 4;        // LoRA: PEFT casts the adapter input to the adapter weights' dtype
+    double adapter_weight = 4; // LoRA adapter weights and their gradients
+    bool amp = false;          // autocast: F.linear casts fp32 inputs (and weights) to 16-bit
+    bool train = true;         // a training step (autograd on)
+    bool train_base = true;    // full fine-tuning: base weights require gradients
+    bool lora = false;         // LoRA / QLoRA adapters
+    unsigned lora_targets = 0;
+    double lora_rank = 0;
+    double lora_dropout = 0;
+    Quantization quantization = Quantization::None; // frozen base weights stored quantized
+};
+
+GraphPrecision graphPrecision(const TrainingConfig &training);
+
+} // namespace membudget

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/model_ends_graph.h"
+
+#include "model/graph_builder.h"
+#include "model/graph_precision.h"
+#include "model/norm_graph.h"
+
+#include <algorithm>
+
+namespace membudget {
+
+namespace {
+
+SizeExpr tok(double width)
+{
+    return SizeExpr::perToken(width);
+}
+
+double parameterElements(const ParameterLayout &layout, TensorRole role, double tp)
+{
+    double n = 0;
+    for (const TensorGroup &g : layout)
+        if (g.role == role)
+            n += g.totalElements() / (g.tensor_parallel_split ? tp : 1.0);
+    return n;
+}
+
+// An integer tensor of the batch (token ids, labels), 8 bytes per token.
+int ids(GraphBuilder &b, const char *name)
+{
+    const int source = b.shared("batch");
+    const int t = b.copy(source, tok(1), 8, name);
+    b.graph().tensors[static_cast<std::size_t>(t)].differentiable = false;
+    return t;
+}
+
+int finalNorm(GraphBuilder &b, const ModelArchitecture &arch, const GraphPrecision &p, int x)
+{
+    const double h = static_cast<double>(arch.hidden_size);
+    const double perNorm = arch.norm == NormKind::LayerNorm ? 2 * h : h;
+    const int w = arch.norm == NormKind::LayerNormNoParams
+                      ? -1
+                      : b.parameter("final norm", perNorm * p.grad, p.train_base);
+    return addNorm(b, arch.norm, x, w, SizeExpr::perToken(1), "final norm");
+}
+
+// lm_head: F.linear over the final hidden states; under autocast the input and the (cached) weight
+// are cast to 16-bit. Never quantized (bitsandbytes keeps lm_head in 16-bit).
+int lmHead(GraphBuilder &b,
+           const ModelArchitecture &arch,
+           const GraphPrecision &p,
+           int x,
+           double vocab,
+           const ParameterLayout &layout,
+           double tp)
+{
+    const double h = static_cast<double>(arch.hidden_size);
+    const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
+    const double elements = parameterElements(layout, role, tp);
+    const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
+    const SizeExpr out = b.elements(x) * (vocab / h);
+    int logits;
+    if (p.amp) {
+        const int copy = b.autocastWeightCopy(w, elements, "autocast lm_head copy");
+        logits = b.matmul(b.cast(x, 2, "autocast input copy"), copy, out, 2, "lm_head logits");
+    } else {
+        logits = b.matmul(x, w, out, p.compute, "lm_head logits");
+    }
+    b.graph().tensors[static_cast<std::size_t>(logits)].use = TensorUse::Logits;
+    return logits;
+}
+
+void markLogits(GraphBuilder &b, int t)
+{
+    b.graph().tensors[static_cast<std::size_t>(t)].use = TensorUse::Logits;
+}
+
+// nll_loss over log-probabilities: keeps the (shifted, contiguous) int64 targets.
+int nllLoss(GraphBuilder &b, int logProbs)
+{
+    const int targets = ids(b, "shifted labels");
+    const int loss = b.scalarOp(logProbs, SizeExpr::constant(1), 4, "nll_loss");
+    b.lastOp().inputs.push_back(targets);
+    b.lastOp().saves = {{targets, -1}};
+    markLogits(b, targets);
+    return loss;
+}
+
+// The causal-LM loss of each implementation (see LossImplementation).
+//  hf: ForCausalLMLoss (transformers >= 4.46) upcasts the logits to fp32 inside the loss; the
+//      model output (16-bit logits) is dropped by the Trainer when forward returns.
+//  hf-legacy: LlamaForCausalLM before 4.46 returned logits.float() (kept by the training loop
+//      through backward) and made a shifted contiguous fp32 copy for CrossEntropyLoss.
+//  chunked: a chunked cross-entropy over 8 chunks: 16-bit logits kept, one chunk's fp32 chain
+//      at a time in forward and in backward.
+int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision &p, int logits)
+{
+    const SizeExpr n = b.elements(logits);
+    switch (t.loss) {
+    case LossImplementation::Hf: {
+        b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
+        const int l32 = b.cast(logits, 4, "logits fp32 upcast");
+        markLogits(b, l32);
+        const int lsm = b.keepsOutput(l32, n, 4, "log_softmax");
+        markLogits(b, lsm);
+        return nllLoss(b, lsm);
+    }
+    case LossImplementation::HfLegacy: {
+        const int l32 = b.cast(logits, 4, "logits.float() (model output)");
+        markLogits(b, l32);
+        b.graph().tensors[static_cast<std::size_t>(l32)].hold = Hold::StepEnd;
+        const int shifted = b.copy(l32, n, 4, "shift_logits contiguous");
+        markLogits(b, shifted);
+        const int lsm = b.keepsOutput(shifted, n, 4, "log_softmax");
+        markLogits(b, lsm);
+        return nllLoss(b, lsm);
+    }
+    case LossImplementation::Chunked: {
+        const int targets = ids(b, "shifted labels");
+        markLogits(b, targets);
+        GraphTensor chunk;
+        chunk.name = "loss chunk fp32 chain";
+        chunk.size = n * ((p.compute == 4 ? 4 : 8) / 8.0);
+        chunk.element_bytes = 4;
+        chunk.use = TensorUse::Logits;
+        chunk.differentiable = false;
+        const int c = b.graph().addTensor(chunk);
+        const int loss = b.scalarOp(logits, SizeExpr::constant(1), 4, "chunked cross_entropy");
+        GraphOp &op = b.lastOp();
+        op.inputs.push_back(targets);
+        op.outputs.push_back(c);
+        op.saves = {{logits, -1}, {targets, -1}};
+        op.backward_workspace = n * (12 / 8.0);
+        return loss;
+    }
+    }
+    return logits;
+}
+
+} // namespace
+
+OpGraph embeddingGraph(const ModelArchitecture &arch,
+                       const TrainingConfig &training,
+                       const ParameterLayout &layout,
+                       std::int64_t tensorParallel,
+                       bool outputRequiresGrad)
+{
+    OpGraph g;
+    GraphBuilder b(g);
+    const GraphPrecision p = graphPrecision(training);
+    const double tp = static_cast<double>(std::max<std::int64_t>(1, tensorParallel));
+    const double h = static_cast<double>(arch.hidden_size);
+    const double vocabElements = parameterElements(layout, TensorRole::Embedding, tp);
+    const int w = b.parameter("embed_tokens", vocabElements * p.grad, p.train_base);
+    b.graph().tensors[static_cast<std::size_t>(w)].grad_exists = arch.tied_embeddings;
+    const int tokens = ids(b, "input ids");
+    int x = b.matmul(tokens, w, tok(h), p.stream, "embedding lookup");
+    b.lastOp().saves = {{tokens, 1}};
+    if (outputRequiresGrad && !p.train_base && p.train)
+        b.lastOp().inputs.push_back(b.shared("enable_input_require_grads hook", true));
+    if (arch.positions == PositionKind::Learned) {
+        const double posElements = parameterElements(layout, TensorRole::PositionEmbedding, tp);
+        const int wp = b.parameter("position embedding", posElements * p.grad, p.train_base);
+        const int positions = ids(b, "position ids");
+        const int pe = b.matmul(positions, wp, tok(h), p.stream, "position lookup");
+        b.lastOp().saves = {{positions, 1}};
+        x = b.add(x, pe, "embeddings + positions");
+    }
+    if (arch.family == ModelFamily::Gemma)
+        x = b.scalarOp(x, tok(h), p.stream, "embeddings * sqrt(hidden)");
+    x = b.dropout(x, arch.hidden_dropout, "embedding dropout");
+    g.output = x;
+    return g;
+}
+
+OpGraph headGraph(const ModelArchitecture &arch,
+                  const TrainingConfig &training,
+                  const ParameterLayout &layout,
+                  std::int64_t tensorParallel,
+                  bool inputRequiresGrad)
+{
+    OpGraph g;
+    GraphBuilder b(g);
+    const GraphPrecision p = graphPrecision(training);
+    const double tp = static_cast<double>(std::max<std::int64_t>(1, tensorParallel));
+    const double h = static_cast<double>(arch.hidden_size);
+    const double vocab = static_cast<double>(arch.vocab_size) / tp;
+    const int x = b.input("last layer output", tok(h), p.stream, inputRequiresGrad);
+    g.input = x;
+    int normed = finalNorm(b, arch, p, x);
+    if (!p.train) // generate(): logits for the last position only (logits_to_keep=1), then fp32
+        normed = b.copy(normed, SizeExpr::perSequence(h), b.elementBytes(normed), "last position");
+    const int logits = lmHead(b, arch, p, normed, vocab, layout, tp);
+    g.output = p.train ? causalLmLoss(b, training, p, logits) : b.cast(logits, 4, "logits fp32");
+    return g;
+}
+
+} // namespace membudget

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "model/model_architecture.h"
+#include "model/op_graph.h"
+#include "model/parameter_layout.h"
+#include "model/training_options.h"
+
+#include <cstdint>
+
+namespace membudget {
+
+// What enters the first decoder layer: token ids looked up in the embedding (plus learned
+// positions, Gemma's scaling, GPT-2's dropout). Its output is the first layer's input.
+// `outputRequiresGrad`: HF's enable_input_require_grads hook (gradient checkpointing with a frozen
+// embedding) makes the looked-up embeddings require a gradient.
+OpGraph embeddingGraph(const ModelArchitecture &arch,
+                       const TrainingConfig &training,
+                       const ParameterLayout &layout,
+                       std::int64_t tensorParallel,
+                       bool outputRequiresGrad);
+
+// What follows the last decoder layer: the final norm, lm_head and the causal-LM loss (training),
+// or the last position's logits (inference, as generate() asks for). Its input is the last layer's
+// output; its output is the loss.
+OpGraph headGraph(const ModelArchitecture &arch,
+                  const TrainingConfig &training,
+                  const ParameterLayout &layout,
+                  std::int64_t tensorParallel,
+                  bool inputRequiresGrad);
+
+} // namespace membudget

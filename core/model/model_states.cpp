@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/model_states.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace membudget {
+
+bool shardsParameters(Sharding s)
+{
+    return s == Sharding::Zero3 || s == Sharding::FsdpFull;
+}
+bool shardsGradients(Sharding s)
+{
+    return s != Sharding::None && s != Sharding::Zero1;
+}
+bool shardsStates(Sharding s)
+{
+    return s != Sharding::None;
+}
+bool isDeepSpeed(Sharding s)
+{
+    return s == Sharding::Zero1 || s == Sharding::Zero2 || s == Sharding::Zero3;
+}
+
+// Optimizer state bytes of `count` tensors of rows x cols elements, `stateBytes` per element for
+// full-precision states.
+//  - torch AdamW: exp_avg and exp_avg_sq, in the parameter dtype (torch/optim/adamw.py);
+//  - bitsandbytes 8-bit Adam: two uint8 states plus one fp32 absmax per block of 256 values; tensors
+//    under 4096 elements keep two fp32 states (bitsandbytes/optim/optimizer.py, min_8bit_size);
+//  - SGD with momentum and Lion (Chen et al. 2023, arXiv:2302.06675): one state;
+//  - Adafactor (Shazeer & Stern 2018, arXiv:1804.04235, section 3): row and column second-moment
+//    vectors for matrices, a full one for vectors, no first moment (transformers' default beta1=None).
+double optimizerStateBytes(Optimizer opt, double rows, double cols, double count, double stateBytes)
+{
+    const double n = rows * cols;
+    switch (opt) {
+    case Optimizer::AdamW:
+    case Optimizer::AdamWFused:
+    case Optimizer::PagedAdamW:
+        return count * 2 * stateBytes * n;
+    case Optimizer::AdamW8bit:
+    case Optimizer::PagedAdamW8bit:
+        if (n < 4096)
+            return count * 8 * n;
+        return count * 2 * (n + 4 * std::ceil(n / 256.0));
+    case Optimizer::Sgd:
+        return 0;
+    case Optimizer::SgdMomentum:
+    case Optimizer::Lion:
+        return count * stateBytes * n;
+    case Optimizer::Adafactor:
+        if (rows > 1 && cols > 1)
+            return count * stateBytes * (rows + cols);
+        return count * stateBytes * n;
+    }
+    return 0;
+}
+
+namespace {
+
+// Frozen base weights in a bitsandbytes format.
+//  - LLM.int8 (Dettmers et al. 2022, arXiv:2208.07339): int8 values plus an fp32 scale per output row;
+//  - NF4 (Dettmers et al. 2023, arXiv:2305.14314, section 3): 4-bit values plus an fp32 absmax per
+//    block of 64 (4.5 bits); double quantization stores the absmax in 8 bits with an fp32 constant
+//    per 256 blocks (4 + 8/64 + 32/(64*256) = 4.127 bits).
+double quantizedBytes(Quantization q, double rows, double cols, double count)
+{
+    const double n = rows * cols;
+    switch (q) {
+    case Quantization::None:
+        return 0;
+    case Quantization::Int8:
+        return count * (n + 4 * cols);
+    case Quantization::Nf4:
+        return count * (n / 2 + 4 * std::ceil(n / 64.0));
+    case Quantization::Nf4Double:
+        return count * (n / 2 + std::ceil(n / 64.0) + 4 * std::ceil(n / (64.0 * 256.0)));
+    }
+    return 0;
+}
+
+bool inDecoderLayer(TensorRole role)
+{
+    return role != TensorRole::Embedding && role != TensorRole::PositionEmbedding
+           && role != TensorRole::LmHead && role != TensorRole::FinalNorm;
+}
+
+// Bytes per element: weights in their storage dtype; gradients in the parameter dtype; fp32 master
+// copy and fp32 states for mixed precision (Rajbhandari et al. 2020, arXiv:1910.02054, section 3.1:
+// 2 + 2 + 12 bytes per parameter with Adam); torch optimizers keep states in the parameter dtype.
+void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &layout)
+{
+    const TrainingConfig &tr = in.training;
+    const bool train = tr.mode == Mode::Train;
+    const bool full = tr.method == Method::Full;
+    const double wb = (tr.precision == Precision::Fp32 || isAmp(tr.precision)) ? 4 : 2;
+    const double mb = isMixedMaster(tr.precision) ? 4 : 0;
+    const double sb = isPure16(tr.precision) ? 2 : 4;
+    const double ab = tr.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : wb;
+    const double asb = ab == 2 ? 2 : 4;
+    const Quantization quant = (!train || tr.method == Method::Qlora) ? tr.quantization
+                                                                      : Quantization::None;
+    const double rank = static_cast<double>(tr.lora.rank);
+    const double tp = static_cast<double>(std::max<std::int64_t>(1, in.parallelism.tensor_parallel));
+    s.grad_bytes_per_param = full ? wb : ab;
+    s.master_bytes_per_param = mb;
+    s.state_bytes = sb;
+    for (const TensorGroup &g : layout) {
+        const double rows = static_cast<double>(g.rows);
+        const double cols = static_cast<double>(g.cols) / (g.tensor_parallel_split ? tp : 1.0);
+        const double count = static_cast<double>(g.count);
+        const double n = rows * cols * count;
+        const bool inLayer = inDecoderLayer(g.role);
+        s.params += n;
+        if (g.linear || g.role == TensorRole::LmHead
+            || (g.role == TensorRole::Embedding && in.arch.tied_embeddings))
+            s.linear_elements += n;
+        const bool quantized = quant != Quantization::None && g.linear
+                               && g.role != TensorRole::LmHead;
+        const double w = quantized ? quantizedBytes(quant, rows, cols, count) : n * wb;
+        const double perLayer = inLayer ? count / static_cast<double>(in.arch.layers) : count;
+        s.weights += w;
+        (inLayer ? s.layer_weights : s.root_weights) += w;
+        (inLayer ? s.layer_tensors : s.root_tensors) += perLayer;
+        if (!train)
+            continue;
+        double grad = 0, master = 0, states = 0, tensors = 0;
+        if (full) {
+            s.trainable += n;
+            grad = n * wb;
+            master = n * mb;
+            states = optimizerStateBytes(tr.optimizer, rows, cols, count, sb);
+            tensors = perLayer;
+            s.largest_trainable = std::max(s.largest_trainable, rows * cols);
+        } else if (g.linear && (g.lora_bits & tr.lora.targets) != 0) {
+            // Adapter A is in x r, B is r x out (the split dimension stays split under TP).
+            const double adapter = rows * rank * count + rank * cols * count;
+            s.trainable += adapter;
+            s.weights += adapter * ab;
+            (inLayer ? s.layer_weights : s.root_weights) += adapter * ab;
+            (inLayer ? s.layer_tensors : s.root_tensors) += 2 * perLayer;
+            grad = adapter * ab;
+            master = adapter * mb;
+            states = optimizerStateBytes(tr.optimizer, rows, rank, count, asb)
+                     + optimizerStateBytes(tr.optimizer, rank, cols, count, asb);
+            tensors = 2 * perLayer;
+            s.largest_trainable = std::max(s.largest_trainable, std::max(rows, cols) * rank);
+        }
+        s.grads += grad;
+        s.master += master;
+        s.states += states;
+        if (inLayer) {
+            s.layer_grads += grad;
+            s.layer_master += master;
+            s.layer_states += states;
+            s.trainable_layer_tensors += tensors;
+        } else {
+            s.trainable_root_tensors += tensors;
+        }
+    }
+    s.trainable_all = !train ? 0
+                      : full ? layout.total
+                             : loraParameters(layout, tr.lora.targets, tr.lora.rank);
+}
+
+// ZeRO (Rajbhandari et al. 2020, section 5): stage 1 shards optimizer states (and the master copy),
+// stage 2 also gradients, stage 3 also parameters; FSDP FULL_SHARD is stage 3, SHARD_GRAD_OP stage
+// 2 with the unsharded parameters kept from forward to the end of backward. Offload moves states
+// (and, with stage 3, parameters) to CPU RAM.
+void shard(ModelStates &s, const EstimateInput &in)
+{
+    const TrainingConfig &tr = in.training;
+    const ParallelismConfig &par = in.parallelism;
+    const bool multiGpu = par.gpus > 1;
+    s.data_parallel = static_cast<double>(std::max<std::int64_t>(1, par.dataParallel()));
+    const double N = s.data_parallel;
+    s.sharding = multiGpu || tr.offload.parameters || tr.offload.optimizer ? par.sharding
+                                                                           : Sharding::None;
+    const bool train = tr.mode == Mode::Train;
+    const bool gradOp = train && s.sharding == Sharding::FsdpGradOp && multiGpu;
+    s.weight_shard = shardsParameters(s.sharding) || gradOp ? N : 1;
+    s.grad_shard = train && shardsGradients(s.sharding) ? N : 1;
+    s.state_shard = train && shardsStates(s.sharding) ? N : 1;
+    s.gathers = (shardsParameters(s.sharding) && (multiGpu || tr.offload.parameters)) || gradOp;
+    s.resident_weights = s.weights / s.weight_shard;
+    s.forward_weights = s.resident_weights;
+    if (gradOp)
+        s.forward_weights = s.weights / N + s.weights;
+    if (train && tr.offload.parameters) {
+        s.resident_weights = 0;
+        s.forward_weights = s.sharding == Sharding::FsdpGradOp ? s.weights : 0;
+    }
+    s.resident_grads = s.grads / s.grad_shard;
+    s.resident_master = s.master / s.state_shard;
+    s.resident_states = s.states / s.state_shard;
+    if (train && tr.offload.optimizer) {
+        s.cpu_offload_bytes = s.resident_master + s.resident_states
+                              + 4 * s.trainable / s.state_shard;
+        s.resident_master = 0;
+        s.resident_states = 0;
+    }
+    if (train && tr.offload.parameters)
+        s.cpu_offload_bytes += s.weights / s.weight_shard;
+}
+
+} // namespace
+
+ModelStates modelStates(const EstimateInput &in, const ParameterLayout &layout)
+{
+    ModelStates s;
+    addGroups(s, in, layout);
+    shard(s, in);
+    return s;
+}
+
+} // namespace membudget

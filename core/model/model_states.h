@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "model/memory_estimator.h"
+#include "model/parameter_layout.h"
+
+namespace membudget {
+
+// What one GPU holds of the model between steps, and what its gradients weigh: exact, tensor group
+// by tensor group, before and after ZeRO / FSDP sharding and CPU offload.
+struct ModelStates
+{
+    // This GPU's slice after tensor parallelism, before sharding.
+    double params = 0;                  // parameters
+    double trainable = 0;               // trainable parameters (adapters for LoRA)
+    double weights = 0;                 // bytes of weights (quantized base and adapters included)
+    double layer_weights = 0;           // ... of all decoder layers
+    double root_weights = 0;            // ... of embeddings, final norm, lm_head
+    double grads = 0;                   // bytes of all gradients
+    double layer_grads = 0;             // ... of the decoder layers
+    double master = 0;                  // fp32 master copy (mixed precision)
+    double layer_master = 0;            // ... of the decoder layers
+    double states = 0;                  // optimizer states
+    double layer_states = 0;            // ... of the decoder layers
+    double layer_tensors = 0;           // weight tensors per decoder layer (adapters included)
+    double root_tensors = 0;            // ... outside the layers
+    double trainable_layer_tensors = 0; // trainable tensors per decoder layer
+    double trainable_root_tensors = 0;
+    double largest_trainable = 0; // elements of the largest trainable tensor
+    double linear_elements = 0;   // elements of all linear weights (autocast copies)
+    double trainable_all = 0;     // trainable parameters of the whole model
+    double grad_bytes_per_param = 0;
+    double master_bytes_per_param = 0;
+    double state_bytes = 2; // bytes of a full-precision optimizer state element
+
+    // Sharding divisors and what stays on the GPU.
+    Sharding sharding = Sharding::None; // in effect (none on one GPU without offload)
+    double data_parallel = 1;
+    double weight_shard = 1, grad_shard = 1, state_shard = 1;
+    double resident_weights = 0;  // between steps
+    double forward_weights = 0;   // during forward and backward (FSDP SHARD_GRAD_OP: more)
+    double resident_grads = 0;    // after backward
+    double resident_master = 0;   // not offloaded
+    double resident_states = 0;   // not offloaded
+    double cpu_offload_bytes = 0; // CPU RAM per GPU
+    bool gathers = false;         // parameters are gathered unit by unit (ZeRO-3 / FSDP)
+};
+
+ModelStates modelStates(const EstimateInput &input, const ParameterLayout &layout);
+
+// Optimizer state bytes of `count` tensors of rows x cols elements (see model_states.cpp).
+double optimizerStateBytes(Optimizer opt, double rows, double cols, double count, double stateBytes);
+
+bool shardsParameters(Sharding s);
+bool shardsGradients(Sharding s);
+bool shardsStates(Sharding s);
+bool isDeepSpeed(Sharding s);
+
+} // namespace membudget

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/step_graphs.h"
+
+#include "model/decoder_layer_graph.h"
+#include "model/model_ends_graph.h"
+
+namespace membudget {
+
+StepGraphs stepGraphs(const ModelArchitecture &arch,
+                      const TrainingConfig &t,
+                      const ParameterLayout &layout,
+                      std::int64_t tp)
+{
+    StepGraphs g;
+    g.train = t.mode == Mode::Train;
+    // HF enable_input_require_grads (called with gradient checkpointing, and by PEFT's
+    // prepare_model_for_kbit_training): a frozen embedding's output requires a gradient.
+    const bool firstInputGrad = g.train
+                                && (t.method == Method::Full
+                                    || t.checkpointing == Checkpointing::Full);
+    g.embed = embeddingGraph(arch, t, layout, tp, firstInputGrad);
+    g.body = decoderLayerGraph(arch, t, layout, tp, g.train);
+    g.first_differs = firstInputGrad != g.train && arch.layers > 1;
+    if (g.first_differs)
+        g.first = decoderLayerGraph(arch, t, layout, tp, firstInputGrad);
+    g.head = headGraph(arch, t, layout, tp, g.train);
+    return g;
+}
+
+} // namespace membudget

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/step_model.h"
+
+#include "model/step_timeline_builder.h"
+#include "model/timeline_peaks.h"
+
+#include <algorithm>
+
+namespace membudget {
+
+StepModel::StepModel(const EstimateInput &input)
+    : m_input(input)
+{
+    const ModelArchitecture &a = input.arch;
+    m_valid = a.layers >= 1 && a.hidden_size >= 1 && a.head_dim >= 1 && a.attention_heads >= 1
+              && a.kv_heads >= 1 && a.vocab_size >= 1 && a.intermediate_size >= 1;
+    if (!m_valid)
+        return;
+    const std::int64_t tp = input.parallelism.tensor_parallel;
+    m_layout = parameterLayout(a);
+    m_states = modelStates(input, m_layout);
+    m_graphs = stepGraphs(a, input.training, m_layout, tp);
+    m_timeline = buildStepTimeline(input, m_states, m_graphs);
+    m_profile = activationProfile(a, input.training, m_graphs, tp);
+}
+
+MemoryEstimate StepModel::estimate() const
+{
+    return estimate(m_input.training.micro_batch_size, m_input.training.sequence_length);
+}
+
+MemoryEstimate StepModel::estimate(std::int64_t microBatch, std::int64_t sequence) const
+{
+    MemoryEstimate est;
+    if (!m_valid || microBatch < 1 || sequence < 1)
+        return est;
+    const double seq = static_cast<double>(sequence);
+    const double tokens = static_cast<double>(microBatch) * seq;
+    const std::array<PhasePeak, kPhaseCount> peaks = timelinePeaks(m_timeline, tokens, seq);
+    const bool train = m_input.training.mode == Mode::Train;
+    const OverheadConfig &o = m_input.overheads;
+    const double communicator = m_input.parallelism.gpus > 1 ? static_cast<double>(o.nccl_bytes)
+                                                             : 0.0;
+    int peak = 0;
+    for (int i = 0; i < (train ? kPhaseCount : 1); ++i) {
+        const auto pi = static_cast<std::size_t>(i);
+        Breakdown &ph = est.phases[pi];
+        ph = peaks[pi].breakdown;
+        est.moments[pi] = peaks[pi].at;
+        const Bytes allocated = ph.allocated();
+        ph[Component::CudaContext] = toBytes(static_cast<double>(o.cuda_context_bytes));
+        ph[Component::Communicator] = toBytes(communicator);
+        ph[Component::AllocatorReserve] = toBytes(static_cast<double>(allocated)
+                                                  * o.allocator_reserve_fraction);
+        if (allocated > est.phases[static_cast<std::size_t>(peak)].allocated())
+            peak = i;
+    }
+    est.training = train;
+    est.peak_phase = static_cast<Phase>(peak);
+    est.components = est.phases[static_cast<std::size_t>(peak)];
+    est.peak_allocated = est.components.allocated();
+    est.peak_reserved = addSat(est.peak_allocated, est.components[Component::AllocatorReserve]);
+    est.device_total = addSat(addSat(est.peak_reserved, est.components[Component::CudaContext]),
+                              est.components[Component::Communicator]);
+    fillDerivation(est, tokens, seq);
+    est.derivation.saved_activation_bytes = static_cast<double>(
+        peaks[0].at_end[Component::Activations]);
+    est.too_large = isSaturated(est.device_total);
+    return est;
+}
+
+void StepModel::fillDerivation(MemoryEstimate &est, double T, double s) const
+{
+    const ModelStates &st = m_states;
+    const ActivationProfile &p = m_profile;
+    const TrainingConfig &tr = m_input.training;
+    const bool train = tr.mode == Mode::Train;
+    const bool full = tr.method == Method::Full;
+    Derivation &d = est.derivation;
+    est.parameters = static_cast<std::int64_t>(m_layout.total);
+    est.trainable_parameters = static_cast<std::int64_t>(st.trainable_all);
+    d.parameters = m_layout.total;
+    d.active_parameters = m_layout.active;
+    d.trainable_parameters = st.trainable_all;
+    d.params_per_gpu = st.params;
+    d.trainable_per_gpu = st.trainable;
+    d.weight_bytes_full = st.weights;
+    d.weight_bytes_per_param = st.params > 0 ? st.weights / (st.params + (full ? 0 : st.trainable))
+                                             : 0;
+    d.grad_bytes_per_param = st.grad_bytes_per_param;
+    d.master_bytes_per_param = st.master_bytes_per_param;
+    d.optimizer_bytes_per_param = st.trainable > 0 ? st.states / st.trainable : 0;
+    d.weight_shard = st.weight_shard;
+    d.grad_shard = st.grad_shard;
+    d.state_shard = st.state_shard;
+    d.data_parallel = static_cast<std::int64_t>(st.data_parallel);
+    d.tokens = T;
+    d.layer_activation_per_token = p.layer_linear;
+    d.layer_attention_score_per_token = p.layer_score;
+    d.layer_saved_bytes = T * (p.layer_linear + p.layer_score * s);
+    d.layer_checkpoint_bytes = T * p.layer_checkpoint;
+    d.embedding_activation_bytes = T * p.model_level + s * p.model_per_position
+                                   + T * s * p.checkpoint_mask;
+    const double vocab = static_cast<double>(m_input.arch.vocab_size)
+                         / static_cast<double>(
+                             std::max<std::int64_t>(1, m_input.parallelism.tensor_parallel));
+    d.logits_forward_bytes = T * vocab * p.logits_forward;
+    d.logits_backward_bytes = T * vocab * p.logits_backward;
+    d.logits_bytes_per_token = p.logits_backward;
+    d.kv_cache_bytes = static_cast<double>(est.phases[0][Component::KvCache]);
+    d.cpu_offload_bytes = train ? st.cpu_offload_bytes : 0;
+    d.grads_live_in_forward = train && tr.gradient_accumulation_steps > 1;
+    d.paged_optimizer = tr.optimizer == Optimizer::PagedAdamW
+                        || tr.optimizer == Optimizer::PagedAdamW8bit;
+    est.cpu_offload_bytes = toBytes(d.cpu_offload_bytes);
+    est.cpu_offload_total = toBytes(d.cpu_offload_bytes
+                                    * static_cast<double>(m_input.parallelism.gpus));
+}
+
+} // namespace membudget

@@ -1,0 +1,536 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/step_timeline_builder.h"
+
+#include "model/graph_precision.h"
+#include "model/graph_timeline.h"
+
+#include <algorithm>
+#include <memory>
+
+namespace membudget {
+
+namespace {
+
+SizeExpr bytes(double b)
+{
+    return SizeExpr::constant(std::max(0.0, b));
+}
+
+// Assembles a step from the op graphs of the embedding, the decoder layers and the head, plus what
+// lives outside the graphs: resident states, shared tables, sharding buffers, the optimizer.
+class StepBuilder
+{
+public:
+    StepBuilder(const EstimateInput &in, const ModelStates &states, const StepGraphs &graphs)
+        : m_in(in)
+        , m_s(states)
+        , m_g(graphs)
+        , m_p(graphPrecision(in.training))
+        , m_layers(static_cast<int>(in.arch.layers))
+    {
+        // FSDP SHARD_GRAD_OP keeps each unit gathered from its forward to its backward; FULL_SHARD
+        // and ZeRO-3 free it after use and prefetch the next one.
+        m_keepGathered = m_p.train && states.sharding == Sharding::FsdpGradOp && states.gathers;
+        m_prefetch = states.gathers && !m_keepGathered;
+        m_tl.layers = m_layers;
+        m_tl.training = m_p.train;
+    }
+
+    StepTimeline build()
+    {
+        makeGraphs();
+        resident();
+        forward();
+        if (m_p.train) {
+            backward();
+            optimizerStep();
+        }
+        return std::move(m_tl);
+    }
+
+private:
+    bool checkpointFull() const
+    {
+        return m_p.train && m_in.training.checkpointing == Checkpointing::Full;
+    }
+    bool eagerMask() const
+    {
+        const ModelFamily f = m_in.arch.family;
+        return m_in.training.attention == Attention::Eager
+               && (f == ModelFamily::Llama || f == ModelFamily::Gemma);
+    }
+    // A tensor of `size` bytes in all, made of `copies` equal tensors.
+    int tensor(const char *name, SizeExpr size, Component c, bool perLayer, double copies = 1)
+    {
+        TimelineTensor t;
+        t.name = name;
+        t.size = size * (1.0 / std::max(1.0, copies));
+        t.component = c;
+        t.origin = TensorOrigin::State;
+        t.per_layer = perLayer;
+        t.copies = std::max(1.0, copies);
+        return m_tl.addTensor(t);
+    }
+    static void alloc(TimelineBlock &b, int t, int layer = 0, bool absolute = false)
+    {
+        b.events.push_back({t, layer, true, absolute});
+    }
+    static void release(TimelineBlock &b, int t, int layer = 0, bool absolute = false)
+    {
+        b.events.push_back({t, layer, false, absolute});
+    }
+
+    void makeGraphs();
+    void resident();
+    void forward();
+    void forwardLayers();
+    void forwardEnd();
+    void backward();
+    void backwardLayers();
+    void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from);
+    void optimizerStep();
+    void zeroGrad(TimelineBlock &b);
+
+    const EstimateInput &m_in;
+    const ModelStates &m_s;
+    const StepGraphs &m_g;
+    GraphPrecision m_p;
+    int m_layers;
+    StepTimeline m_tl;
+
+    std::unique_ptr<GraphTimeline> m_embed, m_first, m_body, m_head;
+    bool m_firstDiffers = false;
+    bool m_keepGathered = false, m_prefetch = false;
+
+    int m_stream = -1, m_gradStream = -1, m_cos = -1, m_sin = -1, m_mask = -1;
+    int m_gathered = -1, m_rootGathered = -1, m_unitGrad = -1, m_gradShard = -1;
+    int m_rootGradShard = -1, m_bucket = -1, m_lossGrad = -1;
+    int m_accumulated = -1; // gradients kept from earlier micro-batches
+    int m_partition = -1;   // ZeRO-2's partitioned gradient buffer
+    std::vector<int> m_rootShards;
+    int m_liveGradLayer = 0; // the layer whose stream-gradient buffer is live in backward
+};
+
+void StepBuilder::makeGraphs()
+{
+    m_firstDiffers = m_g.first_differs;
+    const double h = static_cast<double>(m_in.arch.hidden_size);
+    TimelineTensor stream;
+    stream.name = "hidden states";
+    stream.size = SizeExpr::perToken(h * m_p.stream);
+    stream.per_layer = true;
+    m_stream = m_tl.addTensor(stream);
+    stream.name = "hidden states";
+    stream.origin = TensorOrigin::Grad;
+    m_gradStream = m_tl.addTensor(stream);
+
+    m_embed = std::make_unique<GraphTimeline>(m_tl, m_g.embed, m_p.train, false);
+    m_body = std::make_unique<GraphTimeline>(m_tl, m_g.body, m_p.train, true);
+    if (m_firstDiffers)
+        m_first = std::make_unique<GraphTimeline>(m_tl, m_g.first, m_p.train, true);
+    m_head = std::make_unique<GraphTimeline>(m_tl, m_g.head, m_p.train, false);
+    m_tl.tensors[static_cast<std::size_t>(m_stream)].component = m_body->keepsInput()
+                                                                     ? Component::Activations
+                                                                     : Component::Temporaries;
+}
+
+// Before the step: weights (the local shards when sharded), the master copy and optimizer states
+// (unless offloaded), gradients kept from earlier micro-batches, DDP's gradient buckets.
+void StepBuilder::resident()
+{
+    const double L = static_cast<double>(m_layers);
+    const bool flat = m_s.gathers || m_s.weight_shard > 1;
+    TimelineBlock &b = m_tl.addBlock(Stage::Resident, Phase::Forward, 0, 1, m_layers);
+    const double layerWeights = m_s.resident_weights
+                                * (m_s.layer_weights / std::max(1.0, m_s.weights));
+    alloc(b,
+          tensor("weights",
+                 bytes(layerWeights / L),
+                 Component::Weights,
+                 true,
+                 flat ? 1 : m_s.layer_tensors));
+    if (m_s.resident_master > 0)
+        alloc(b,
+              tensor("fp32 master weights",
+                     bytes(m_s.layer_master / m_s.state_shard / L),
+                     Component::MasterWeights,
+                     true,
+                     m_s.trainable_layer_tensors));
+    if (m_s.resident_states > 0)
+        alloc(b,
+              tensor("optimizer states",
+                     bytes(m_s.layer_states / m_s.state_shard / L),
+                     Component::OptimizerStates,
+                     true,
+                     m_s.trainable_layer_tensors));
+
+    TimelineBlock &root = m_tl.addBlock(Stage::Resident, Phase::Forward);
+    alloc(root,
+          tensor("weights",
+                 bytes(m_s.resident_weights - layerWeights),
+                 Component::Weights,
+                 false,
+                 flat ? 1 : m_s.root_tensors));
+    if (m_s.resident_master > 0)
+        alloc(root,
+              tensor("fp32 master weights",
+                     bytes((m_s.master - m_s.layer_master) / m_s.state_shard),
+                     Component::MasterWeights,
+                     false,
+                     m_s.trainable_root_tensors));
+    if (m_s.resident_states > 0)
+        alloc(root,
+              tensor("optimizer states",
+                     bytes((m_s.states - m_s.layer_states) / m_s.state_shard),
+                     Component::OptimizerStates,
+                     false,
+                     m_s.trainable_root_tensors));
+    const bool multiGpu = m_in.parallelism.gpus > 1;
+    if (m_p.train && m_s.sharding == Sharding::None && multiGpu) // gradient_as_bucket_view=False
+        alloc(root, tensor("DDP gradient buckets", bytes(m_s.grads), Component::Temporaries, false));
+    if (m_p.train && m_in.training.gradient_accumulation_steps > 1) {
+        m_accumulated = tensor("gradients of earlier micro-batches",
+                               bytes(m_s.resident_grads),
+                               Component::Gradients,
+                               false);
+        alloc(root, m_accumulated);
+    } else if (m_p.train && m_s.sharding == Sharding::Zero2 && multiGpu) {
+        m_partition = tensor("partitioned gradients",
+                             bytes(m_s.resident_grads),
+                             Component::Gradients,
+                             false);
+        alloc(root, m_partition);
+    }
+}
+
+// Forward: the embedding, then cos/sin and the eager mask (HF computes both once per forward and
+// hands them to every layer), the layers, the head; ZeRO-3 / FSDP gather each layer's parameters
+// before it runs and prefetch the next layer's (Zhao et al. 2023, arXiv:2304.11277, section 3.2).
+void StepBuilder::forward()
+{
+    const Stage stage = m_p.train ? Stage::Forward : Stage::Prefill;
+    TimelineBlock &b = m_tl.addBlock(stage, Phase::Forward);
+    const double d = static_cast<double>(m_in.arch.head_dim);
+    if (m_s.gathers) {
+        m_rootGathered = tensor("gathered embedding and head parameters",
+                                bytes(m_s.root_weights),
+                                Component::Temporaries,
+                                false);
+        alloc(b, m_rootGathered);
+    }
+    m_embed->bind({m_stream, m_gradStream, false, true, 0, false, 0, true, 0, true});
+    m_embed->forward(b);
+    if (m_in.arch.positions == PositionKind::Rotary) {
+        m_cos = tensor("rotary cos",
+                       SizeExpr::perPosition(d * m_p.stream),
+                       Component::Activations,
+                       false);
+        m_sin = tensor("rotary sin",
+                       SizeExpr::perPosition(d * m_p.stream),
+                       Component::Activations,
+                       false);
+        alloc(b, m_cos);
+        alloc(b, m_sin);
+    }
+    if (eagerMask()) {
+        const Component c = checkpointFull() ? Component::Activations : Component::Temporaries;
+        m_mask = tensor("causal mask [b, 1, s, s]", SizeExpr::perTokenSeq(m_p.stream), c, false);
+        alloc(b, m_mask);
+    }
+    if (m_s.gathers)
+        m_gathered = tensor("gathered layer parameters",
+                            bytes(m_s.layer_weights / m_layers),
+                            Component::Temporaries,
+                            true);
+    if (m_prefetch)
+        alloc(b, m_gathered, 0, true);
+    forwardLayers();
+    TimelineBlock &head = m_tl.addBlock(m_p.train ? Stage::Loss : stage, Phase::Forward);
+    if (m_prefetch)
+        release(head, m_gathered, m_layers, true); // the prefetch past the last layer
+    m_head->bind({m_stream, m_gradStream, true, false, m_layers, true, 0, false, 0, false});
+    m_head->forward(head);
+    forwardEnd();
+}
+
+void StepBuilder::forwardLayers()
+{
+    const Stage stage = m_p.train ? Stage::Forward : Stage::Prefill;
+    auto layerBlock = [&](GraphTimeline &g, int first, int repeat) {
+        TimelineBlock &b = m_tl.addBlock(stage, Phase::Forward, first, 1, repeat);
+        b.decoder_layer = true;
+        if (m_prefetch)
+            alloc(b, m_gathered, 1);
+        else if (m_keepGathered)
+            alloc(b, m_gathered, 0);
+        g.bind({m_stream, m_gradStream, true, true, 0, false, 1, false, 1, false});
+        g.forward(b);
+        if (m_prefetch)
+            release(b, m_gathered, 0);
+    };
+    if (m_firstDiffers) {
+        layerBlock(*m_first, 0, 1);
+        layerBlock(*m_body, 1, m_layers - 1);
+    } else {
+        layerBlock(*m_body, 0, m_layers);
+    }
+}
+
+// When forward returns: autocast's weight cache is cleared, the model output is dropped, HF's mask
+// goes out of scope (kept by checkpoints), inference drops its shared tables.
+void StepBuilder::forwardEnd()
+{
+    const Stage stage = m_p.train ? Stage::Loss : Stage::Prefill;
+    TimelineBlock &all = m_tl.addBlock(stage,
+                                       Phase::Forward,
+                                       m_firstDiffers ? 1 : 0,
+                                       1,
+                                       m_firstDiffers ? m_layers - 1 : m_layers);
+    m_body->releaseHeld(all, Hold::ForwardEnd);
+    TimelineBlock &b = m_tl.addBlock(stage, Phase::Forward);
+    if (m_firstDiffers)
+        m_first->releaseHeld(b, Hold::ForwardEnd);
+    m_head->releaseHeld(b, Hold::ForwardEnd);
+    m_embed->releaseHeld(b, Hold::ForwardEnd);
+    if (m_mask >= 0 && !checkpointFull())
+        release(b, m_mask);
+    if (!m_p.train) {
+        m_head->releaseOutput(b); // the last position's logits, handed to sampling
+        if (m_cos >= 0) {
+            release(b, m_cos);
+            release(b, m_sin);
+        }
+        if (m_rootGathered >= 0)
+            release(b, m_rootGathered);
+    }
+}
+
+// Backward: loss.backward() from the head down to the embedding. Each layer's trainable weights
+// get their .grad as its backward produces them; with ZeRO-3 / FSDP the layer is gathered again
+// (the previous one prefetched), its gradients are made unsharded and reduce-scattered into a
+// shard when it is done; ZeRO-1/2 reduce through double-buffered buckets (transformers' "auto"
+// bucket sizes: hidden^2 elements).
+void StepBuilder::backward()
+{
+    TimelineBlock &b = m_tl.addBlock(Stage::Loss, Phase::Backward);
+    const double h = static_cast<double>(m_in.arch.hidden_size);
+    if (isDeepSpeed(m_s.sharding) && m_in.parallelism.gpus > 1) {
+        const double bucket = std::min(2 * h * h * m_s.grad_bytes_per_param, m_s.resident_grads);
+        m_bucket = tensor("reduce buckets", bytes(bucket), Component::Temporaries, false);
+        alloc(b, m_bucket);
+    }
+    m_lossGrad = m_head->gradTensor(m_g.head.output);
+    alloc(b, m_lossGrad);
+    const bool accumulating = m_in.training.gradient_accumulation_steps > 1;
+    const std::size_t from = b.events.size();
+    m_head->backward(b, accumulating);
+    layerGradients(b, *m_head, from);
+    m_liveGradLayer = m_layers;
+    if (m_prefetch)
+        alloc(b, m_gathered, m_layers - 1, true);
+    backwardLayers();
+
+    TimelineBlock &end = m_tl.addBlock(Stage::Backward, Phase::Backward);
+    if (m_cos >= 0) {
+        release(end, m_cos);
+        release(end, m_sin);
+    }
+    if (m_mask >= 0 && checkpointFull())
+        release(end, m_mask);
+    m_embed->bind({m_stream, m_gradStream, false, true, 0, false, 0, true, m_liveGradLayer, true});
+    const std::size_t embedFrom = end.events.size();
+    m_embed->backward(end, accumulating);
+    layerGradients(end, *m_embed, embedFrom);
+    m_head->releaseHeld(end, Hold::StepEnd);
+    m_head->releaseOutput(end); // the loss, once the training loop lets it go
+    if (m_prefetch)
+        release(end, m_gathered, -1, true); // the prefetch past the first layer
+    if (m_rootGathered >= 0)
+        release(end, m_rootGathered);
+    if (m_bucket >= 0)
+        release(end, m_bucket);
+}
+
+void StepBuilder::backwardLayers()
+{
+    const bool accumulating = m_in.training.gradient_accumulation_steps > 1;
+    auto layerBlock = [&](GraphTimeline &g, int first, int repeat) {
+        TimelineBlock &b = m_tl.addBlock(Stage::Backward, Phase::Backward, first, -1, repeat);
+        b.decoder_layer = true;
+        if (m_prefetch)
+            alloc(b, m_gathered, -1);
+        const bool relative = repeat > 1 || m_liveGradLayer == first + 1;
+        g.bind({m_stream,
+                m_gradStream,
+                true,
+                true,
+                0,
+                false,
+                1,
+                false,
+                relative ? 1 : m_liveGradLayer,
+                !relative});
+        const std::size_t from = b.events.size();
+        const int inputGrad = g.backward(b, accumulating);
+        layerGradients(b, g, from);
+        if (m_s.gathers)
+            release(b, m_gathered, 0);
+        if (inputGrad == g.graph().input)
+            m_liveGradLayer = first - (repeat - 1);
+    };
+    if (m_firstDiffers) {
+        layerBlock(*m_body, m_layers - 1, m_layers - 1);
+        layerBlock(*m_first, 0, 1);
+    } else {
+        layerBlock(*m_body, m_layers - 1, m_layers);
+    }
+}
+
+// With ZeRO-2/3 and FSDP a layer's gradients exist unsharded only until reduce-scatter: its
+// weights' .grad events become one transient unsharded buffer, then a shard is kept (ZeRO-2 keeps
+// its partition in a buffer allocated up front).
+void StepBuilder::layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from)
+{
+    const bool sharded = m_p.train && shardsGradients(m_s.sharding) && m_in.parallelism.gpus > 1;
+    if (!sharded)
+        return;
+    const bool perLayer = g.graph().input >= 0 && &g != m_head.get();
+    const double unit = perLayer ? m_s.layer_grads / m_layers : m_s.grads - m_s.layer_grads;
+    std::vector<TimelineEvent> kept(b.events.begin(), b.events.begin() + static_cast<long>(from));
+    int &unsharded = perLayer ? m_unitGrad : m_rootGradShard;
+    if (unsharded < 0)
+        unsharded = tensor(perLayer ? "unsharded layer gradients" : "unsharded gradients",
+                           bytes(unit),
+                           Component::Temporaries,
+                           perLayer);
+    bool seen = false;
+    for (std::size_t i = from; i < b.events.size(); ++i) {
+        const TimelineEvent &e = b.events[i];
+        const TimelineTensor &t = m_tl.tensors[static_cast<std::size_t>(e.tensor)];
+        if (t.origin == TensorOrigin::ParamGrad) {
+            if (!seen)
+                kept.push_back({unsharded, 0, true, false});
+            seen = true;
+            continue;
+        }
+        kept.push_back(e);
+    }
+    if (seen) {
+        if (m_partition < 0 && m_accumulated < 0) {
+            int shard;
+            if (perLayer) {
+                if (m_gradShard < 0)
+                    m_gradShard = tensor("gradient shard",
+                                         bytes(unit / m_s.grad_shard),
+                                         Component::Gradients,
+                                         true);
+                shard = m_gradShard;
+            } else {
+                shard = tensor("gradient shard",
+                               bytes(unit / m_s.grad_shard),
+                               Component::Gradients,
+                               false);
+                m_rootShards.push_back(shard);
+            }
+            kept.push_back({shard, 0, true, false});
+        }
+        kept.push_back({unsharded, 0, false, false});
+    }
+    b.events = std::move(kept);
+}
+
+// The optimizer step on this GPU's trainable parameters, then zero_grad(set_to_none=True).
+//  - torch's foreach AdamW allocates sqrt(exp_avg_sq) for the whole parameter group at once, one
+//    state-sized list (torch/optim/adamw.py, _multi_tensor_adamw; measured in torchtune PR #389);
+//    the fused and 8-bit kernels and DeepSpeed's Adam update in place;
+//  - Lion and Adafactor loop per tensor with tensor-sized temporaries;
+//  - mixed precision first makes fp32 copies of the gradients for the master update.
+void StepBuilder::optimizerStep()
+{
+    TimelineBlock &b = m_tl.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
+    const TrainingConfig &t = m_in.training;
+    const double trainable = m_s.trainable / m_s.state_shard;
+    if (!t.offload.optimizer) {
+        if (isMixedMaster(t.precision)) {
+            const int fp32 = tensor("fp32 gradients for the master update",
+                                    bytes(4 * trainable),
+                                    Component::Temporaries,
+                                    false,
+                                    m_s.trainable_layer_tensors * m_layers
+                                        + m_s.trainable_root_tensors);
+            alloc(b, fp32);
+            release(b, fp32);
+        }
+        double temp = 0;
+        const char *name = "optimizer working copies";
+        switch (t.optimizer) {
+        case Optimizer::AdamW:
+        case Optimizer::PagedAdamW:
+            if (!isDeepSpeed(m_s.sharding) && !isMixedMaster(t.precision)) {
+                temp = m_s.state_bytes * trainable;
+                name = "foreach AdamW sqrt(exp_avg_sq)";
+            }
+            break;
+        case Optimizer::Lion:
+            temp = 2 * m_s.state_bytes * m_s.largest_trainable;
+            break;
+        case Optimizer::Adafactor:
+            temp = 3 * 4 * m_s.largest_trainable;
+            break;
+        default:
+            break;
+        }
+        if (temp > 0) {
+            const int working = tensor(name, bytes(temp), Component::Temporaries, false);
+            alloc(b, working);
+            release(b, working);
+        }
+    }
+    zeroGrad(b);
+}
+
+// zero_grad(set_to_none=True) frees every .grad (or FSDP's gradient shards); DeepSpeed ZeRO-2 keeps
+// its partition buffer.
+void StepBuilder::zeroGrad(TimelineBlock &root)
+{
+    if (m_accumulated >= 0) {
+        release(root, m_accumulated);
+        return;
+    }
+    if (m_partition >= 0)
+        return;
+    const bool sharded = m_gradShard >= 0;
+    for (int g : m_rootShards)
+        release(root, g);
+    if (!sharded) {
+        for (const GraphTimeline *g : {m_head.get(), m_embed.get()})
+            for (int t : g->paramGradTensors())
+                release(root, t);
+    }
+    auto layerGrads = [&](const GraphTimeline &g, int first, int repeat) {
+        TimelineBlock &b
+            = m_tl.addBlock(Stage::OptimizerStep, Phase::OptimizerStep, first, 1, repeat);
+        if (sharded)
+            release(b, m_gradShard);
+        else
+            for (int t : g.paramGradTensors())
+                release(b, t);
+    };
+    if (m_firstDiffers) {
+        layerGrads(*m_first, 0, 1);
+        layerGrads(*m_body, 1, m_layers - 1);
+    } else {
+        layerGrads(*m_body, 0, m_layers);
+    }
+}
+
+} // namespace
+
+StepTimeline buildStepTimeline(const EstimateInput &input,
+                               const ModelStates &states,
+                               const StepGraphs &graphs)
+{
+    return StepBuilder(input, states, graphs).build();
+}
+
+} // namespace membudget

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "model/step_timeline.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace membudget {
+
+// One allocation or free of the step, every layer and copy spelled out.
+struct ExpandedEvent
+{
+    std::int64_t instance = 0; // the same for a tensor's allocation and its free
+    Bytes bytes = 0;           // requested size of one tensor
+    std::int32_t tensor = 0;   // into StepTimeline::tensors
+    std::int32_t layer = -1;   // decoder layer, or -1
+    std::int32_t block = 0;    // into StepTimeline::blocks
+    bool alloc = true;
+};
+
+// The whole event list of a step for micro-batch shape (tokens, seq): what the caching-allocator
+// model replays and the timeline view draws. Tensors standing for several copies (a layer's
+// weights) become that many events; zero-sized tensors are left out.
+std::vector<ExpandedEvent> expandTimeline(const StepTimeline &timeline, double tokens, double seq);
+
+} // namespace membudget

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The step timeline: every allocation is freed once, the phase peaks computed block by block equal
+// those of the fully expanded event list, and a step ends with exactly what it started with.
+#include "model/step_model.h"
+#include "model/timeline_expand.h"
+#include "model/timeline_peaks.h"
+#include "test_architectures.h"
+
+#include <QtTest>
+
+#include <map>
+
+using namespace membudget;
+using namespace membudget::testing;
+
+namespace {
+
+struct Replayed
+{
+    std::array<double, kPhaseCount> peak{};
+    double residentAtStart = 0, residentGradients = 0; // after the Resident blocks
+    double liveAtEnd = 0, gradientsAtEnd = 0;
+    int badFrees = 0, doubleAllocs = 0;
+};
+
+// Replays the expanded event list, checking that every instance is allocated before it is freed,
+// and takes each phase's maximum (at the start of each of its blocks and after each event).
+Replayed replay(const StepTimeline &tl, double tokens, double seq)
+{
+    Replayed r;
+    std::map<std::int64_t, int> live;
+    double running = 0, gradients = 0;
+    const std::vector<ExpandedEvent> events = expandTimeline(tl, tokens, seq);
+    std::size_t next = 0;
+    bool resident = true;
+    for (std::size_t bi = 0; bi < tl.blocks.size(); ++bi) {
+        const TimelineBlock &b = tl.blocks[bi];
+        if (resident && b.stage != Stage::Resident) {
+            resident = false;
+            r.residentAtStart = running;
+            r.residentGradients = gradients;
+        }
+        double &peak = r.peak[static_cast<std::size_t>(b.phase)];
+        peak = std::max(peak, running);
+        for (; next < events.size() && events[next].block == static_cast<int>(bi); ++next) {
+            const ExpandedEvent &e = events[next];
+            int &n = live[e.instance];
+            r.doubleAllocs += e.alloc && n > 0;
+            r.badFrees += !e.alloc && n <= 0;
+            n += e.alloc ? 1 : -1;
+            const double v = static_cast<double>(e.bytes) * (e.alloc ? 1 : -1);
+            running += v;
+            if (tl.tensors[static_cast<std::size_t>(e.tensor)].component == Component::Gradients)
+                gradients += v;
+            peak = std::max(peak, running);
+        }
+    }
+    r.liveAtEnd = running;
+    r.gradientsAtEnd = gradients;
+    return r;
+}
+
+EstimateInput input(const ModelArchitecture &arch)
+{
+    EstimateInput in;
+    in.arch = arch;
+    return in;
+}
+
+} // namespace
+
+class TestStepTimeline : public QObject
+{
+    Q_OBJECT
+private slots:
+    void balancedAndExact_data()
+    {
+        QTest::addColumn<int>("arch");
+        QTest::addColumn<int>("method");
+        QTest::addColumn<int>("precision");
+        QTest::addColumn<int>("checkpointing");
+        QTest::addColumn<int>("attention");
+        QTest::addColumn<int>("sharding");
+        QTest::addColumn<int>("accumulation");
+        int row = 0;
+        for (int arch = 0; arch < 4; ++arch)
+            for (int method = 0; method < 3; ++method)
+                for (int precision : {0, 1, 3, 5})
+                    for (int ckpt = 0; ckpt < 3; ++ckpt)
+                        for (int attention : {0, 2}) {
+                            const int sharding = row % 6;
+                            const int accumulation = row % 5 == 0 ? 4 : 1;
+                            QTest::addRow("%d", row++) << arch << method << precision << ckpt
+                                                       << attention << sharding << accumulation;
+                        }
+    }
+
+    void balancedAndExact()
+    {
+        QFETCH(int, arch);
+        QFETCH(int, method);
+        QFETCH(int, precision);
+        QFETCH(int, checkpointing);
+        QFETCH(int, attention);
+        QFETCH(int, sharding);
+        QFETCH(int, accumulation);
+        const ModelArchitecture archs[] = {tinyLlama(), gpt2_small(), mixtral_8x7b(), llama3_8b()};
+        EstimateInput in = input(archs[arch]);
+        in.arch.layers = std::min<std::int64_t>(in.arch.layers, 4);
+        TrainingConfig &t = in.training;
+        t.method = static_cast<Method>(method);
+        t.quantization = t.method == Method::Qlora ? Quantization::Nf4 : Quantization::None;
+        t.precision = static_cast<Precision>(precision);
+        t.checkpointing = static_cast<Checkpointing>(checkpointing);
+        t.attention = static_cast<Attention>(attention);
+        t.gradient_accumulation_steps = accumulation;
+        t.lora.dropout = arch % 2 ? 0.1 : 0.0;
+        in.parallelism.gpus = sharding == 0 ? 1 : 4;
+        in.parallelism.sharding = static_cast<Sharding>(sharding);
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        for (auto [b, s] : {std::pair{1, 7}, std::pair{3, 512}}) {
+            const double tokens = double(b) * s;
+            const Replayed r = replay(model.timeline(), tokens, s);
+            QCOMPARE(r.badFrees, 0);
+            QCOMPARE(r.doubleAllocs, 0);
+            // A step ends with what it started with, but for gradients that zero_grad frees
+            // (those kept by gradient accumulation; ZeRO-2's partition buffer stays).
+            const double others = r.liveAtEnd - r.gradientsAtEnd;
+            QVERIFY2(std::abs(others - (r.residentAtStart - r.residentGradients)) <= 16,
+                     qPrintable(QString("%1 left at the end, %2 resident at the start")
+                                    .arg(r.liveAtEnd)
+                                    .arg(r.residentAtStart)));
+            QVERIFY(r.gradientsAtEnd == 0 || r.gradientsAtEnd == r.residentGradients);
+            const auto peaks = timelinePeaks(model.timeline(), tokens, s);
+            for (int p = 0; p < kPhaseCount; ++p) {
+                const double expected = r.peak[static_cast<std::size_t>(p)];
+                const double got = peaks[static_cast<std::size_t>(p)].allocated;
+                QVERIFY2(std::abs(got - expected) <= 1e-6 * expected + 4096,
+                         qPrintable(QString("phase %1: %2 block by block, %3 expanded")
+                                        .arg(p)
+                                        .arg(got)
+                                        .arg(expected)));
+            }
+        }
+    }
+
+    // Inference keeps its KV cache to the end; nothing else outlives the prefill but the weights.
+    void inferenceKeepsTheCache()
+    {
+        EstimateInput in = input(llama3_8b());
+        in.training.mode = Mode::Inference;
+        in.training.micro_batch_size = 2;
+        in.training.sequence_length = 1000;
+        const StepModel model(in);
+        const Replayed r = replay(model.timeline(), 2000, 1000);
+        QCOMPARE(r.badFrees, 0);
+        const double kv = 2.0 * 32 * 2000 * 8 * 128 * 2; // 2 L T k d bytes
+        QCOMPARE(r.liveAtEnd - r.residentAtStart, kv);
+        QCOMPARE(r.gradientsAtEnd, 0.0);
+    }
+
+    // The loss dominates a short-sequence bf16 step with a large vocabulary: forward peaks there.
+    void forwardPeaksInTheLoss()
+    {
+        EstimateInput in = input(llama3_8b());
+        in.training.micro_batch_size = 1;
+        in.training.sequence_length = 4096;
+        in.training.method = Method::Lora;
+        in.training.checkpointing = Checkpointing::Full;
+        in.training.attention = Attention::Flash;
+        const MemoryEstimate e = estimateMemory(in);
+        QCOMPARE(e.moments[0].stage, Stage::Loss);
+        // 16-bit logits + their fp32 copy + fp32 log-softmax: 10 bytes per token per vocab entry.
+        QCOMPARE(double(e.phase(Phase::Forward)[Component::Logits]), 4096.0 * 128256 * 10);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestStepTimeline)
+#include "tst_step_timeline.moc"
