@@ -25,7 +25,7 @@ struct AllocatorRequest
         EmptyCache // torch.cuda.empty_cache()
     };
     Kind kind = Kind::Alloc;
-    std::int32_t stream = 0;
+    std::int64_t stream = 0; // any id (cudaStream_t values will do)
     std::int64_t id = 0;
     Bytes size = 0;
 };
@@ -44,7 +44,7 @@ struct SeedSegment
 {
     Bytes address = 0;
     Bytes size = 0;
-    std::int32_t stream = 0;
+    std::int64_t stream = 0; // any id (cudaStream_t values will do)
     AllocatorPool pool = AllocatorPool::Large;
     std::vector<SeedBlock> live_blocks;
 };

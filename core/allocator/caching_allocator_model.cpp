@@ -26,7 +26,7 @@ CachingAllocatorModel::CachingAllocatorModel(const AllocatorSettings &settings)
 
 // ---- bookkeeping ---------------------------------------------------------------------------
 
-std::uint16_t CachingAllocatorModel::listFor(std::int32_t stream, AllocatorPool pool)
+std::uint32_t CachingAllocatorModel::listFor(std::int64_t stream, AllocatorPool pool)
 {
     std::size_t slot = 0;
     while (slot < m_streams.size() && m_streams[slot] != stream)
@@ -36,7 +36,7 @@ std::uint16_t CachingAllocatorModel::listFor(std::int32_t stream, AllocatorPool 
         m_cached.resize(m_streams.size() * 2);
         m_unmapped.resize(m_streams.size() * 2);
     }
-    return static_cast<std::uint16_t>(slot * 2 + static_cast<std::size_t>(pool));
+    return static_cast<std::uint32_t>(slot * 2 + static_cast<std::size_t>(pool));
 }
 
 // Garbage collection runs only under a per-process memory fraction (`set_fraction` in malloc).
@@ -113,7 +113,7 @@ bool CachingAllocatorModel::tryMerge(std::int32_t dst, std::int32_t src)
 }
 
 void CachingAllocatorModel::record(SegmentEventKind kind,
-                                   std::uint16_t list,
+                                   std::uint32_t list,
                                    Bytes address,
                                    Bytes size)
 {
@@ -146,13 +146,13 @@ void CachingAllocatorModel::resetPeaks()
 
 // malloc: search the cache; else garbage-collect, allocate a segment, and on failure release the
 // oversize cached blocks, then every cached block, retrying after each; else out of memory.
-AllocationResult CachingAllocatorModel::allocate(Bytes size, std::int32_t stream)
+AllocationResult CachingAllocatorModel::allocate(Bytes size, std::int64_t stream)
 {
     AllocationResult result;
     if (size <= 0)
         return result;
     const Bytes rounded = roundAllocationSize(size, m_settings);
-    const std::uint16_t list = listFor(stream, poolForSize(rounded));
+    const std::uint32_t list = listFor(stream, poolForSize(rounded));
     // NativeCachingAllocator::allocate refuses 1 EiB or more outright.
     std::int32_t b = size < kLargestRequest ? takeFreeBlock(list, rounded) : -1;
     if (b < 0 && size < kLargestRequest) {
@@ -182,7 +182,7 @@ AllocationResult CachingAllocatorModel::allocate(Bytes size, std::int32_t stream
 // get_free_block: the smallest cached block of the stream and pool that fits, lowest address
 // first; with max_split_size, an oversize block serves only requests of max_split_size or more
 // that it exceeds by less than max_non_split_rounding.
-std::int32_t CachingAllocatorModel::takeFreeBlock(std::uint16_t list, Bytes rounded)
+std::int32_t CachingAllocatorModel::takeFreeBlock(std::uint32_t list, Bytes rounded)
 {
     if (gcEnabled())
         ++m_gcCalls[static_cast<std::size_t>(poolOfList(list))];
@@ -228,7 +228,7 @@ std::int32_t CachingAllocatorModel::takeFreeBlock(std::uint16_t list, Bytes roun
 
 // alloc_block: a new segment (get_allocation_size) when the capacity allows it; with expandable
 // segments, pages mapped into the stream's segment instead.
-std::int32_t CachingAllocatorModel::allocateSegment(std::uint16_t list, Bytes rounded)
+std::int32_t CachingAllocatorModel::allocateSegment(std::uint32_t list, Bytes rounded)
 {
     if (m_settings.expandable_segments)
         return allocateExpandable(list, rounded);
@@ -288,7 +288,7 @@ std::int32_t CachingAllocatorModel::carve(std::int32_t b, Bytes rounded, Bytes r
 
 // release_available_cached_blocks (only with max_split_size): release the smallest oversize
 // cached block that covers the request, else the largest ones until their sum does.
-bool CachingAllocatorModel::releaseAvailableCachedBlocks(std::uint16_t list, Bytes rounded)
+bool CachingAllocatorModel::releaseAvailableCachedBlocks(std::uint32_t list, Bytes rounded)
 {
     if (!m_settings.max_split_size)
         return false;
@@ -409,7 +409,7 @@ void CachingAllocatorModel::garbageCollect()
 
 OutOfMemoryReport CachingAllocatorModel::oomReport(Bytes size,
                                                    Bytes rounded,
-                                                   std::uint16_t list) const
+                                                   std::uint32_t list) const
 {
     OutOfMemoryReport r;
     r.requested = size;
@@ -472,7 +472,7 @@ void CachingAllocatorModel::eraseUnmapped(std::int32_t b)
 
 // find_expandable_block: the lowest unmapped range of the stream's segments (with the free block
 // just before it) that offers `size` bytes of free or unmapped space; else a new segment.
-std::int32_t CachingAllocatorModel::expandableCandidate(std::uint16_t list, Bytes size)
+std::int32_t CachingAllocatorModel::expandableCandidate(std::uint32_t list, Bytes size)
 {
     auto allocatable = [&](std::int32_t b) { return b >= 0 && !m_blocks[b].allocated; };
     for (const std::int32_t u : m_unmapped[list]) {
@@ -495,7 +495,7 @@ Bytes CachingAllocatorModel::expandableSpace(AllocatorPool pool) const
     return alignUp(total + total / 8, expandablePageSize(pool));
 }
 
-std::int32_t CachingAllocatorModel::newExpandableSegment(std::uint16_t list)
+std::int32_t CachingAllocatorModel::newExpandableSegment(std::uint32_t list)
 {
     const Bytes page = expandablePageSize(poolOfList(list));
     const Bytes space = expandableSpace(poolOfList(list));
@@ -516,7 +516,7 @@ std::int32_t CachingAllocatorModel::newExpandableSegment(std::uint16_t list)
 }
 
 // try_allocate_expandable_block: map pages at the candidate until it holds `rounded` bytes.
-std::int32_t CachingAllocatorModel::allocateExpandable(std::uint16_t list, Bytes rounded)
+std::int32_t CachingAllocatorModel::allocateExpandable(std::uint32_t list, Bytes rounded)
 {
     if (rounded > expandableSpace(poolOfList(list)))
         return -1; // larger than a segment's address space: PyTorch cannot map it either
@@ -625,7 +625,7 @@ void CachingAllocatorModel::releaseExpandableSegment(std::int32_t b)
 
 bool CachingAllocatorModel::addSegment(Bytes address,
                                        Bytes size,
-                                       std::int32_t stream,
+                                       std::int64_t stream,
                                        AllocatorPool pool)
 {
     if (m_stats.allocations > 0 || !m_events.empty() || address < 0 || size <= 0
@@ -640,7 +640,7 @@ bool CachingAllocatorModel::addSegment(Bytes address,
                               && std::prev(at)->address + std::prev(at)->size > address;
     if (overlapsNext || overlapsPrev)
         return false;
-    const std::uint16_t list = listFor(stream, pool);
+    const std::uint32_t list = listFor(stream, pool);
     const std::int32_t b = newBlock();
     m_blocks[b].address = address;
     m_blocks[b].size = size;
@@ -654,7 +654,7 @@ bool CachingAllocatorModel::addSegment(Bytes address,
 }
 
 // The cached block of a seeded segment that holds [address, address + size), or -1.
-std::int32_t CachingAllocatorModel::seededHost(Bytes address, Bytes size, std::int32_t stream) const
+std::int32_t CachingAllocatorModel::seededHost(Bytes address, Bytes size, std::int64_t stream) const
 {
     auto at = std::upper_bound(m_seeded.begin(),
                                m_seeded.end(),
@@ -676,7 +676,7 @@ std::int32_t CachingAllocatorModel::seededHost(Bytes address, Bytes size, std::i
 BlockHandle CachingAllocatorModel::addLiveBlock(Bytes address,
                                                 Bytes size,
                                                 Bytes requested,
-                                                std::int32_t stream)
+                                                std::int64_t stream)
 {
     if (m_stats.allocations > 0 || size <= 0 || requested < 0 || requested > size
         || address > kBytesMax / 2 - size)

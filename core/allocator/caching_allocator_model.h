@@ -30,7 +30,7 @@ struct OutOfMemoryReport
     Bytes rounded = 0;        // the block it needed
     Bytes device_request = 0; // "Tried to allocate" in PyTorch's message: the segment size
                               // (get_allocation_size), quoted even with expandable segments
-    std::int32_t stream = 0;
+    std::int64_t stream = 0;
     Bytes capacity = 0;
     Bytes allocated = 0;          // live blocks
     Bytes reserved = 0;           // still held after releasing every cached block it could
@@ -59,7 +59,7 @@ struct SegmentEvent
 {
     SegmentEventKind kind = SegmentEventKind::Alloc;
     AllocatorPool pool = AllocatorPool::Large;
-    std::int32_t stream = 0;
+    std::int64_t stream = 0;
     Bytes address = 0;
     Bytes size = 0;
 };
@@ -70,7 +70,7 @@ struct SegmentInfo
     Bytes address = 0;
     Bytes size = 0;
     Bytes allocated = 0; // bytes of live blocks in it
-    std::int32_t stream = 0;
+    std::int64_t stream = 0;
     AllocatorPool pool = AllocatorPool::Large;
     bool expandable = false;
     int blocks = 0; // live and free blocks
@@ -92,7 +92,7 @@ public:
 
     // Serves a request of `size` bytes on `stream` (DeviceCachingAllocator::malloc); on failure
     // leaves the model as PyTorch would after raising OutOfMemoryError (caches released).
-    AllocationResult allocate(Bytes size, std::int32_t stream = 0);
+    AllocationResult allocate(Bytes size, std::int64_t stream = 0);
     // Returns a live block to the cache, merging it with free neighbours (free, free_block).
     // False (and no change) for a null, stale or foreign handle.
     bool free(BlockHandle handle);
@@ -104,8 +104,8 @@ public:
     // allocate(). False / a null handle when the model has already served requests, the segment
     // overlaps another, or the block is not inside a free part of a segment of its stream. Call
     // resetPeaks() after seeding.
-    bool addSegment(Bytes address, Bytes size, std::int32_t stream, AllocatorPool pool);
-    BlockHandle addLiveBlock(Bytes address, Bytes size, Bytes requested, std::int32_t stream = 0);
+    bool addSegment(Bytes address, Bytes size, std::int64_t stream, AllocatorPool pool);
+    BlockHandle addLiveBlock(Bytes address, Bytes size, Bytes requested, std::int64_t stream = 0);
     void resetPeaks();
     // Device addresses for the next segments, used in order before invented ones: replaying a
     // recorded trace with the addresses cudaMalloc returned makes ties between equal-sized free
@@ -131,7 +131,7 @@ private:
         std::int32_t next = -1;
         std::int32_t expandable = -1; // expandable segment, or -1
         std::uint32_t generation = 0;
-        std::uint16_t list = 0; // stream slot * 2 + pool
+        std::uint32_t list = 0; // stream slot * 2 + pool
         bool alive = false;
         bool allocated = false;
         bool mapped = true;
@@ -149,12 +149,12 @@ private:
         bool alive = false;
     };
 
-    static AllocatorPool poolOfList(std::uint16_t list)
+    static AllocatorPool poolOfList(std::uint32_t list)
     {
         return static_cast<AllocatorPool>(list & 1);
     }
-    std::int32_t streamOfList(std::uint16_t list) const { return m_streams[list >> 1]; }
-    std::uint16_t listFor(std::int32_t stream, AllocatorPool pool);
+    std::int64_t streamOfList(std::uint32_t list) const { return m_streams[list >> 1]; }
+    std::uint32_t listFor(std::int64_t stream, AllocatorPool pool);
     bool gcEnabled() const;
 
     std::int32_t newBlock();
@@ -165,35 +165,35 @@ private:
     bool tryMerge(std::int32_t dst, std::int32_t src);
     void returnBlock(std::int32_t b); // free_block
 
-    std::int32_t takeFreeBlock(std::uint16_t list, Bytes rounded);
-    std::int32_t allocateSegment(std::uint16_t list, Bytes rounded);
+    std::int32_t takeFreeBlock(std::uint32_t list, Bytes rounded);
+    std::int32_t allocateSegment(std::uint32_t list, Bytes rounded);
     std::int32_t carve(std::int32_t b, Bytes rounded, Bytes requested);
-    bool releaseAvailableCachedBlocks(std::uint16_t list, Bytes rounded);
+    bool releaseAvailableCachedBlocks(std::uint32_t list, Bytes rounded);
     void releaseCachedBlocks();
     void releasePool(AllocatorPool pool);
     void releaseSegment(std::int32_t b);
     void garbageCollect();
 
     Bytes expandableSpace(AllocatorPool pool) const;
-    std::int32_t expandableCandidate(std::uint16_t list, Bytes size);
-    std::int32_t newExpandableSegment(std::uint16_t list);
-    std::int32_t allocateExpandable(std::uint16_t list, Bytes rounded);
+    std::int32_t expandableCandidate(std::uint32_t list, Bytes size);
+    std::int32_t newExpandableSegment(std::uint32_t list);
+    std::int32_t allocateExpandable(std::uint32_t list, Bytes rounded);
     bool mapPages(std::int32_t b, Bytes size);
     void unmapPages(std::int32_t b);
     void releaseExpandableSegment(std::int32_t b);
     void insertUnmapped(std::int32_t b);
     void eraseUnmapped(std::int32_t b);
 
-    std::int32_t seededHost(Bytes address, Bytes size, std::int32_t stream) const;
-    void record(SegmentEventKind kind, std::uint16_t list, Bytes address, Bytes size);
+    std::int32_t seededHost(Bytes address, Bytes size, std::int64_t stream) const;
+    void record(SegmentEventKind kind, std::uint32_t list, Bytes address, Bytes size);
     void notePeak();
-    OutOfMemoryReport oomReport(Bytes size, Bytes rounded, std::uint16_t list) const;
+    OutOfMemoryReport oomReport(Bytes size, Bytes rounded, std::uint32_t list) const;
 
     AllocatorSettings m_settings;
     AllocatorStats m_stats;
     std::vector<Block> m_blocks;
     std::vector<std::int32_t> m_freeSlots;
-    std::vector<std::int32_t> m_streams;               // stream ids, by slot
+    std::vector<std::int64_t> m_streams;               // stream ids, by slot
     std::vector<FreeBlockIndex> m_cached;              // by list
     std::vector<std::vector<std::int32_t>> m_unmapped; // by list, by address
     std::vector<ExpandableSegment> m_expandables;

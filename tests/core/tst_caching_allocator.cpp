@@ -30,7 +30,7 @@ std::vector<Bytes> eventSizes(const CachingAllocatorModel &m)
     return out;
 }
 
-BlockHandle take(CachingAllocatorModel &m, Bytes size, std::int32_t stream = 0)
+BlockHandle take(CachingAllocatorModel &m, Bytes size, std::int64_t stream = 0)
 {
     const AllocationResult r = m.allocate(size, stream);
     if (!r.ok() || r.handle.isNull())
@@ -205,10 +205,12 @@ private slots:
     // Blocks are reused only on their own stream.
     void streamsKeepTheirBlocks()
     {
+        const std::int64_t side = 0x7f3a2c001230; // stream ids may be cudaStream_t values
         CachingAllocatorModel m;
         m.free(take(m, 40 * MiB, 0));
-        take(m, 40 * MiB, 1);
+        take(m, 40 * MiB, side);
         QCOMPARE(m.stats().reserved.current, 80 * MiB);
+        QCOMPARE(m.segmentEvents().back().stream, side);
         take(m, 40 * MiB, 0);
         QCOMPARE(m.stats().reserved.current, 80 * MiB);
     }
