@@ -86,6 +86,26 @@ bool CachingAllocatorModel::isSplit(std::int32_t b) const
     return m_blocks[b].prev >= 0 || m_blocks[b].next >= 0;
 }
 
+// A new block of `like`'s segment at [address, address + size), linked between `prev` and `next`
+// (either may be -1); mapped, free, in no list yet.
+std::int32_t CachingAllocatorModel::spliceBlock(
+    std::int32_t like, Bytes address, Bytes size, std::int32_t prev, std::int32_t next)
+{
+    const std::int32_t p = newBlock();
+    Block &blk = m_blocks[p];
+    blk.address = address;
+    blk.size = size;
+    blk.list = m_blocks[like].list;
+    blk.expandable = m_blocks[like].expandable;
+    blk.prev = prev;
+    blk.next = next;
+    if (prev >= 0)
+        m_blocks[prev].next = p;
+    if (next >= 0)
+        m_blocks[next].prev = p;
+    return p;
+}
+
 // try_merge_blocks: `dst` (in no list) absorbs its free neighbour `src` of the same mapping.
 bool CachingAllocatorModel::tryMerge(std::int32_t dst, std::int32_t src)
 {
@@ -259,20 +279,9 @@ std::int32_t CachingAllocatorModel::carve(std::int32_t b, Bytes rounded, Bytes r
 {
     const AllocatorPool pool = poolOfList(m_blocks[b].list);
     if (shouldSplit(pool, m_blocks[b].size, rounded, m_settings)) {
-        const std::int32_t front = newBlock();
-        Block &rest = m_blocks[b];
-        Block &blk = m_blocks[front];
-        blk.address = rest.address;
-        blk.size = rounded;
-        blk.list = rest.list;
-        blk.expandable = rest.expandable;
-        blk.prev = rest.prev;
-        blk.next = b;
-        if (blk.prev >= 0)
-            m_blocks[blk.prev].next = front;
-        rest.prev = front;
-        rest.address += rounded;
-        rest.size -= rounded;
+        const std::int32_t front = spliceBlock(b, m_blocks[b].address, rounded, m_blocks[b].prev, b);
+        m_blocks[b].address += rounded;
+        m_blocks[b].size -= rounded;
         cache(b);
         b = front;
     }
@@ -544,20 +553,11 @@ bool CachingAllocatorModel::mapPages(std::int32_t b, Bytes size)
     eraseUnmapped(b);
     m_blocks[b].mapped = true;
     if (mapped < m_blocks[b].size) {
-        const std::int32_t rest = newBlock();
-        Block &blk = m_blocks[b];
-        Block &r = m_blocks[rest];
-        r.address = blk.address + mapped;
-        r.size = blk.size - mapped;
-        r.list = blk.list;
-        r.expandable = blk.expandable;
-        r.mapped = false;
-        r.prev = b;
-        r.next = blk.next;
-        if (r.next >= 0)
-            m_blocks[r.next].prev = rest;
-        blk.next = rest;
-        blk.size = mapped;
+        const Bytes restAddress = m_blocks[b].address + mapped;
+        const Bytes restSize = m_blocks[b].size - mapped;
+        const std::int32_t rest = spliceBlock(b, restAddress, restSize, b, m_blocks[b].next);
+        m_blocks[rest].mapped = false;
+        m_blocks[b].size = mapped;
         insertUnmapped(rest);
     }
     const Bytes address = m_blocks[b].address;
@@ -582,25 +582,10 @@ void CachingAllocatorModel::unmapPages(std::int32_t b)
     if (first >= last)
         return;
     uncache(b);
-    auto piece = [&](Bytes address, Bytes size, std::int32_t prev, std::int32_t next) {
-        const std::int32_t p = newBlock();
-        Block &blk = m_blocks[p];
-        blk.address = address;
-        blk.size = size;
-        blk.list = m_blocks[b].list;
-        blk.expandable = m_blocks[b].expandable;
-        blk.prev = prev;
-        blk.next = next;
-        if (prev >= 0)
-            m_blocks[prev].next = p;
-        if (next >= 0)
-            m_blocks[next].prev = p;
-        cache(p);
-    };
     if (first > start)
-        piece(start, first - start, m_blocks[b].prev, b);
+        cache(spliceBlock(b, start, first - start, m_blocks[b].prev, b));
     if (end > last)
-        piece(last, end - last, b, m_blocks[b].next);
+        cache(spliceBlock(b, last, end - last, b, m_blocks[b].next));
     m_blocks[b].address = first;
     m_blocks[b].size = last - first;
     m_blocks[b].mapped = false;
@@ -686,24 +671,12 @@ BlockHandle CachingAllocatorModel::addLiveBlock(Bytes address,
         return {};
     uncache(host);
     const Bytes hostEnd = m_blocks[host].address + m_blocks[host].size;
-    auto freePiece = [&](Bytes from, Bytes to, std::int32_t prev, std::int32_t next) {
-        const std::int32_t p = newBlock();
-        Block &blk = m_blocks[p];
-        blk.address = from;
-        blk.size = to - from;
-        blk.list = m_blocks[host].list;
-        blk.prev = prev;
-        blk.next = next;
-        if (prev >= 0)
-            m_blocks[prev].next = p;
-        if (next >= 0)
-            m_blocks[next].prev = p;
-        cache(p);
-    };
-    if (m_blocks[host].address < address)
-        freePiece(m_blocks[host].address, address, m_blocks[host].prev, host);
+    const Bytes hostStart = m_blocks[host].address;
+    if (hostStart < address)
+        cache(spliceBlock(host, hostStart, address - hostStart, m_blocks[host].prev, host));
     if (address + size < hostEnd)
-        freePiece(address + size, hostEnd, host, m_blocks[host].next);
+        cache(
+            spliceBlock(host, address + size, hostEnd - address - size, host, m_blocks[host].next));
     Block &blk = m_blocks[host];
     blk.address = address;
     blk.size = size;

@@ -162,6 +162,8 @@ private:
     void cache(std::int32_t b); // into its free list (insert_into_blocks)
     void uncache(std::int32_t b);
     bool isSplit(std::int32_t b) const;
+    std::int32_t spliceBlock(
+        std::int32_t like, Bytes address, Bytes size, std::int32_t prev, std::int32_t next);
     bool tryMerge(std::int32_t dst, std::int32_t src);
     void returnBlock(std::int32_t b); // free_block
 
