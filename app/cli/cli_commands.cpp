@@ -89,7 +89,7 @@ int runEstimate(const EstimateOptions &o)
         return kExitBadInput;
     const MemoryEstimate est = estimateMemory(input);
     if (o.json)
-        std::cout << estimateToJson(scenario, input, est, gpus).dump(2) << "\n";
+        std::cout << estimateToJson(scenario, input, est, gpus, o.timeline).dump(2) << "\n";
     else
         std::cout << estimateTable(scenario, input, est, gpus, o.gib ? ByteUnit::GiB : ByteUnit::GB);
     return kExitOk;

@@ -17,6 +17,7 @@ struct EstimateOptions
     bool json = false;
     std::vector<std::string> gpus; // override / extend the scenario's GPUs
     bool gib = false;
+    bool timeline = false; // --json: add every allocation and free of the step
 };
 int runEstimate(const EstimateOptions &options);
 

@@ -3,6 +3,7 @@
 
 #include "advice/explanation.h"
 #include "advice/fit_solver.h"
+#include "advice/gpu_verdict.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -127,21 +128,30 @@ std::string estimateTable(const Scenario &scenario,
     }
 
     if (!gpus.empty()) {
-        out += "\n" + pad("GPU", 24) + pad("Capacity", 12, true) + pad("Fits", 6, true)
+        const StepModel model(input);
+        const MemoryBand band = memoryBand(model, est);
+        out += "\nOn the device: " + formatBytes(band.expected, unit) + " expected, "
+               + formatBytes(band.low, unit) + " to " + formatBytes(band.high, unit)
+               + " (allocator, CUDA context and NCCL buffers at their low and high ends).\n";
+        out += "\n" + pad("GPU", 24) + pad("Capacity", 12, true) + pad("Verdict", 14, true)
                + pad("Headroom", 12, true) + pad("Max batch", 11, true) + pad("Max seq", 10, true)
                + "\n";
+        std::string reasons;
         for (const GpuSpec &g : gpus) {
+            const GpuVerdict v = gpuVerdict(model, est, g.memory_bytes);
             const Bytes head = g.memory_bytes - est.device_total;
-            const bool fits = head >= 0;
             out += pad(g.id, 24) + pad(formatBytes(g.memory_bytes, unit, 1), 12, true)
-                   + pad(fits ? "yes" : "NO", 6, true)
+                   + pad(verdictLabel(v.verdict), 14, true)
                    + pad(std::string(head < 0 ? "-" : "")
                              .append(formatBytes(head < 0 ? -head : head, unit, 1)),
                          12,
                          true)
                    + pad(std::to_string(maxMicroBatch(input, g.memory_bytes)), 11, true)
                    + pad(std::to_string(maxSequenceLength(input, g.memory_bytes)), 10, true) + "\n";
+            if (!v.reason.empty())
+                reasons += "  " + g.id + ": " + v.reason + ".\n";
         }
+        out += reasons;
     }
     return out;
 }

@@ -35,6 +35,9 @@ int main(int argc, char **argv)
                      est.gpus,
                      "GPU preset to compare against (repeatable; replaces the scenario's list)");
     estimate->add_flag("--gib", est.gib, "Show GiB instead of GB");
+    estimate->add_flag("--timeline",
+                       est.timeline,
+                       "With --json: every allocation and free of the step, in order");
 
     FitOptions fit;
     auto *fitCmd

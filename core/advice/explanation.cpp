@@ -242,10 +242,21 @@ std::string explainComponent(const EstimateInput &in,
             return "none (one GPU)";
         return "NCCL communicator buffers " + formatBytes(in.overheads.nccl_bytes, ByteUnit::GiB)
                + " per rank" + total;
-    case Component::AllocatorReserve:
-        return num(in.overheads.allocator_reserve_fraction * 100.0, 0) + "% of "
-               + formatBytes(b.allocated())
-               + " allocated (caching-allocator blocks held but unused)" + total;
+    case Component::AllocatorReserve: {
+        if (in.overheads.allocator_reserve_fraction)
+            return num(*in.overheads.allocator_reserve_fraction * 100.0, 0) + "% of "
+                   + formatBytes(b.allocated()) + " allocated (the scenario's allocator_reserve)"
+                   + total;
+        const StepReplay &r = StepModel(in).referenceReplay();
+        return "PyTorch's caching allocator replayed over the step"
+               + (in.overheads.allocator_conf.empty() ? std::string()
+                                                      : " (" + in.overheads.allocator_conf + ")")
+               + ": reserved peaks at " + formatBytes(r.peak_reserved) + " in "
+               + num(static_cast<double>(r.segments))
+               + " segments, beyond the allocated peak by block rounding and cached blocks no "
+                 "tensor uses then"
+               + total;
+    }
     }
     return {};
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "advice/fit_solver.h"
 
+#include "advice/gpu_verdict.h"
 #include "model/step_model.h"
 
 #include <algorithm>
@@ -48,16 +49,73 @@ std::int64_t largestFitting(std::int64_t limit, Fits fits)
 
 } // namespace
 
+// The largest value the oracle accepts, starting from a guess: walks up or down from it with
+// doubling steps, then bisects. The guess comes from the fast estimate, so a few oracle calls (each
+// a replay of the step) settle the exact boundary.
+template<typename Fits>
+std::int64_t refine(std::int64_t guess, std::int64_t limit, Fits fits)
+{
+    std::int64_t lo, hi; // lo fits (or is 0), hi does not (or is limit + 1)
+    guess = std::clamp<std::int64_t>(guess, 1, std::max<std::int64_t>(1, limit));
+    if (limit >= 1 && fits(guess)) {
+        lo = guess;
+        std::int64_t step = 1;
+        while (lo < limit && fits(std::min(limit, lo + step))) {
+            lo = std::min(limit, lo + step);
+            step *= 2;
+        }
+        hi = std::min(limit, lo + step) + (lo == limit ? 1 : 0);
+        if (lo == limit)
+            return lo;
+    } else {
+        hi = guess;
+        std::int64_t step = 1;
+        lo = hi - step;
+        while (lo >= 1 && !fits(lo)) {
+            hi = lo;
+            step *= 2;
+            lo = std::max<std::int64_t>(0, hi - step);
+        }
+        if (lo < 1)
+            return 0;
+    }
+    while (hi - lo > 1) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        (fits(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+std::int64_t maxMicroBatch(
+    const StepModel &model, std::int64_t capacity, FitMetric metric, std::int64_t limit, bool exact)
+{
+    const std::int64_t seq = model.input().training.sequence_length;
+    const std::int64_t guess = largestFitting(limit, [&](std::int64_t b) {
+        return metricOf(model.estimate(b, seq), metric) <= capacity;
+    });
+    if (metric != FitMetric::DeviceTotal || !exact)
+        return guess;
+    return refine(guess, limit, [&](std::int64_t b) { return fitsOn(model, b, seq, capacity); });
+}
+
+std::int64_t maxSequenceLength(
+    const StepModel &model, std::int64_t capacity, FitMetric metric, std::int64_t limit, bool exact)
+{
+    const std::int64_t batch = model.input().training.micro_batch_size;
+    const std::int64_t guess = largestFitting(limit, [&](std::int64_t s) {
+        return metricOf(model.estimate(batch, s), metric) <= capacity;
+    });
+    if (metric != FitMetric::DeviceTotal || !exact)
+        return guess;
+    return refine(guess, limit, [&](std::int64_t s) { return fitsOn(model, batch, s, capacity); });
+}
+
 std::int64_t maxMicroBatch(const EstimateInput &input,
                            std::int64_t capacity,
                            FitMetric metric,
                            std::int64_t limit)
 {
-    const StepModel model(input);
-    const std::int64_t seq = input.training.sequence_length;
-    return largestFitting(limit, [&](std::int64_t b) {
-        return metricOf(model.estimate(b, seq), metric) <= capacity;
-    });
+    return maxMicroBatch(StepModel(input), capacity, metric, limit);
 }
 
 std::int64_t maxSequenceLength(const EstimateInput &input,
@@ -65,11 +123,7 @@ std::int64_t maxSequenceLength(const EstimateInput &input,
                                FitMetric metric,
                                std::int64_t limit)
 {
-    const StepModel model(input);
-    const std::int64_t batch = input.training.micro_batch_size;
-    return largestFitting(limit, [&](std::int64_t s) {
-        return metricOf(model.estimate(batch, s), metric) <= capacity;
-    });
+    return maxSequenceLength(StepModel(input), capacity, metric, limit);
 }
 
 } // namespace membudget

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/memory_estimator.h"
+#include "model/step_model.h"
 
 #include <cstdint>
 
@@ -10,7 +11,10 @@ namespace membudget {
 enum class FitMetric { PeakAllocated, PeakReserved, DeviceTotal };
 
 // The largest micro-batch (from 1 up to `limit`) whose `metric` fits in `capacity`; 0 when even 1
-// does not fit. Memory grows monotonically with the micro-batch, so this is a bisection.
+// does not fit. Memory grows monotonically with the micro-batch, so this is a bisection on the
+// fast estimate; for DeviceTotal (the default) the answer is then settled by the fits oracle: a
+// replay of the step through the caching-allocator model against the GPU (gpu_verdict.h), so the
+// largest value is the largest that runs, not the largest whose estimate is below capacity.
 std::int64_t maxMicroBatch(const EstimateInput &input,
                            std::int64_t capacity,
                            FitMetric metric = FitMetric::DeviceTotal,
@@ -21,6 +25,20 @@ std::int64_t maxSequenceLength(const EstimateInput &input,
                                std::int64_t capacity,
                                FitMetric metric = FitMetric::DeviceTotal,
                                std::int64_t limit = 1 << 24);
+
+// The same on a model built once (the GUI asks for several GPUs). `exact` false: the bisection on
+// the fast estimate only, without the replays that settle the boundary (an answer a step or two
+// off, at a fraction of the cost).
+std::int64_t maxMicroBatch(const StepModel &model,
+                           std::int64_t capacity,
+                           FitMetric metric = FitMetric::DeviceTotal,
+                           std::int64_t limit = 1 << 20,
+                           bool exact = true);
+std::int64_t maxSequenceLength(const StepModel &model,
+                               std::int64_t capacity,
+                               FitMetric metric = FitMetric::DeviceTotal,
+                               std::int64_t limit = 1 << 24,
+                               bool exact = true);
 
 Bytes metricOf(const MemoryEstimate &estimate, FitMetric metric);
 

@@ -113,6 +113,9 @@ public:
     void useSegmentAddresses(std::vector<Bytes> addresses);
 
     const AllocatorSettings &settings() const { return m_settings; }
+    // Changes the capacity of a model that has served requests (a state replayed once with
+    // unlimited capacity, reused against several GPUs). The reserved bytes must fit it.
+    void setCapacity(Bytes capacity) { m_settings.capacity = capacity; }
     const AllocatorStats &stats() const { return m_stats; }
     const std::vector<SegmentEvent> &segmentEvents() const { return m_events; }
     std::vector<SegmentInfo> segments() const; // by address

@@ -3,7 +3,11 @@
 
 #include "advice/explanation.h"
 #include "advice/fit_solver.h"
+#include "advice/gpu_verdict.h"
 #include "model/scenario.h"
+#include "model/step_model.h"
+#include "model/timeline_expand.h"
+#include "model/timeline_live.h"
 
 namespace membudget {
 
@@ -20,11 +24,36 @@ nlohmann::json breakdownJson(const Breakdown &b)
 
 } // namespace
 
+nlohmann::json timelineToJson(const StepModel &model)
+{
+    const StepTimeline &tl = model.timeline();
+    const double seq = static_cast<double>(model.input().training.sequence_length);
+    const double tokens = static_cast<double>(model.input().training.micro_batch_size) * seq;
+    nlohmann::json events = nlohmann::json::array();
+    Bytes allocated = 0;
+    for (const ExpandedEvent &e : expandTimeline(tl, tokens, seq)) {
+        const TimelineBlock &b = tl.blocks[static_cast<std::size_t>(e.block)];
+        const TimelineTensor &t = tl.tensors[static_cast<std::size_t>(e.tensor)];
+        allocated += e.alloc ? e.bytes : -e.bytes;
+        events.push_back({{"stage", stageKey(b.stage)},
+                          {"phase", phaseKey(b.phase)},
+                          {"layer", e.layer},
+                          {"tensor", timelineTensorName(t)},
+                          {"component", componentKey(t.component)},
+                          {"bytes", e.bytes},
+                          {"alloc", e.alloc},
+                          {"allocated", allocated}});
+    }
+    return events;
+}
+
 nlohmann::json estimateToJson(const Scenario &scenario,
                               const EstimateInput &input,
                               const MemoryEstimate &est,
-                              const std::vector<GpuSpec> &gpus)
+                              const std::vector<GpuSpec> &gpus,
+                              bool withTimeline)
 {
+    const StepModel model(input);
     nlohmann::json j;
     j["format"] = kScenarioFormat;
     j["name"] = scenario.name;
@@ -63,23 +92,32 @@ nlohmann::json estimateToJson(const Scenario &scenario,
     }
     perGpu["formulas"] = formulas;
     perGpu["too_large"] = est.too_large;
-    j["per_gpu"] = perGpu;
+    perGpu["reserve_modelled"] = est.reserve_replayed;
     j["cpu_offload_bytes"] = est.cpu_offload_total;
     j["cpu_offload_bytes_per_gpu"] = est.cpu_offload_bytes;
 
+    const MemoryBand band = memoryBand(model, est);
+    perGpu["band"] = {{"low", band.low}, {"expected", band.expected}, {"high", band.high}};
+    j["per_gpu"] = perGpu;
     nlohmann::json list = nlohmann::json::array();
     for (const GpuSpec &g : gpus) {
+        const GpuVerdict v = gpuVerdict(model, est, g.memory_bytes);
         nlohmann::json gj;
         gj["id"] = g.id;
         gj["name"] = g.name;
         gj["capacity"] = g.memory_bytes;
-        gj["fits"] = est.device_total <= g.memory_bytes;
+        gj["fits"] = v.fits;
+        gj["verdict"] = verdictKey(v.verdict);
+        gj["reason"] = v.reason;
+        gj["expandable_segments_help"] = v.expandable_segments_help;
         gj["headroom"] = g.memory_bytes - est.device_total;
         gj["max_micro_batch_size"] = maxMicroBatch(input, g.memory_bytes);
         gj["max_sequence_length"] = maxSequenceLength(input, g.memory_bytes);
         list.push_back(gj);
     }
     j["gpus"] = list;
+    if (withTimeline)
+        j["timeline"] = timelineToJson(model);
     return j;
 }
 

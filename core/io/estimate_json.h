@@ -13,12 +13,20 @@ namespace membudget {
 
 struct Scenario;
 
+class StepModel;
+
 // The `membudget estimate --json` document (shape documented in docs/cli.md): bytes as integers,
-// per-phase breakdowns, peak phase, and for each GPU whether it fits plus the largest micro-batch
-// and sequence that would.
+// per-phase breakdowns, peak phase, the band of what the device may show, and for each GPU the
+// verdict (fits / tight / does_not_fit) plus the largest micro-batch and sequence that run.
+// `withTimeline`: also every allocation and free of the step (`timeline`).
 nlohmann::json estimateToJson(const Scenario &scenario,
                               const EstimateInput &input,
                               const MemoryEstimate &estimate,
-                              const std::vector<GpuSpec> &gpus);
+                              const std::vector<GpuSpec> &gpus,
+                              bool withTimeline = false);
+
+// The step's events in order with the running allocated total: {stage, phase, layer, tensor,
+// component, bytes, alloc, allocated} each.
+nlohmann::json timelineToJson(const StepModel &model);
 
 } // namespace membudget

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/scenario_yaml.h"
 
+#include "allocator/allocator_settings.h"
+
 #include "base/byte_format.h"
 #include "io/input_file.h"
 #include "io/model_spec_yaml.h"
@@ -218,15 +220,24 @@ std::optional<Scenario> parseScenario(const std::string &text,
             }
         }
         if (const YAML::Node o = root["overheads"]; o.IsDefined()) {
-            if (!r.expectMap(o, "overheads", {"cuda_context", "nccl", "allocator_reserve"})
+            if (!r.expectMap(o,
+                             "overheads",
+                             {"cuda_context", "nccl", "allocator_reserve", "allocator_conf"})
                 || !r.getByteSize(o, "cuda_context", s.overheads.cuda_context_bytes, 1024 * kGiB)
                 || !r.getByteSize(o, "nccl", s.overheads.nccl_bytes, 1024 * kGiB)
                 || !r.getDouble(o,
                                 "allocator_reserve",
                                 s.overheads.allocator_reserve_fraction,
                                 0.0,
-                                10.0))
+                                10.0)
+                || !r.getString(o, "allocator_conf", s.overheads.allocator_conf))
                 return std::nullopt;
+            AllocatorSettings settings;
+            std::string problem;
+            if (!parseAllocatorConf(s.overheads.allocator_conf, settings, problem)) {
+                r.fail(o["allocator_conf"], "allocator_conf (PYTORCH_CUDA_ALLOC_CONF): " + problem);
+                return std::nullopt;
+            }
         }
         if (const YAML::Node g = root["gpus"]; g.IsDefined()) {
             if (!g.IsSequence() && !g.IsNull()) {
@@ -348,8 +359,11 @@ std::string scenarioToYaml(const Scenario &s)
         out += "overheads:\n";
         out += "  cuda_context: " + std::to_string(s.overheads.cuda_context_bytes) + "\n";
         out += "  nccl: " + std::to_string(s.overheads.nccl_bytes) + "\n";
-        out += "  allocator_reserve: " + formatYamlNumber(s.overheads.allocator_reserve_fraction)
-               + "\n";
+        if (s.overheads.allocator_reserve_fraction)
+            out += "  allocator_reserve: "
+                   + formatYamlNumber(*s.overheads.allocator_reserve_fraction) + "\n";
+        if (!s.overheads.allocator_conf.empty())
+            out += "  allocator_conf: " + yamlString(s.overheads.allocator_conf) + "\n";
     }
     out += "gpus: [";
     for (std::size_t i = 0; i < s.gpus.size(); ++i)

@@ -115,6 +115,8 @@ struct MemoryEstimate
     Bytes cpu_offload_bytes = 0; // CPU RAM per GPU for offloaded states / parameters
     Bytes cpu_offload_total = 0; // for all GPUs of the job
     bool too_large = false;      // some figure saturated at 2^63 bytes
+    bool reserve_replayed
+        = true; // reserved memory from the caching-allocator model (else a fraction)
     Derivation derivation;
 
     const Breakdown &phase(Phase p) const { return phases[static_cast<int>(p)]; }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "base/small_vector.h"
 #include "model/size_expr.h"
 
 #include <cstdint>
@@ -60,9 +61,9 @@ struct SavedRule
 struct GraphOp
 {
     const char *name = "";
-    std::vector<int> inputs;
-    std::vector<int> outputs;
-    std::vector<SavedRule> saves;
+    SmallVector<int, 4> inputs;
+    SmallVector<int, 2> outputs;
+    SmallVector<SavedRule, 6> saves;
     SizeExpr backward_workspace;   // extra scratch held while its backward runs (e.g. fp32 dq)
     unsigned grad_passthrough = 0; // bit i: input i's gradient is the output's gradient itself
                                    // (add and views hand it on without a copy)

@@ -28,7 +28,8 @@ bool operator==(const ParallelismConfig &a, const ParallelismConfig &b)
 bool operator==(const OverheadConfig &a, const OverheadConfig &b)
 {
     return a.cuda_context_bytes == b.cuda_context_bytes && a.nccl_bytes == b.nccl_bytes
-           && a.allocator_reserve_fraction == b.allocator_reserve_fraction;
+           && a.allocator_reserve_fraction == b.allocator_reserve_fraction
+           && a.allocator_conf == b.allocator_conf;
 }
 bool operator==(const Scenario &a, const Scenario &b)
 {

@@ -31,6 +31,21 @@ MemoryEstimate StepModel::estimate() const
 
 MemoryEstimate StepModel::estimate(std::int64_t microBatch, std::int64_t sequence) const
 {
+    return estimateWithRatio(microBatch, sequence, reserveRatio());
+}
+
+MemoryEstimate StepModel::replayedEstimate(std::int64_t microBatch, std::int64_t sequence) const
+{
+    if (m_input.overheads.allocator_reserve_fraction || !m_valid || microBatch < 1 || sequence < 1)
+        return estimate(microBatch, sequence);
+    const StepReplay r = replay(microBatch, sequence, allocatorSettings());
+    return estimateWithRatio(microBatch, sequence, ratioOf(r, microBatch, sequence));
+}
+
+MemoryEstimate StepModel::estimateWithRatio(std::int64_t microBatch,
+                                            std::int64_t sequence,
+                                            double ratio) const
+{
     MemoryEstimate est;
     if (!m_valid || microBatch < 1 || sequence < 1)
         return est;
@@ -42,16 +57,22 @@ MemoryEstimate StepModel::estimate(std::int64_t microBatch, std::int64_t sequenc
     const double communicator = m_input.parallelism.gpus > 1 ? static_cast<double>(o.nccl_bytes)
                                                              : 0.0;
     int peak = 0;
+    // The caching allocator never gives memory back during a step (unless a cudaMalloc fails), so
+    // what a phase holds is the most any phase so far allocated, times the reserved-to-allocated
+    // ratio of the replay.
+    Bytes reserved = 0, mostAllocated = 0;
     for (int i = 0; i < (train ? kPhaseCount : 1); ++i) {
         const auto pi = static_cast<std::size_t>(i);
         Breakdown &ph = est.phases[pi];
         ph = peaks[pi].breakdown;
         est.moments[pi] = peaks[pi].at;
         const Bytes allocated = ph.allocated();
+        mostAllocated = std::max(mostAllocated, allocated);
+        const Bytes held = std::max(allocated, toBytes(static_cast<double>(mostAllocated) * ratio));
         ph[Component::CudaContext] = toBytes(static_cast<double>(o.cuda_context_bytes));
         ph[Component::Communicator] = toBytes(communicator);
-        ph[Component::AllocatorReserve] = toBytes(static_cast<double>(allocated)
-                                                  * o.allocator_reserve_fraction);
+        ph[Component::AllocatorReserve] = held - allocated;
+        reserved = std::max(reserved, held);
         if (allocated > est.phases[static_cast<std::size_t>(peak)].allocated())
             peak = i;
     }
@@ -59,7 +80,11 @@ MemoryEstimate StepModel::estimate(std::int64_t microBatch, std::int64_t sequenc
     est.peak_phase = static_cast<Phase>(peak);
     est.components = est.phases[static_cast<std::size_t>(peak)];
     est.peak_allocated = est.components.allocated();
-    est.peak_reserved = addSat(est.peak_allocated, est.components[Component::AllocatorReserve]);
+    // torch's max_memory_reserved may peak in another phase than max_memory_allocated; the peak
+    // phase's reserve is what lies between the two peaks.
+    est.peak_reserved = std::max(reserved, est.peak_allocated);
+    est.components[Component::AllocatorReserve] = est.peak_reserved - est.peak_allocated;
+    est.reserve_replayed = !o.allocator_reserve_fraction.has_value();
     est.device_total = addSat(addSat(est.peak_reserved, est.components[Component::CudaContext]),
                               est.components[Component::Communicator]);
     fillDerivation(est, tokens, seq);
@@ -115,6 +140,79 @@ void StepModel::fillDerivation(MemoryEstimate &est, double T, double s) const
     est.cpu_offload_bytes = toBytes(d.cpu_offload_bytes);
     est.cpu_offload_total = toBytes(d.cpu_offload_bytes
                                     * static_cast<double>(m_input.parallelism.gpus));
+}
+
+} // namespace membudget
+
+namespace membudget {
+
+AllocatorSettings StepModel::allocatorSettings(Bytes capacity) const
+{
+    AllocatorSettings s;
+    std::string ignored; // the scenario reader refused bad text already
+    parseAllocatorConf(m_input.overheads.allocator_conf, s, ignored);
+    s.capacity = capacity;
+    return s;
+}
+
+StepReplay StepModel::replay(std::int64_t microBatch,
+                             std::int64_t sequence,
+                             const AllocatorSettings &settings) const
+{
+    if (!m_valid || microBatch < 1 || sequence < 1)
+        return {};
+    const double seq = static_cast<double>(sequence);
+    return replayStep(m_timeline,
+                      static_cast<double>(microBatch) * seq,
+                      seq,
+                      settings,
+                      &resident(settings));
+}
+
+const ResidentAllocatorState &StepModel::resident(const AllocatorSettings &settings) const
+{
+    AllocatorSettings key = settings;
+    key.capacity = kBytesMax;
+    const std::string text = allocatorConfText(key);
+    const std::lock_guard<std::mutex> lock(m_residentMutex);
+    for (const auto &[conf, state] : m_resident)
+        if (conf == text)
+            return *state;
+    m_resident.emplace_back(text,
+                            std::make_shared<const ResidentAllocatorState>(
+                                residentState(m_timeline, key)));
+    return *m_resident.back().second;
+}
+
+const StepReplay &StepModel::referenceReplay() const
+{
+    std::call_once(m_referenceOnce, [this] {
+        const std::int64_t b = m_input.training.micro_batch_size;
+        const std::int64_t s = m_input.training.sequence_length;
+        m_reference = replay(b, s, allocatorSettings());
+        m_ratio = ratioOf(m_reference, b, s);
+    });
+    return m_reference;
+}
+
+// Reserved over allocated at the peak of a replay at shape (b, s).
+double StepModel::ratioOf(const StepReplay &r, std::int64_t b, std::int64_t s) const
+{
+    const double seq = static_cast<double>(s);
+    double allocated = 0;
+    for (const PhasePeak &p : timelinePeaks(m_timeline, static_cast<double>(b) * seq, seq))
+        allocated = std::max(allocated, p.allocated);
+    const double reserved = static_cast<double>(r.peak_reserved);
+    return allocated > 0 ? std::max(1.0, reserved / allocated) : 1.0;
+}
+
+// Reserved over allocated at the peak: the scenario's override, or the replay's.
+double StepModel::reserveRatio() const
+{
+    if (const auto f = m_input.overheads.allocator_reserve_fraction)
+        return 1 + *f;
+    referenceReplay();
+    return m_ratio;
 }
 
 } // namespace membudget

@@ -1,13 +1,21 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "allocator/allocator_settings.h"
+#include "allocator/step_replay.h"
 #include "model/activation_model.h"
 #include "model/memory_estimator.h"
 #include "model/model_states.h"
 #include "model/step_graphs.h"
 #include "model/step_timeline.h"
 
+#include <array>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace membudget {
 
@@ -26,11 +34,33 @@ public:
     const StepTimeline &timeline() const { return m_timeline; }
     const ActivationProfile &activations() const { return m_profile; }
 
+    // The estimate at the input's shape, or at another one. Reserved memory comes from replaying
+    // the step through the caching-allocator model at the input's shape (once per StepModel);
+    // other shapes keep that replay's ratio of reserved to allocated at the peak (replay() tells
+    // exactly). An explicit allocator_reserve fraction in the scenario replaces the model.
     MemoryEstimate estimate() const;
     MemoryEstimate estimate(std::int64_t microBatch, std::int64_t sequence) const;
+    // The estimate at another shape with its own replay: what estimateMemory() gives for the input
+    // with that micro-batch and sequence (a few milliseconds for a large model).
+    MemoryEstimate replayedEstimate(std::int64_t microBatch, std::int64_t sequence) const;
+
+    // The scenario's allocator settings (PYTORCH_CUDA_ALLOC_CONF) for `capacity` bytes.
+    AllocatorSettings allocatorSettings(Bytes capacity = kBytesMax) const;
+    // One step at shape (b, s) replayed through the caching-allocator model (the resident tensors
+    // are replayed once per settings and reused).
+    StepReplay replay(std::int64_t microBatch,
+                      std::int64_t sequence,
+                      const AllocatorSettings &settings) const;
+    // The replay at the input's shape with unlimited capacity (computed once).
+    const StepReplay &referenceReplay() const;
 
 private:
+    MemoryEstimate estimateWithRatio(std::int64_t microBatch,
+                                     std::int64_t sequence,
+                                     double ratio) const;
     void fillDerivation(MemoryEstimate &est, double tokens, double seq) const;
+    double ratioOf(const StepReplay &replay, std::int64_t microBatch, std::int64_t sequence) const;
+    double reserveRatio() const;
 
     EstimateInput m_input;
     bool m_valid = false;
@@ -39,6 +69,14 @@ private:
     StepGraphs m_graphs;
     StepTimeline m_timeline;
     ActivationProfile m_profile;
+    const ResidentAllocatorState &resident(const AllocatorSettings &settings) const;
+
+    mutable std::mutex m_residentMutex;
+    mutable std::vector<std::pair<std::string, std::shared_ptr<const ResidentAllocatorState>>>
+        m_resident;
+    mutable std::once_flag m_referenceOnce;
+    mutable StepReplay m_reference;
+    mutable double m_ratio = 1;
 };
 
 } // namespace membudget

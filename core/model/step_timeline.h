@@ -30,6 +30,7 @@ struct TimelineTensor
     TensorOrigin origin = TensorOrigin::Value;
     bool per_layer = false;
     double copies = 1; // identical tensors it stands for (a layer's weight tensors); size is each
+    std::uint8_t stream = 0; // CUDA stream it is allocated on (0: the compute stream)
 };
 
 // An allocation or a free. For a per-layer tensor, the layer is the block's current layer plus

@@ -11,6 +11,13 @@ namespace membudget {
 
 namespace {
 
+// FSDP allocates all-gathered parameters on its unshard stream and reduce-scattered gradients on
+// its post-backward stream (torch/distributed/fsdp/_runtime_utils.py: _unshard, _post_backward
+// hooks); DeepSpeed ZeRO-3 likewise gathers on a stream of its own. The caching allocator reuses a
+// freed block only on the stream it was allocated on.
+constexpr std::uint8_t kGatherStream = 1;
+constexpr std::uint8_t kReduceStream = 2;
+
 SizeExpr bytes(double b)
 {
     return SizeExpr::constant(std::max(0.0, b));
@@ -60,7 +67,12 @@ private:
                && (f == ModelFamily::Llama || f == ModelFamily::Gemma);
     }
     // A tensor of `size` bytes in all, made of `copies` equal tensors.
-    int tensor(const char *name, SizeExpr size, Component c, bool perLayer, double copies = 1)
+    int tensor(const char *name,
+               SizeExpr size,
+               Component c,
+               bool perLayer,
+               double copies = 1,
+               std::uint8_t stream = 0)
     {
         TimelineTensor t;
         t.name = name;
@@ -69,6 +81,7 @@ private:
         t.origin = TensorOrigin::State;
         t.per_layer = perLayer;
         t.copies = std::max(1.0, copies);
+        t.stream = stream;
         return m_tl.addTensor(t);
     }
     static void alloc(TimelineBlock &b, int t, int layer = 0, bool absolute = false)
@@ -215,7 +228,9 @@ void StepBuilder::forward()
         m_rootGathered = tensor("gathered embedding and head parameters",
                                 bytes(m_s.root_weights),
                                 Component::Temporaries,
-                                false);
+                                false,
+                                1,
+                                kGatherStream);
         alloc(b, m_rootGathered);
     }
     m_embed->bind({m_stream, m_gradStream, false, true, 0, false, 0, true, 0, true});
@@ -241,7 +256,9 @@ void StepBuilder::forward()
         m_gathered = tensor("gathered layer parameters",
                             bytes(m_s.layer_weights / m_layers),
                             Component::Temporaries,
-                            true);
+                            true,
+                            1,
+                            kGatherStream);
     if (m_prefetch)
         alloc(b, m_gathered, 0, true);
     forwardLayers();
@@ -423,13 +440,17 @@ void StepBuilder::layerGradients(TimelineBlock &b, const GraphTimeline &g, std::
                     m_gradShard = tensor("gradient shard",
                                          bytes(unit / m_s.grad_shard),
                                          Component::Gradients,
-                                         true);
+                                         true,
+                                         1,
+                                         kReduceStream);
                 shard = m_gradShard;
             } else {
                 shard = tensor("gradient shard",
                                bytes(unit / m_s.grad_shard),
                                Component::Gradients,
-                               false);
+                               false,
+                               1,
+                               kReduceStream);
                 m_rootShards.push_back(shard);
             }
             kept.push_back({shard, 0, true, false});

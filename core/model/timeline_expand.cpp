@@ -5,11 +5,22 @@
 
 namespace membudget {
 
-std::vector<ExpandedEvent> expandTimeline(const StepTimeline &tl, double tokens, double seq)
+std::size_t residentBlocks(const StepTimeline &tl)
+{
+    std::size_t n = 0;
+    while (n < tl.blocks.size() && tl.blocks[n].stage == Stage::Resident)
+        ++n;
+    return n;
+}
+
+std::vector<ExpandedEvent> expandTimeline(const StepTimeline &tl,
+                                          double tokens,
+                                          double seq,
+                                          std::size_t firstBlock)
 {
     std::vector<ExpandedEvent> out;
     const std::int64_t layerSlots = static_cast<std::int64_t>(tl.layers) + 3; // -1 .. layers + 1
-    for (std::size_t bi = 0; bi < tl.blocks.size(); ++bi) {
+    for (std::size_t bi = firstBlock; bi < tl.blocks.size(); ++bi) {
         const TimelineBlock &b = tl.blocks[bi];
         for (int r = 0; r < b.repeat; ++r) {
             for (const TimelineEvent &e : b.events) {
@@ -26,8 +37,13 @@ std::vector<ExpandedEvent> expandTimeline(const StepTimeline &tl, double tokens,
                                            + (layer + 1))
                                           * kCopySlots;
                 for (std::int64_t c = 0; c < copies; ++c)
-                    out.push_back(
-                        {base + c, bytes, e.tensor, layer, static_cast<std::int32_t>(bi), e.alloc});
+                    out.push_back({base + c,
+                                   bytes,
+                                   e.tensor,
+                                   layer,
+                                   static_cast<std::int32_t>(bi),
+                                   t.stream,
+                                   e.alloc});
             }
         }
     }

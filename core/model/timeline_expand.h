@@ -16,12 +16,19 @@ struct ExpandedEvent
     std::int32_t tensor = 0;   // into StepTimeline::tensors
     std::int32_t layer = -1;   // decoder layer, or -1
     std::int32_t block = 0;    // into StepTimeline::blocks
+    std::uint8_t stream = 0;   // CUDA stream of the allocation
     bool alloc = true;
 };
 
 // The whole event list of a step for micro-batch shape (tokens, seq): what the caching-allocator
 // model replays and the timeline view draws. Tensors standing for several copies (a layer's
 // weights) become that many events; zero-sized tensors are left out.
-std::vector<ExpandedEvent> expandTimeline(const StepTimeline &timeline, double tokens, double seq);
+std::vector<ExpandedEvent> expandTimeline(const StepTimeline &timeline,
+                                          double tokens,
+                                          double seq,
+                                          std::size_t firstBlock = 0);
+
+// The blocks before the step starts (Stage::Resident): the same at every micro-batch shape.
+std::size_t residentBlocks(const StepTimeline &timeline);
 
 } // namespace membudget

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -111,9 +112,12 @@ struct OverheadConfig
 {
     std::int64_t cuda_context_bytes = 512LL << 20; // CUDA context + kernels with lazy loading
     std::int64_t nccl_bytes = 1LL << 30; // NCCL communicator buffers per rank, only with >1 GPU
-    // Caching-allocator reserve over the allocated peak: 0.18 is the mean of the reserved/allocated
-    // ratios Answer.AI published for Llama-2-7B LoRA on RTX 3090s (1.237 and 1.116); see docs/accuracy.md.
-    double allocator_reserve_fraction = 0.18;
+    // What PyTorch's caching allocator reserves beyond what it allocates is modelled by replaying
+    // the step through a model of the allocator (core/allocator), with these settings
+    // (PYTORCH_CUDA_ALLOC_CONF text such as "expandable_segments:True"). An explicit fraction
+    // (reserved = allocated x (1 + fraction)) overrides the model, e.g. one calibrated from a run.
+    std::optional<double> allocator_reserve_fraction;
+    std::string allocator_conf;
 };
 
 // Names as they appear in scenario files. Each parse function returns false for an unknown name.

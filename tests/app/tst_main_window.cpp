@@ -341,7 +341,8 @@ void TestMainWindow::controlChangesChartAsTheCoreSays_data()
     QTest::newRow("allocator reserve") << none << Action([](MainWindow *w) {
         setDoubleSpin(child<QDoubleSpinBox>(w, "allocatorReserve"), 25);
     }) << Check([](const Scenario &s) {
-        return qFuzzyCompare(s.overheads.allocator_reserve_fraction, 0.25);
+        return s.overheads.allocator_reserve_fraction
+               && qFuzzyCompare(*s.overheads.allocator_reserve_fraction, 0.25);
     }) << true;
 }
 

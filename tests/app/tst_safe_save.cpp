@@ -75,9 +75,10 @@ struct ScenarioGenerator
         s.parallelism.gpus = logUniform(1, 4096);
         s.parallelism.sharding = static_cast<Sharding>(pick(6));
         t.offload.optimizer = pick(6) == 0;
-        s.overheads.allocator_reserve_fraction = pick(3) == 0
-                                                     ? 0.25
-                                                     : s.overheads.allocator_reserve_fraction;
+        if (pick(3) == 0)
+            s.overheads.allocator_reserve_fraction = 0.25;
+        if (pick(4) == 0)
+            s.overheads.allocator_conf = "expandable_segments:True";
         s.gpus.clear();
         for (int i = pick(4); i > 0; --i)
             s.gpus.push_back(

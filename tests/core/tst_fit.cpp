@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "advice/fit_advisor.h"
 #include "advice/fit_solver.h"
+#include "advice/gpu_verdict.h"
 #include "test_architectures.h"
 
 #include <QtTest>
@@ -32,11 +33,11 @@ private slots:
         const Bytes capacity = 80LL << 30;
         const std::int64_t b = maxMicroBatch(in, capacity);
         QVERIFY(b > 1);
-        EstimateInput probe = in;
-        probe.training.micro_batch_size = b;
-        QVERIFY(estimateMemory(probe).device_total <= capacity);
-        probe.training.micro_batch_size = b + 1;
-        QVERIFY(estimateMemory(probe).device_total > capacity);
+        // The largest micro-batch that runs: the caching-allocator replay serves every request.
+        const StepModel model(in);
+        const std::int64_t s = in.training.sequence_length;
+        QVERIFY(fitsOn(model, b, s, capacity));
+        QVERIFY(!fitsOn(model, b + 1, s, capacity));
     }
 
     void maxSequenceIsTheBoundary()
@@ -45,11 +46,10 @@ private slots:
         const Bytes capacity = 24LL << 30;
         const std::int64_t s = maxSequenceLength(in, capacity);
         QVERIFY(s > 128);
-        EstimateInput probe = in;
-        probe.training.sequence_length = s;
-        QVERIFY(estimateMemory(probe).device_total <= capacity);
-        probe.training.sequence_length = s + 1;
-        QVERIFY(estimateMemory(probe).device_total > capacity);
+        const StepModel model(in);
+        const std::int64_t b = in.training.micro_batch_size;
+        QVERIFY(fitsOn(model, b, s, capacity));
+        QVERIFY(!fitsOn(model, b, s + 1, capacity));
     }
 
     void nothingFitsGivesZero()

@@ -72,6 +72,13 @@ struct Generator
         t.offload.parameters = (in.parallelism.sharding == Sharding::Zero3
                                 || in.parallelism.sharding == Sharding::FsdpFull)
                                && uniform(0, 1) < 0.2;
+        // One scenario in 200 replays its step through the caching-allocator model (a few
+        // milliseconds each); the others take a fixed reserve, which the arithmetic checks below
+        // do not depend on.
+        if (uniform(0, 1) >= 1.0 / 200)
+            in.overheads.allocator_reserve_fraction = uniform(0, 0.5);
+        else if (uniform(0, 1) < 0.3)
+            in.overheads.allocator_conf = "expandable_segments:True";
         return in;
     }
 };

@@ -152,10 +152,12 @@ void SweepChart::refresh()
     const std::int64_t current = batch ? m_input.training.micro_batch_size
                                        : m_input.training.sequence_length;
     QVector<double> xs, totals, allocs;
+    const StepModel model(m_input); // one timeline, evaluated at every point
     for (std::int64_t v : sweepValues(m_axis, current)) {
-        EstimateInput in = m_input;
-        (batch ? in.training.micro_batch_size : in.training.sequence_length) = v;
-        const MemoryEstimate est = estimateMemory(in);
+        const MemoryEstimate est = batch
+                                       ? model.replayedEstimate(v, m_input.training.sequence_length)
+                                       : model.replayedEstimate(m_input.training.micro_batch_size,
+                                                                v);
         m_samples.push_back({v, est.device_total, est.peak_allocated});
         xs.push_back(static_cast<double>(v));
         totals.push_back(toUnit(est.device_total));
@@ -163,7 +165,7 @@ void SweepChart::refresh()
     }
     m_total->setData(xs, totals, true);
     m_allocated->setData(xs, allocs, true);
-    const MemoryEstimate now = estimateMemory(m_input);
+    const MemoryEstimate now = model.estimate();
     m_current->setData({static_cast<double>(current)}, {toUnit(now.device_total)});
 
     m_total->setPen(QPen(componentColor(Component::Weights, colors.dark), 2.4));
@@ -201,8 +203,8 @@ void SweepChart::refresh()
 
         const std::int64_t limit = batch ? 1 << 20 : 1 << 24;
         const std::int64_t fit
-            = batch ? maxMicroBatch(m_input, gpu.memory_bytes, FitMetric::DeviceTotal, limit)
-                    : maxSequenceLength(m_input, gpu.memory_bytes, FitMetric::DeviceTotal, limit);
+            = batch ? maxMicroBatch(model, gpu.memory_bytes, FitMetric::DeviceTotal, limit)
+                    : maxSequenceLength(model, gpu.memory_bytes, FitMetric::DeviceTotal, limit);
         m_maxFits.push_back(fit);
         QString fitText;
         if (fit <= 0) {

@@ -681,17 +681,23 @@ QWidget *ControlsPanel::buildOverheadGroup()
              [v](Scenario &s) { s.overheads.nccl_bytes = std::llround(v * kMiB); });
     });
     form->addRow(tr("NCCL buffers:"), m_nccl);
+    // Below 0: "modelled", the caching-allocator model replays the step; 0-100: a fixed fraction.
     m_reserve = doubleSpin(
         "allocatorReserve",
-        0,
+        -1,
         100,
         0,
         1,
-        tr("Memory the caching allocator reserves beyond the allocated peak (fragmentation)"));
+        tr("Memory the caching allocator reserves beyond the allocated peak (fragmentation): "
+           "modelled by replaying the step through PyTorch's allocator, or a fixed share you "
+           "measured"));
     m_reserve->setSuffix(tr(" %"));
+    m_reserve->setSpecialValueText(tr("modelled"));
     connect(m_reserve, &QDoubleSpinBox::valueChanged, this, [this](double v) {
-        edit(tr("Change allocator reserve"),
-             [v](Scenario &s) { s.overheads.allocator_reserve_fraction = v / 100.0; });
+        edit(tr("Change allocator reserve"), [v](Scenario &s) {
+            s.overheads.allocator_reserve_fraction = v < 0 ? std::nullopt
+                                                           : std::optional<double>(v / 100.0);
+        });
     });
     form->addRow(tr("Allocator reserve:"), m_reserve);
     return group;
@@ -888,7 +894,9 @@ void ControlsPanel::syncFromDocument()
     m_cudaContext->setValue(static_cast<double>(s.overheads.cuda_context_bytes)
                             / static_cast<double>(kMiB));
     m_nccl->setValue(static_cast<double>(s.overheads.nccl_bytes) / static_cast<double>(kMiB));
-    m_reserve->setValue(s.overheads.allocator_reserve_fraction * 100.0);
+    m_reserve->setValue(s.overheads.allocator_reserve_fraction
+                            ? *s.overheads.allocator_reserve_fraction * 100.0
+                            : -1.0);
     blockers.clear();
     m_syncing = false;
 }

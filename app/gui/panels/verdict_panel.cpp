@@ -224,7 +224,7 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         }
     }
 
-    const EstimateInput &in = doc.input();
+    const StepModel model(doc.input()); // built once for every GPU's solvers
     for (std::size_t i = 0; i < gpus.size(); ++i) {
         const GpuSpec &gpu = gpus[i];
         QTreeWidgetItem *item = m_table->topLevelItem(static_cast<int>(i));
@@ -235,8 +235,8 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         item->setText(ColVerdict, verdict);
         item->setToolTip(ColVerdict, verdict); // whole, should a narrow panel elide it
         item->setForeground(ColVerdict, fits ? colors.ok : colors.danger);
-        const std::int64_t batch = maxMicroBatch(in, gpu.memory_bytes);
-        const std::int64_t seq = maxSequenceLength(in, gpu.memory_bytes);
+        const std::int64_t batch = maxMicroBatch(model, gpu.memory_bytes);
+        const std::int64_t seq = maxSequenceLength(model, gpu.memory_bytes);
         item->setText(ColMaxBatch,
                       batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch)) : tr("none"));
         item->setText(ColMaxSequence,

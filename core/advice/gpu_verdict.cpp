@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "advice/gpu_verdict.h"
+
+#include "base/byte_format.h"
+
+#include <algorithm>
+
+namespace membudget {
+
+namespace {
+
+const OverheadConfig kDefaults{};
+
+// CUDA context on an A100 80GB, torch 2.1.1 + CUDA 12.1: 0.47 GiB with lazy module loading (the
+// default since CUDA 11.7), 0.92 GiB loading every module eagerly (stas00/ml-engineering,
+// training/performance/README.md); cuBLAS and cuDNN workspaces add tens of MiB per handle.
+constexpr Bytes kContextHigh = Bytes(1) << 30;
+// NCCL: a barrier between two ranks raised device memory from 0.55 to 2.00 GiB (same source);
+// smaller buffer settings (NCCL_BUFFSIZE, fewer channels) need about half of the default 1 GiB.
+constexpr Bytes kNcclHigh = Bytes(2) << 30;
+
+struct Overheads
+{
+    Bytes context = 0;
+    Bytes nccl = 0;
+};
+
+Overheads expectedOverheads(const EstimateInput &in)
+{
+    const bool multi = in.parallelism.gpus > 1;
+    return {in.overheads.cuda_context_bytes, multi ? in.overheads.nccl_bytes : 0};
+}
+
+// Overheads the scenario set away from the defaults were measured: no band around them.
+Overheads lowOverheads(const EstimateInput &in)
+{
+    Overheads o = expectedOverheads(in);
+    if (in.overheads.cuda_context_bytes == kDefaults.cuda_context_bytes)
+        o.context = o.context * 9 / 10;
+    if (in.overheads.nccl_bytes == kDefaults.nccl_bytes)
+        o.nccl /= 2;
+    return o;
+}
+
+Overheads highOverheads(const EstimateInput &in)
+{
+    Overheads o = expectedOverheads(in);
+    if (in.overheads.cuda_context_bytes == kDefaults.cuda_context_bytes)
+        o.context = std::max(o.context, kContextHigh);
+    if (in.overheads.nccl_bytes == kDefaults.nccl_bytes && o.nccl > 0)
+        o.nccl = std::max(o.nccl, kNcclHigh);
+    return o;
+}
+
+Bytes outsideAllocator(const Overheads &o)
+{
+    return addSat(o.context, o.nccl);
+}
+
+StepReplay replayAgainst(const StepModel &model,
+                         const MemoryEstimate &est,
+                         Bytes capacity,
+                         bool expandable)
+{
+    AllocatorSettings settings = model.allocatorSettings(std::max<Bytes>(0, capacity));
+    settings.expandable_segments = settings.expandable_segments || expandable;
+    const double seq = static_cast<double>(model.input().training.sequence_length);
+    const double tokens = est.derivation.tokens;
+    return replayStep(model.timeline(), tokens, seq, settings);
+}
+
+std::string outOfMemoryText(const StepReplay &r)
+{
+    if (!r.oom)
+        return {};
+    const std::string layer = r.oom_at.layer >= 0 ? " of layer " + std::to_string(r.oom_at.layer)
+                                                  : std::string();
+    std::string where;
+    switch (r.oom_at.stage) {
+    case Stage::Resident:
+        where = "while the weights and optimizer states load";
+        break;
+    case Stage::Forward:
+    case Stage::Prefill:
+        where = "in the forward" + layer;
+        break;
+    case Stage::Loss:
+        where = "in the loss";
+        break;
+    case Stage::Backward:
+        where = "in the backward" + layer;
+        break;
+    case Stage::OptimizerStep:
+        where = "in the optimizer step";
+        break;
+    }
+    std::string s = "a " + formatBytes(r.oom->requested) + " allocation fails " + where + " with "
+                    + formatBytes(r.oom->allocated) + " allocated";
+    if (r.oom->cached_unusable > 0)
+        s += " and " + formatBytes(r.oom->cached_unusable) + " stuck in partly used segments";
+    return s;
+}
+
+} // namespace
+
+const char *verdictKey(FitVerdict v)
+{
+    switch (v) {
+    case FitVerdict::Fits:
+        return "fits";
+    case FitVerdict::Tight:
+        return "tight";
+    case FitVerdict::DoesNotFit:
+        return "does_not_fit";
+    }
+    return "";
+}
+
+const char *verdictLabel(FitVerdict v)
+{
+    switch (v) {
+    case FitVerdict::Fits:
+        return "fits";
+    case FitVerdict::Tight:
+        return "tight";
+    case FitVerdict::DoesNotFit:
+        return "does not fit";
+    }
+    return "";
+}
+
+MemoryBand memoryBand(const StepModel &model, const MemoryEstimate &est)
+{
+    const EstimateInput &in = model.input();
+    MemoryBand b;
+    b.low = addSat(est.peak_allocated, outsideAllocator(lowOverheads(in)));
+    b.expected = est.device_total;
+    b.high = addSat(est.peak_reserved, outsideAllocator(highOverheads(in)));
+    b.low = std::min(b.low, b.expected);
+    b.high = std::max(b.high, b.expected);
+    return b;
+}
+
+GpuVerdict gpuVerdict(const StepModel &model, const MemoryEstimate &est, Bytes gpuMemory)
+{
+    const EstimateInput &in = model.input();
+    GpuVerdict v;
+    v.capacity = gpuMemory;
+    v.band = memoryBand(model, est);
+    if (v.band.high <= gpuMemory)
+        return v; // fits even at the high end, without the allocator ever running short
+    const Bytes forAllocator = gpuMemory - outsideAllocator(expectedOverheads(in));
+    const StepReplay expected = replayAgainst(model, est, forAllocator, false);
+    v.fits = expected.fits;
+    v.oom = expected.oom;
+    v.oom_at = expected.oom_at;
+    const bool alreadyExpandable = model.allocatorSettings().expandable_segments;
+    const bool expandableFits = !alreadyExpandable && !expected.fits
+                                && replayAgainst(model, est, forAllocator, true).fits;
+    v.expandable_segments_help = expandableFits;
+    if (expected.fits) {
+        v.verdict = FitVerdict::Tight;
+        v.reason
+            = v.band.expected > gpuMemory
+                  ? "fits only because PyTorch frees its cached blocks and retries when "
+                    "memory runs out; a larger CUDA context or NCCL buffers would not leave room"
+                  : "fits with the expected CUDA context and NCCL buffers, but not with a "
+                    "context of eager module loading (about 1 GiB) or larger NCCL buffers";
+    } else if (expandableFits) {
+        v.verdict = FitVerdict::Tight;
+        v.reason = "runs out of memory by fragmentation as configured (" + outOfMemoryText(expected)
+                   + "); with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True it fits";
+    } else {
+        v.verdict = FitVerdict::DoesNotFit;
+        v.reason = outOfMemoryText(expected);
+    }
+    return v;
+}
+
+bool fitsOn(const StepModel &model, std::int64_t b, std::int64_t s, Bytes gpuMemory)
+{
+    const MemoryEstimate est = model.estimate(b, s);
+    const Bytes outside = outsideAllocator(expectedOverheads(model.input()));
+    if (addSat(est.peak_allocated, outside) > gpuMemory)
+        return false;
+    AllocatorSettings settings = model.allocatorSettings(gpuMemory - outside);
+    return model.replay(b, s, settings).fits;
+}
+
+} // namespace membudget

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "allocator/caching_allocator_model.h"
+#include "model/step_model.h"
+
+#include <optional>
+#include <string>
+
+namespace membudget {
+
+enum class FitVerdict { Fits, Tight, DoesNotFit };
+const char *verdictKey(FitVerdict v);   // "fits" | "tight" | "does_not_fit"
+const char *verdictLabel(FitVerdict v); // "fits" | "tight" | "does not fit"
+
+// What the device will show (nvidia-smi) at the peak, at the low and high ends of what is not
+// known from the scenario, and as expected:
+//  low       the allocated peak as if the allocator wasted nothing (expandable segments come close),
+//            the CUDA context of lazy module loading, NCCL's smallest buffers;
+//  expected  the replayed caching allocator and the scenario's overheads;
+//  high      the same allocator with a context of eager module loading plus cuBLAS/cuDNN
+//            workspaces and NCCL buffers as large as measured with two ranks.
+// Overheads the scenario sets (calibrated from a run) are taken as known.
+struct MemoryBand
+{
+    Bytes low = 0;
+    Bytes expected = 0;
+    Bytes high = 0;
+};
+
+struct GpuVerdict
+{
+    FitVerdict verdict = FitVerdict::Fits;
+    bool fits = true; // the expected case runs: PyTorch's allocator serves every request
+    MemoryBand band;
+    Bytes capacity = 0;
+    std::string reason;                    // why tight, or why not, in a sentence
+    bool expandable_segments_help = false; // tight or out of memory as configured, fits with them
+    std::optional<OutOfMemoryReport> oom;  // the expected case's failed allocation
+    PeakMoment oom_at;
+};
+
+MemoryBand memoryBand(const StepModel &model, const MemoryEstimate &estimate);
+
+// The verdict for one GPU of `gpuMemory` bytes at the estimate's shape (model.input()'s). Replays
+// the step against the capacity only when the band straddles it (release-and-retry decides then).
+GpuVerdict gpuVerdict(const StepModel &model, const MemoryEstimate &estimate, Bytes gpuMemory);
+
+// Whether the expected case runs on a GPU of `gpuMemory` bytes at shape (b, s): one replay of the
+// step against the capacity (the fits oracle of the solvers).
+bool fitsOn(const StepModel &model, std::int64_t microBatch, std::int64_t sequence, Bytes gpuMemory);
+
+} // namespace membudget

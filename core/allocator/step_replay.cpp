@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "allocator/step_replay.h"
+
+#include "model/timeline_expand.h"
+
+#include <algorithm>
+
+namespace membudget {
+
+namespace {
+
+PeakMoment momentOf(const StepTimeline &tl, const ExpandedEvent &e)
+{
+    PeakMoment m;
+    m.block = e.block;
+    m.layer = e.layer;
+    m.stage = tl.blocks[static_cast<std::size_t>(e.block)].stage;
+    return m;
+}
+
+// Plays events onto `model`; false at the first allocation that fails.
+bool play(const StepTimeline &tl,
+          const std::vector<ExpandedEvent> &events,
+          ResidentAllocatorState &s,
+          StepReplay &r)
+{
+    int lastBlock = -1;
+    for (const ExpandedEvent &e : events) {
+        const auto phase = static_cast<std::size_t>(
+            tl.blocks[static_cast<std::size_t>(e.block)].phase);
+        if (e.block != lastBlock) // what a phase starts with counts for it
+            r.reserved[phase] = std::max(r.reserved[phase], s.model.stats().reserved.current);
+        lastBlock = e.block;
+        if (e.alloc) {
+            const AllocationResult a = s.model.allocate(e.bytes, e.stream);
+            if (!a.ok()) {
+                r.fits = false;
+                r.oom = a.oom;
+                r.oom_at = momentOf(tl, e);
+                return false;
+            }
+            s.live[e.instance] = a.handle;
+        } else if (auto it = s.live.find(e.instance); it != s.live.end()) {
+            s.model.free(it->second);
+            s.live.erase(it);
+        }
+        r.reserved[phase] = std::max(r.reserved[phase], s.model.stats().reserved.current);
+    }
+    return true;
+}
+
+} // namespace
+
+ResidentAllocatorState residentState(const StepTimeline &tl, const AllocatorSettings &settings)
+{
+    AllocatorSettings unlimited = settings;
+    unlimited.capacity = kBytesMax;
+    ResidentAllocatorState s{CachingAllocatorModel(unlimited), {}};
+    std::vector<ExpandedEvent> events = expandTimeline(tl, 0, 1, 0); // fixed sizes: any shape
+    const auto resident = static_cast<int>(residentBlocks(tl));
+    events.erase(std::find_if(events.begin(),
+                              events.end(),
+                              [&](const ExpandedEvent &e) { return e.block >= resident; }),
+                 events.end());
+    StepReplay ignored;
+    play(tl, events, s, ignored);
+    return s;
+}
+
+StepReplay replayStep(const StepTimeline &tl,
+                      double tokens,
+                      double seq,
+                      const AllocatorSettings &settings,
+                      const ResidentAllocatorState *resident)
+{
+    StepReplay r;
+    const std::size_t first = residentBlocks(tl);
+    ResidentAllocatorState s = resident ? *resident : residentState(tl, settings);
+    if (s.model.stats().reserved.current > settings.capacity) {
+        // The weights and states alone do not fit: replay them against the capacity to say where.
+        s = ResidentAllocatorState{CachingAllocatorModel(settings), {}};
+        play(tl, expandTimeline(tl, tokens, seq, 0), s, r);
+    } else {
+        s.model.setCapacity(settings.capacity);
+        s.model.resetPeaks();
+        play(tl, expandTimeline(tl, tokens, seq, first), s, r);
+    }
+    const AllocatorStats &st = s.model.stats();
+    r.peak_reserved = std::max(st.reserved.peak, st.reserved.current);
+    r.peak_allocated = st.allocated.peak;
+    r.fragmentation_at_peak = st.fragmentationAtReservedPeak();
+    r.segments = st.segments.peak;
+    r.cache_flushes = st.cache_flushes;
+    return r;
+}
+
+} // namespace membudget

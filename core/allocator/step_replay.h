@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "allocator/allocator_settings.h"
+#include "allocator/caching_allocator_model.h"
+#include "model/memory_estimate.h"
+#include "model/step_timeline.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+namespace membudget {
+
+// What PyTorch's caching allocator holds over one step: the timeline's resident tensors, then the
+// step, replayed through the allocator model (one steady-state step suffices: replaying a second
+// one reuses the cached blocks and never raised the peak in the bundled models).
+struct StepReplay
+{
+    bool fits = true; // no allocation failed at `settings.capacity`
+    std::optional<OutOfMemoryReport> oom;
+    PeakMoment oom_at;                         // the block (and layer) of the failed allocation
+    std::array<Bytes, kPhaseCount> reserved{}; // most reserved while each phase runs
+    Bytes peak_reserved = 0;
+    Bytes peak_allocated = 0;        // rounded block sizes
+    Bytes fragmentation_at_peak = 0; // reserved - allocated when reserved peaked
+    std::int64_t segments = 0;       // the most segments held at once
+    std::int64_t cache_flushes = 0;  // releases of the cache to retry a failed cudaMalloc
+};
+
+// The allocator after the resident tensors (weights, states, buffers), which do not depend on the
+// micro-batch shape: made once, copied for each replay.
+struct ResidentAllocatorState
+{
+    CachingAllocatorModel model;
+    std::unordered_map<std::int64_t, BlockHandle> live; // by ExpandedEvent::instance
+};
+
+ResidentAllocatorState residentState(const StepTimeline &timeline,
+                                     const AllocatorSettings &settings);
+
+// Replays `timeline` for micro-batch shape (tokens, seq) with `settings` (its capacity: the GPU's
+// memory less what lives outside PyTorch's allocator; unlimited to learn the peaks only), from
+// `resident` when given (made with the same settings but for the capacity).
+StepReplay replayStep(const StepTimeline &timeline,
+                      double tokens,
+                      double seq,
+                      const AllocatorSettings &settings,
+                      const ResidentAllocatorState *resident = nullptr);
+
+} // namespace membudget
