@@ -29,6 +29,17 @@ struct FitOptions
 };
 int runFit(const FitOptions &options);
 
+struct SnapshotOptions
+{
+    std::string file;
+    bool json = false;
+    std::string scenario; // estimate shown beside the measurement
+    int top = 10;         // allocation sites listed
+    int device = -1;      // -1: the device with the most trace events
+    bool gib = false;
+};
+int runSnapshot(const SnapshotOptions &options);
+
 int runPresets(const std::string &what, bool json);
 int runLadder(const std::string &file, bool json, bool gib);
 int runValidate(const std::vector<std::string> &files);
