@@ -107,52 +107,42 @@ std::string segmentsText(const MemorySnapshot &snapshot, int device, ByteUnit un
            + " small), " + formatBytes(reserved, unit) + "; largest " + formatBytes(largest, unit);
 }
 
+// "  label                         value   note"
+std::string row(const char *label, const std::string &value, const std::string &note = {})
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "  %-22s %12s", label, value.c_str());
+    return std::string(buf) + (note.empty() ? "" : "   " + note) + "\n";
+}
+
 std::string measuredText(const MemorySnapshot &snapshot, const MeasuredTimeline &t, ByteUnit unit)
 {
-    char buf[256];
-    std::string s;
+    std::string s = "\n";
     if (t.has_history) {
-        s += "\nMeasured over the trace (requested bytes, as torch.cuda.memory_allocated "
-             "counts):\n";
-        std::snprintf(buf,
-                      sizeof buf,
-                      "  %-22s %12s\n",
-                      "live at trace start",
-                      formatBytes(t.allocated_at_start, unit).c_str());
-        s += buf;
-        std::snprintf(buf,
-                      sizeof buf,
-                      "  %-22s %12s   %s\n",
-                      "peak allocated",
-                      formatBytes(t.peak_allocated, unit).c_str(),
-                      when(snapshot, t, t.peak_allocated_event).c_str());
-        s += buf;
-        std::snprintf(buf,
-                      sizeof buf,
-                      "  %-22s %12s   %s\n",
-                      "peak reserved",
-                      formatBytes(t.peak_reserved, unit).c_str(),
-                      when(snapshot, t, t.peak_reserved_event).c_str());
-        s += buf;
+        s += "Measured over the trace (bytes as the program requested them; "
+             "torch.cuda.memory_allocated counts rounded blocks):\n";
+        s += row("live at trace start", formatBytes(t.allocated_at_start, unit));
+        s += row("peak allocated",
+                 formatBytes(t.peak_allocated, unit),
+                 when(snapshot, t, t.peak_allocated_event));
+        s += row("peak reserved",
+                 formatBytes(t.peak_reserved, unit),
+                 when(snapshot, t, t.peak_reserved_event));
         if (t.peak_allocated > 0) {
-            std::snprintf(buf,
-                          sizeof buf,
-                          "  %-22s %12.3f\n",
-                          "reserved / allocated",
+            char ratio[32];
+            std::snprintf(ratio,
+                          sizeof ratio,
+                          "%.3f",
                           static_cast<double>(t.peak_reserved)
                               / static_cast<double>(t.peak_allocated));
-            s += buf;
+            s += row("reserved / allocated", ratio);
         }
-    } else {
-        s += "\n";
     }
-    std::snprintf(buf,
-                  sizeof buf,
-                  "  %-22s %12s allocated, %s reserved\n",
-                  "at the snapshot",
-                  formatBytes(t.allocated_at_snapshot, unit).c_str(),
-                  formatBytes(t.reserved_at_snapshot, unit).c_str());
-    return s + buf;
+    s += row("at the snapshot",
+             formatBytes(t.requested_at_snapshot, unit),
+             "requested (" + formatBytes(t.allocated_at_snapshot, unit) + " in rounded blocks), "
+                 + formatBytes(t.reserved_at_snapshot, unit) + " reserved");
+    return s;
 }
 
 std::string sitesText(const MemorySnapshot &snapshot, const SnapshotAnalysis &a, ByteUnit unit)

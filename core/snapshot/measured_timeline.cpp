@@ -45,6 +45,7 @@ bool measureTimeline(const MemorySnapshot &snapshot,
 {
     out = MeasuredTimeline{};
     out.device = device;
+    out.requested_at_snapshot = snapshot.requestedAtSnapshot(device);
     out.allocated_at_snapshot = snapshot.allocatedAtSnapshot(device);
     out.reserved_at_snapshot = snapshot.reservedAtSnapshot(device);
     static const std::vector<TraceEvent> kNone;
@@ -58,7 +59,7 @@ bool measureTimeline(const MemorySnapshot &snapshot,
     for (const TraceEvent &e : *events)
         if (!apply(e, netAllocated, netReserved))
             return (problem = kOverflow), false;
-    if (__builtin_sub_overflow(out.allocated_at_snapshot, netAllocated, &out.allocated_at_start)
+    if (__builtin_sub_overflow(out.requested_at_snapshot, netAllocated, &out.allocated_at_start)
         || __builtin_sub_overflow(out.reserved_at_snapshot, netReserved, &out.reserved_at_start))
         return (problem = kOverflow), false;
     if (out.allocated_at_start < 0 || out.reserved_at_start < 0) {

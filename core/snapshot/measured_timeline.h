@@ -7,7 +7,8 @@
 //   allocated(i) = allocated at start + sum of alloc sizes - sum of free_requested sizes up to
 //                  and including event i; sizes are the requested (unrounded) sizes the trace
 //                  records, and allocated at start = the snapshot's live blocks' requested sizes
-//                  minus the trace's net change.
+//                  minus the trace's net change. (torch.cuda.memory_allocated() counts the
+//                  allocator's rounded block sizes, a little more.)
 //   reserved(i)  = reserved at start + segment_alloc/segment_map - segment_free/segment_unmap
 //                  sizes; reserved at start = the snapshot's segment sizes minus the net change.
 //
@@ -35,9 +36,10 @@ struct MeasuredTimeline
     // (only its state when taken).
     bool has_history = false;
 
-    Bytes allocated_at_start = 0;
+    Bytes allocated_at_start = 0; // requested bytes live when recording began
     Bytes reserved_at_start = 0;
-    Bytes allocated_at_snapshot = 0;
+    Bytes requested_at_snapshot = 0; // requested bytes live when the snapshot was taken
+    Bytes allocated_at_snapshot = 0; // the same blocks' rounded sizes (torch.cuda.memory_allocated)
     Bytes reserved_at_snapshot = 0;
     // Frees of blocks allocated before recording began.
     std::size_t frees_of_earlier_blocks = 0;

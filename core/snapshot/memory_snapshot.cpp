@@ -35,12 +35,21 @@ const char *traceActionName(TraceAction action)
     return "?";
 }
 
-Bytes Segment::allocatedBytes() const
+Bytes Segment::requestedBytes() const
 {
     Bytes sum = 0;
     for (const Block &b : blocks)
         if (b.state == BlockState::ActiveAllocated)
             sum = addSat(sum, b.requested_size);
+    return sum;
+}
+
+Bytes Segment::allocatedBytes() const
+{
+    Bytes sum = 0;
+    for (const Block &b : blocks)
+        if (b.state == BlockState::ActiveAllocated)
+            sum = addSat(sum, b.size);
     return sum;
 }
 
@@ -79,6 +88,15 @@ Bytes MemorySnapshot::allocatedAtSnapshot(int device) const
     for (const Segment &s : segments)
         if (s.device == device)
             sum = addSat(sum, s.allocatedBytes());
+    return sum;
+}
+
+Bytes MemorySnapshot::requestedAtSnapshot(int device) const
+{
+    Bytes sum = 0;
+    for (const Segment &s : segments)
+        if (s.device == device)
+            sum = addSat(sum, s.requestedBytes());
     return sum;
 }
 

@@ -59,7 +59,8 @@ struct Segment
     StackId stack = kEmptyStack; // where the segment was first allocated, when recorded
     std::vector<Block> blocks;   // in address order
 
-    Bytes allocatedBytes() const; // requested sizes of the active_allocated blocks
+    Bytes requestedBytes() const; // requested sizes of the active_allocated blocks
+    Bytes allocatedBytes() const; // their rounded sizes (what torch.cuda.memory_allocated counts)
 };
 
 enum class TraceAction : std::uint8_t {
@@ -121,10 +122,11 @@ struct MemorySnapshot
     std::size_t eventCount() const;
     // The device whose trace has the most events (the lowest such index); -1 without any trace.
     int busiestDevice() const;
-    // Bytes the allocator held (reserved) and handed out (requested sizes of live blocks) on
-    // `device` when the snapshot was taken.
+    // Bytes the allocator held (reserved) and handed out (live blocks: their rounded sizes, and
+    // the sizes the program requested) on `device` when the snapshot was taken.
     Bytes reservedAtSnapshot(int device) const;
     Bytes allocatedAtSnapshot(int device) const;
+    Bytes requestedAtSnapshot(int device) const;
 };
 
 inline constexpr int kMaxDevices = 1024;

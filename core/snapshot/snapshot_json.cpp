@@ -27,6 +27,7 @@ nlohmann::json measuredJson(const MemorySnapshot &snapshot, const MeasuredTimeli
     j["has_history"] = t.has_history;
     j["events"] = t.events;
     j["event_counts"] = counts;
+    j["requested_at_snapshot"] = t.requested_at_snapshot;
     j["allocated_at_snapshot"] = t.allocated_at_snapshot;
     j["reserved_at_snapshot"] = t.reserved_at_snapshot;
     if (!t.has_history) {
