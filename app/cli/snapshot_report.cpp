@@ -4,6 +4,7 @@
 #include "base/one_line.h"
 #include "snapshot/snapshot_json.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -64,6 +65,11 @@ std::string settingsText(const MemorySnapshot &snapshot)
     s += std::string("; expandable segments ") + (a.expandable_segments ? "on" : "off");
     s += "; max split size "
          + (a.max_split_size < 0 ? std::string("unlimited") : formatBytes(a.max_split_size));
+    const bool rounding = std::any_of(a.roundup_power2_divisions.begin(),
+                                      a.roundup_power2_divisions.end(),
+                                      [](const auto &d) { return d.second > 0; });
+    if (rounding)
+        s += "; roundup_power2_divisions set";
     if (a.garbage_collection_threshold > 0) {
         char buf[48];
         std::snprintf(buf,

@@ -99,6 +99,16 @@ public:
         , m_size(doc.m_bytes.size())
     {
         m_maxString = std::min<std::uint64_t>(limits.max_string_bytes, kMaxStringField);
+        // The 23 real snapshots of the collection hold an item per 2.6 to 13 bytes, a container
+        // per 30 or more and a new string per 100 or more: reserving about that much avoids most
+        // regrowing of the arrays (and reserved pages cost nothing until used).
+        const auto expect = [&](std::uint64_t perBytes, std::size_t cap) {
+            return static_cast<std::size_t>(std::min<std::uint64_t>(m_size / perBytes, cap));
+        };
+        doc.m_items.reserve(expect(4, limits.max_values));
+        doc.m_containers.reserve(expect(32, limits.max_containers));
+        doc.m_strings.reserve(expect(128, limits.max_values));
+        m_memo.reserve(expect(8, limits.max_values));
     }
 
     bool run(ReadError &error);
@@ -145,7 +155,7 @@ private:
         return fail(m_opAt,
                     std::string("the file ends inside ") + opcodeName(m_op) + " (it needs "
                         + withThousands(n) + " more bytes, " + withThousands(m_size - m_pos)
-                        + " are left): the file is truncated");
+                        + (m_size - m_pos == 1 ? " is" : " are") + " left): the file is truncated");
     }
     bool hold(std::uint64_t n)
     {

@@ -282,7 +282,7 @@ private slots:
         row("protocol 6", "\x80\x06}.", 0, "protocol 6 is not one this reader knows");
         row("PROTO twice", p4 + "\x80\x04}.", 2, "only allowed at the start");
         row("truncated PROTO", "\x80", 0, "the file ends inside PROTO");
-        row("truncated BININT", p4 + "J\x01", 2, "needs 4 more bytes, 1 are left");
+        row("truncated BININT", p4 + "J\x01", 2, "needs 4 more bytes, 1 is left");
         row("truncated LONG1", p4 + "\x8A\x05\x01", 2, "the file ends inside LONG1");
         row("truncated string",
             p4
