@@ -27,6 +27,9 @@ bool traceAllocations(const MemorySnapshot &snapshot,
     std::vector<TracedAllocation> traced;
     std::vector<TracedAllocation> older;
     std::unordered_map<std::int64_t, std::size_t> open; // address -> index into traced
+    // Addresses the trace allocated or freed, with the event that last did: a block older than
+    // the trace cannot be there any more unless the trace allocates it again.
+    std::unordered_map<std::int64_t, std::size_t> touched;
     if (const DeviceTrace *trace = traceOf(snapshot, device)) {
         const auto &events = trace->events;
         for (std::size_t i = 0; i < events.size(); ++i) {
@@ -48,11 +51,28 @@ bool traceAllocations(const MemorySnapshot &snapshot,
                 a.stack = e.stack;
                 a.alloc_event = index;
                 traced.push_back(a);
+                touched[e.address] = i;
             } else if (e.action == TraceAction::FreeRequested) {
                 if (const auto it = open.find(e.address); it != open.end()) {
-                    traced[it->second].free_event = index;
+                    TracedAllocation &a = traced[it->second];
+                    if (a.requested_size != e.size) {
+                        problem = "event " + std::to_string(i) + " frees " + std::to_string(e.size)
+                                  + " bytes at address " + std::to_string(e.address)
+                                  + ", but event " + std::to_string(a.alloc_event) + " allocated "
+                                  + std::to_string(a.requested_size) + " there";
+                        return false;
+                    }
+                    a.free_event = index;
                     open.erase(it);
+                    touched[e.address] = i;
+                } else if (const auto t = touched.find(e.address); t != touched.end()) {
+                    problem = "event " + std::to_string(i) + " frees address "
+                              + std::to_string(e.address) + ", which event "
+                              + std::to_string(t->second)
+                              + " already freed and nothing allocated since";
+                    return false;
                 } else {
+                    touched[e.address] = i;
                     // Allocated before recording began: its own stack is unknown (the event's
                     // stack is where it was freed).
                     TracedAllocation a;
@@ -84,6 +104,12 @@ bool traceAllocations(const MemorySnapshot &snapshot,
                 a.block_size = b.size;
                 open.erase(it);
                 continue;
+            }
+            if (const auto t = touched.find(b.address); t != touched.end()) {
+                problem = "the snapshot has a live block at address " + std::to_string(b.address)
+                          + ", which event " + std::to_string(t->second)
+                          + " freed and nothing allocated since";
+                return false;
             }
             TracedAllocation a;
             a.address = b.address;

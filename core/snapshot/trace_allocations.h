@@ -42,8 +42,10 @@ struct AllocationHistory
 };
 
 // Pairs the trace of `device` with the snapshot's blocks. Fails with `problem` when they disagree:
-// an address allocated twice without a free, or an allocation the trace leaves live that is not an
-// active_allocated block of the same requested size in the snapshot.
+// an address allocated twice without a free, a free of another size than its alloc, an address
+// freed twice with no alloc between, a live block where the trace freed the last one, or an
+// allocation the trace leaves live that is not an active_allocated block of the same requested
+// size in the snapshot.
 bool traceAllocations(const MemorySnapshot &snapshot,
                       int device,
                       AllocationHistory &out,

@@ -155,6 +155,15 @@ def cases():
                  "state": "active_allocated", "frames": []}]
     c["live-block-missing"] = dumps(snapshot([segment(blocks=one_live)],
                                              [[event("alloc", 4096, 512)]]))
+    c["free-size-differs"] = dumps(snapshot([segment()], [[event("alloc", 0, 512),
+                                                             event("free_requested", 0, 1024)]]))
+    c["double-free"] = dumps(snapshot([segment(blocks=one_live)],
+                                      [[event("alloc", 4096, 512), event("free_requested", 4096, 512),
+                                        event("free_requested", 4096, 512),
+                                        event("alloc", 8192, 512)]]))
+    c["live-after-free"] = dumps(snapshot([segment(blocks=one_live)],
+                                          [[event("free_requested", 0, 512),
+                                            event("alloc", 8192, 512)]]))
     c["no-memory-at-all"] = dumps({"segments": [], "device_traces": []})
     return c
 
