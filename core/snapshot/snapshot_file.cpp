@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "snapshot/snapshot_file.h"
 
+#include "io/input_file.h"
+
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 namespace membudget::snapshot {
@@ -23,25 +24,9 @@ bool readSnapshotBytes(const std::string &path,
                        LoadError &error,
                        std::uint64_t limit)
 {
-    namespace fs = std::filesystem;
-    error = LoadError{};
-    error.file = path;
-    std::error_code ec;
-    const fs::file_status status = fs::status(path, ec);
-    if (ec || !fs::exists(status)) {
-        error.message = "no such file";
+    std::uintmax_t size = 0;
+    if (!regularFileSize(path, "memory snapshot", size, error))
         return false;
-    }
-    if (!fs::is_regular_file(status)) {
-        error.message = fs::is_directory(status) ? "a folder, not a memory snapshot file"
-                                                 : "not a regular file";
-        return false;
-    }
-    const std::uintmax_t size = fs::file_size(path, ec);
-    if (ec) {
-        error.message = "cannot read the file: " + ec.message();
-        return false;
-    }
     const std::string tooLarge = " is more than this reader's limit of " + mebibytes(limit)
                                  + " for a memory snapshot";
     if (size > limit) {
