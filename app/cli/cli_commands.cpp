@@ -243,24 +243,6 @@ int runLadder(const std::string &file, bool json, bool gib)
 
 namespace {
 
-// What the allocator model can replay, and the hook where its answer goes: `replayed` stays null
-// until MemBudget's caching-allocator model (core/allocator) replays `replay` and reports its
-// peak reserved beside the measured one (docs/cli.md).
-nlohmann::json replayJson(const snapshot::SnapshotAnalysis &a)
-{
-    nlohmann::json input;
-    if (a.replay) {
-        input = {{"available", true},
-                 {"requests", a.replay->requests.size()},
-                 {"start_segments", a.replay->start.segments.size()},
-                 {"start_reserved", a.replay->start.reserved},
-                 {"start_allocated", a.replay->start.allocated}};
-    } else {
-        input = {{"available", false}, {"problem", a.replay_problem}};
-    }
-    return input;
-}
-
 nlohmann::json comparisonJson(const snapshot::MeasuredTimeline &t, const MemoryEstimate &e)
 {
     const auto pair = [&](Bytes measured, Bytes estimated) {
@@ -301,6 +283,10 @@ int runSnapshot(const SnapshotOptions &o)
         std::cerr << error.toString() << "\n";
         return kExitBadInput;
     }
+    // The recorded requests through MemBudget's caching-allocator model (core/allocator).
+    std::optional<snapshot::SnapshotReplay> replay;
+    if (analysis.replay)
+        replay = snapshot::replaySnapshot(*snap, *analysis.replay, o.capacity);
     std::optional<EstimateBeside> beside;
     Scenario scenario;
     EstimateInput input;
@@ -316,13 +302,13 @@ int runSnapshot(const SnapshotOptions &o)
         std::cout << snapshotReport(o.file,
                                     *snap,
                                     analysis,
+                                    replay,
                                     beside,
                                     o.gib ? ByteUnit::GiB : ByteUnit::GB);
         return kExitOk;
     }
     nlohmann::json j = snapshot::snapshotToJson(o.file, *snap, analysis);
-    j["replay_input"] = replayJson(analysis);
-    j["replayed"] = nullptr; // hook: the caching-allocator model's replay (see replayJson)
+    snapshot::addReplayJson(j, analysis, replay);
     if (beside) {
         j["estimate"] = estimateToJson(scenario, input, beside->estimate, {});
         j["comparison"] = comparisonJson(analysis.timeline, beside->estimate);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ struct SnapshotOptions
     int top = 10;         // allocation sites listed
     int device = -1;      // -1: the device with the most trace events
     bool gib = false;
+    std::int64_t capacity = INT64_MAX; // device memory for the allocator-model replay; max: no limit
 };
 int runSnapshot(const SnapshotOptions &options);
 

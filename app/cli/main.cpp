@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // membudget: GPU memory budgets for LLM training from the command line.
+#include "base/byte_format.h"
 #include "cli_commands.h"
 #include "user_presets.h"
 
@@ -71,6 +72,11 @@ int main(int argc, char **argv)
                      "Device to measure (default: the one with most events)")
         ->check(CLI::Range(0, 1023));
     snapshotCmd->add_flag("--gib", snap.gib, "Show GiB instead of GB");
+    std::string replayCapacity;
+    snapshotCmd->add_option("--capacity",
+                            replayCapacity,
+                            "Device memory the allocator model may reserve when it replays the "
+                            "trace, e.g. 23.5GiB (default: no limit)");
 
     std::string presetKind;
     bool presetJson = false;
@@ -135,8 +141,14 @@ int main(int argc, char **argv)
         return runLadder(ladderFile, ladderJson, ladderGib);
     if (*presets)
         return runPresets(presetKind, presetJson);
-    if (*snapshotCmd)
+    if (*snapshotCmd) {
+        if (!replayCapacity.empty() && !membudget::parseByteSize(replayCapacity, snap.capacity)) {
+            std::cerr << "--capacity: '" << replayCapacity
+                      << "' is not a size (24GB, 23.5GiB, 512MiB or bytes)\n";
+            return kExitUsage;
+        }
         return runSnapshot(snap);
+    }
     if (*validate)
         return runValidate(validateFiles);
     if (*importCmd)

@@ -58,7 +58,7 @@ std::string settingsText(const MemorySnapshot &snapshot)
 {
     if (!snapshot.allocator_settings)
         return "not recorded (older PyTorch)";
-    const AllocatorSettings &a = *snapshot.allocator_settings;
+    const RecordedAllocatorSettings &a = *snapshot.allocator_settings;
     std::string s = a.alloc_conf.empty()
                         ? std::string("PYTORCH_CUDA_ALLOC_CONF unset")
                         : "PYTORCH_CUDA_ALLOC_CONF=" + oneLine(a.alloc_conf, kQuoteLimit);
@@ -151,6 +151,42 @@ std::string measuredText(const MemorySnapshot &snapshot, const MeasuredTimeline 
     return s;
 }
 
+std::string replayText(const MeasuredTimeline &t,
+                       const std::optional<SnapshotReplay> &replay,
+                       ByteUnit unit)
+{
+    if (!t.has_history || !replay)
+        return "";
+    std::string s
+        = "\nMemBudget's caching-allocator model, replaying the trace from its start state";
+    s += replay->capacity == kBytesMax
+             ? ", without a device limit (--capacity sets one):\n"
+             : ", with " + formatBytes(replay->capacity, unit) + " of device memory:\n";
+    if (!replay->ran)
+        return s + "  not replayed: " + oneLine(replay->problem, kQuoteLimit) + "\n";
+    const ReplayResult &r = replay->result;
+    if (!r.error.empty())
+        return s + "  stopped: " + oneLine(r.error, kQuoteLimit) + "\n";
+    std::string note = "measured " + formatBytes(t.peak_reserved, unit);
+    if (t.peak_reserved > 0) {
+        char pct[32];
+        std::snprintf(pct,
+                      sizeof pct,
+                      " (%+.2f%%)",
+                      100.0 * static_cast<double>(r.stats.reserved.peak - t.peak_reserved)
+                          / static_cast<double>(t.peak_reserved));
+        note += pct;
+    }
+    s += row("peak reserved", formatBytes(r.stats.reserved.peak, unit), note);
+    s += row("segment allocs",
+             count(static_cast<std::size_t>(r.stats.device_allocations)),
+             "recorded " + count(t.count(TraceAction::SegmentAlloc)));
+    if (!r.fits)
+        s += "  out of memory at request " + count(r.failed_at + 1) + " of "
+             + count(replay->requests) + "\n";
+    return s;
+}
+
 std::string sitesText(const MemorySnapshot &snapshot, const SnapshotAnalysis &a, ByteUnit unit)
 {
     if (a.top_sites.empty())
@@ -223,6 +259,7 @@ std::string estimateText(const MeasuredTimeline &t, const EstimateBeside &e, Byt
 std::string snapshotReport(const std::string &file,
                            const MemorySnapshot &snapshot,
                            const SnapshotAnalysis &a,
+                           const std::optional<SnapshotReplay> &replay,
                            const std::optional<EstimateBeside> &estimate,
                            ByteUnit unit)
 {
@@ -250,6 +287,7 @@ std::string snapshotReport(const std::string &file,
     s += line("Allocator", settingsText(snapshot));
     s += line("Segments", segmentsText(snapshot, a.device, unit));
     s += measuredText(snapshot, t, unit);
+    s += replayText(t, replay, unit);
     s += sitesText(snapshot, a, unit);
     if (estimate)
         s += estimateText(t, *estimate, unit);

@@ -553,7 +553,7 @@ bool Converter::readSettings(Value dict)
     m_where = "allocator_settings: ";
     if (dict.kind() != Kind::Dict)
         return wrongKind(m_doc.root(), "allocator_settings", dict, "a dict");
-    AllocatorSettings s;
+    RecordedAllocatorSettings s;
     std::size_t budget = kMaxSettingsValues;
     if (!toJson(dict, 0, budget, s.raw))
         return false;

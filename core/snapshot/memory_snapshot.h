@@ -98,7 +98,7 @@ struct DeviceTrace
 
 // CUDA caching-allocator configuration as the snapshot recorded it (PYTORCH_CUDA_ALLOC_CONF and
 // what it resolved to).
-struct AllocatorSettings
+struct RecordedAllocatorSettings
 {
     std::string alloc_conf;                    // the variable's text, "" when unset
     std::int64_t max_split_size = -1;          // bytes; -1: no limit
@@ -115,7 +115,7 @@ struct MemorySnapshot
     SnapshotLayout layout = SnapshotLayout::Current;
     std::vector<Segment> segments;          // all devices
     std::vector<DeviceTrace> device_traces; // one per device, by device index; empty without history
-    std::optional<AllocatorSettings> allocator_settings;
+    std::optional<RecordedAllocatorSettings> allocator_settings;
     FrameTable frames;
     std::size_t external_annotations = 0; // user annotations recorded beside the trace
 

@@ -69,7 +69,7 @@ struct ReplayInput
     int device = 0;
     TraceStartState start;
     std::vector<AllocationRequest> requests; // in trace order
-    std::optional<AllocatorSettings> settings;
+    std::optional<RecordedAllocatorSettings> settings;
 };
 
 // The state when recording began: the snapshot's segments with the trace's segment_alloc and

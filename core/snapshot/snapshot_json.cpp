@@ -170,6 +170,50 @@ std::optional<double> secondsIntoTrace(const MemorySnapshot &snapshot,
     return std::nullopt;
 }
 
+void addReplayJson(nlohmann::json &document,
+                   const SnapshotAnalysis &analysis,
+                   const std::optional<SnapshotReplay> &replay)
+{
+    const MeasuredTimeline &t = analysis.timeline;
+    if (!analysis.replay) {
+        document["replay_input"] = {{"available", false}, {"problem", analysis.replay_problem}};
+        document["replayed"] = nullptr;
+        return;
+    }
+    const TraceStartState &start = analysis.replay->start;
+    document["replay_input"] = {{"available", true},
+                                {"requests", analysis.replay->requests.size()},
+                                {"start_segments", start.segments.size()},
+                                {"start_reserved", start.reserved},
+                                {"start_allocated", start.allocated}};
+    if (!replay || !replay->ran) {
+        document["replayed"] = nullptr;
+        if (replay)
+            document["replay_input"]["problem"] = replay->problem;
+        return;
+    }
+    const ReplayResult &r = replay->result;
+    nlohmann::json j;
+    j["peak_reserved"] = r.stats.reserved.peak;
+    j["peak_allocated"] = r.stats.allocated.peak; // rounded blocks
+    j["peak_reserved_difference"] = r.stats.reserved.peak - t.peak_reserved;
+    j["fragmentation_at_peak"] = r.stats.fragmentationAtReservedPeak();
+    j["segment_allocs"] = r.stats.device_allocations;
+    j["segment_allocs_recorded"] = t.count(TraceAction::SegmentAlloc);
+    j["segment_frees"] = r.stats.device_frees;
+    j["segment_frees_recorded"] = t.count(TraceAction::SegmentFree);
+    j["requests"] = replay->requests;
+    j["replayed_requests"] = r.replayed;
+    j["fits"] = r.fits;
+    j["failed_at_request"] = r.fits ? nlohmann::json(nullptr) : nlohmann::json(r.failed_at);
+    j["error"] = r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error);
+    j["capacity"] = replay->capacity == kBytesMax ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(replay->capacity);
+    j["inferred_block_sizes"] = replay->inferred_block_sizes;
+    j["skipped_ooms"] = replay->skipped_ooms;
+    document["replayed"] = j;
+}
+
 nlohmann::json snapshotToJson(const std::string &file,
                               const MemorySnapshot &snapshot,
                               const SnapshotAnalysis &analysis)

@@ -7,6 +7,7 @@
 
 #include "snapshot/memory_snapshot.h"
 #include "snapshot/snapshot_analysis.h"
+#include "snapshot/snapshot_replay.h"
 
 #include <nlohmann/json.hpp>
 
@@ -17,6 +18,12 @@ namespace membudget::snapshot {
 nlohmann::json snapshotToJson(const std::string &file,
                               const MemorySnapshot &snapshot,
                               const SnapshotAnalysis &analysis);
+
+// "replay_input" (what the allocator model can replay) and "replayed" (its answer beside the
+// measurement; null when the trace cannot be replayed) for `replay` of `analysis`.
+void addReplayJson(nlohmann::json &document,
+                   const SnapshotAnalysis &analysis,
+                   const std::optional<SnapshotReplay> &replay);
 
 // "user_frame", "no_python_frame", "no_stack", "before_recording"
 const char *siteKindKey(SiteKind kind);

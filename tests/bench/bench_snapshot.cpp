@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Memory-snapshot speed: the restricted pickle parse, the typed model, and the analysis (timeline,
-// allocation lifetimes, peak sites, replay input), on real snapshots of 2 to 3.9 MB. Target: a
+// Memory-snapshot speed: the restricted pickle parse, the typed model, the analysis (timeline,
+// allocation lifetimes, peak sites, replay input) and the caching-allocator model's replay, on
+// real snapshots of 2 to 3.9 MB. Target: a
 // 4 MB snapshot read in well under 100 ms (docs/performance.md).
 // Run: build/tests/bench/bench_snapshot -median 11
 #include "bench_common.h"
 #include "snapshot/snapshot_analysis.h"
 #include "snapshot/snapshot_file.h"
+#include "snapshot/snapshot_replay.h"
 
 #include <QtTest>
 
@@ -104,7 +106,7 @@ private slots:
     {
         QFETCH(QString, path);
         const std::string bytes = readAll(path);
-        std::vector<double> parseCpu, readCpu, readWall, analyzeCpu;
+        std::vector<double> parseCpu, readCpu, readWall, analyzeCpu, replayCpu;
         for (int i = 0; i < 15; ++i) {
             QElapsedTimer wall;
             long long t0 = bench::threadCpuNs();
@@ -121,6 +123,10 @@ private slots:
             std::string problem;
             QVERIFY(analyzeSnapshot(*snap, -1, 10, a, problem));
             long long t3 = bench::threadCpuNs();
+            QVERIFY(a.replay);
+            QVERIFY(replaySnapshot(*snap, *a.replay).ran);
+            long long t4 = bench::threadCpuNs();
+            replayCpu.push_back(static_cast<double>(t4 - t3) / 1e6);
             parseCpu.push_back(static_cast<double>(t1 - t0) / 1e6);
             readCpu.push_back(static_cast<double>(t2 - t1) / 1e6);
             analyzeCpu.push_back(static_cast<double>(t3 - t2) / 1e6);
@@ -129,6 +135,7 @@ private slots:
         bench::printSummary("parse + typed model, CPU", bench::summarize(readCpu), "ms", 100);
         bench::printSummary("parse + typed model, wall", bench::summarize(readWall), "ms", 100);
         bench::printSummary("analysis, CPU", bench::summarize(analyzeCpu), "ms");
+        bench::printSummary("allocator-model replay, CPU", bench::summarize(replayCpu), "ms");
     }
 };
 

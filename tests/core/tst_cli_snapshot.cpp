@@ -56,7 +56,11 @@ private slots:
               "peak allocated              1.78 GB   at event 11,206 of 23,105, 1.622 s",
               "peak reserved               1.90 GB",
               "reserved / allocated          1.064",
-              "modeling_utils.py:4343 in to"})
+              "modeling_utils.py:4343 in to",
+              "caching-allocator model, replaying the trace from its start state, without a "
+              "device limit",
+              "peak reserved               1.90 GB   measured 1.90 GB (+0.00%)",
+              "segment allocs                   61   recorded 61"})
             QVERIFY2(out.contains(QLatin1String(part)), part);
         // --top and --gib
         const Result top = run({QStringLiteral("snapshot"),
@@ -111,7 +115,15 @@ private slots:
         QVERIFY(top[1].toObject()[QLatin1String("file")].toString().endsWith(
             QLatin1String("optimizer.py")));
         QCOMPARE(j[QLatin1String("segments")].toObject()[QLatin1String("count")].toInt(), 96);
-        QVERIFY(j[QLatin1String("replayed")].isNull());
+        // The allocator model's replay: the warm cache held everything, as on the device.
+        const QJsonObject replayed = j[QLatin1String("replayed")].toObject();
+        QCOMPARE(replayed[QLatin1String("peak_reserved")].toInteger(), Q_INT64_C(4238344192));
+        QCOMPARE(replayed[QLatin1String("peak_reserved_difference")].toInteger(), 0);
+        QCOMPARE(replayed[QLatin1String("requests")].toInteger(), 4324); // alloc + free_completed
+        QCOMPARE(replayed[QLatin1String("segment_allocs")].toInteger(), 0);
+        QVERIFY(replayed[QLatin1String("fits")].toBool());
+        QVERIFY(replayed[QLatin1String("capacity")].isNull());
+        QVERIFY(replayed[QLatin1String("error")].isNull());
         const QJsonObject replay = j[QLatin1String("replay_input")].toObject();
         QVERIFY(replay[QLatin1String("available")].toBool());
         QCOMPARE(replay[QLatin1String("requests")].toInteger(), 6486);
@@ -167,6 +179,20 @@ private slots:
         QCOMPARE(run({QStringLiteral("snapshot"), snapshotFile(kZidong), QStringLiteral("--bogus")})
                      .code,
                  2);
+        const Result capacity = run({QStringLiteral("snapshot"),
+                                     snapshotFile(kZidong),
+                                     QStringLiteral("--capacity"),
+                                     QStringLiteral("lots")});
+        QCOMPARE(capacity.code, 2);
+        QVERIFY(capacity.err.contains("--capacity: 'lots' is not a size"));
+        // A capacity below what the run reserved: the model runs out where the device did not.
+        const Result tight = run({QStringLiteral("snapshot"),
+                                  snapshotFile(kZidong),
+                                  QStringLiteral("--capacity"),
+                                  QStringLiteral("1GiB")});
+        QCOMPARE(tight.code, 0);
+        QVERIFY(tight.out.contains("with 1.07 GB of device memory"));
+        QVERIFY(tight.out.contains("out of memory at request"));
         const Result r = run({QStringLiteral("snapshot"),
                               snapshotFile(kZidong),
                               QStringLiteral("--device"),

@@ -2,12 +2,14 @@
 // libFuzzer target: the PyTorch memory-snapshot reader (restricted pickle reader, typed model) and
 // everything measured from an accepted snapshot. Invariants on every accepted input, for every
 // device: the curves hold the peaks, the allocations live at the peak add up to it, the start state
-// of the replay input adds up to the baselines, and the JSON document serialises. See README.md.
+// of the replay input adds up to the baselines, the caching-allocator model's replay of the trace
+// is coherent, and the JSON document serialises. See README.md.
 #include "fuzz_check.h"
 
 #include "snapshot/memory_snapshot.h"
 #include "snapshot/snapshot_analysis.h"
 #include "snapshot/snapshot_json.h"
+#include "snapshot/snapshot_replay.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -52,7 +54,18 @@ void checkAnalysis(const MemorySnapshot &snap, const SnapshotAnalysis &a)
         && (a.replay->start.reserved != t.reserved_at_start
             || a.replay->start.allocated != t.allocated_at_start))
         fuzz::broken("the replay's start state does not add up to the baselines", "");
-    (void) snapshotToJson("fuzz.pickle", snap, a).dump();
+    // The recorded requests through the caching-allocator model: it may refuse them (error) or
+    // run out (with a capacity), but what it reports must be coherent.
+    std::optional<SnapshotReplay> replay;
+    if (a.replay) {
+        replay = replaySnapshot(snap, *a.replay, 64 * kGiB);
+        const ReplayResult &r = replay->result;
+        if (replay->ran && r.stats.reserved.peak < r.stats.allocated.peak)
+            fuzz::broken("the model reserved less than it allocated", r.error);
+    }
+    nlohmann::json j = snapshotToJson("fuzz.pickle", snap, a);
+    addReplayJson(j, a, replay);
+    (void) j.dump();
 }
 
 } // namespace
