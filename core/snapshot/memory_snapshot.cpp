@@ -35,22 +35,34 @@ const char *traceActionName(TraceAction action)
     return "?";
 }
 
-Bytes Segment::requestedBytes() const
+namespace {
+
+// Sum of `bytes(item)` over `items` for which `pick(item)`, saturating.
+template<typename Items, typename Pick, typename Size>
+Bytes sumOf(const Items &items, Pick pick, Size bytes)
 {
     Bytes sum = 0;
-    for (const Block &b : blocks)
-        if (b.state == BlockState::ActiveAllocated)
-            sum = addSat(sum, b.requested_size);
+    for (const auto &item : items)
+        if (pick(item))
+            sum = addSat(sum, bytes(item));
     return sum;
+}
+
+bool isLive(const Block &b)
+{
+    return b.state == BlockState::ActiveAllocated;
+}
+
+} // namespace
+
+Bytes Segment::requestedBytes() const
+{
+    return sumOf(blocks, isLive, [](const Block &b) { return b.requested_size; });
 }
 
 Bytes Segment::allocatedBytes() const
 {
-    Bytes sum = 0;
-    for (const Block &b : blocks)
-        if (b.state == BlockState::ActiveAllocated)
-            sum = addSat(sum, b.size);
-    return sum;
+    return sumOf(blocks, isLive, [](const Block &b) { return b.size; });
 }
 
 std::size_t MemorySnapshot::eventCount() const
@@ -75,29 +87,26 @@ int MemorySnapshot::busiestDevice() const
 
 Bytes MemorySnapshot::reservedAtSnapshot(int device) const
 {
-    Bytes sum = 0;
-    for (const Segment &s : segments)
-        if (s.device == device)
-            sum = addSat(sum, s.total_size);
-    return sum;
+    return sumOf(
+        segments,
+        [&](const Segment &s) { return s.device == device; },
+        [](const Segment &s) { return s.total_size; });
 }
 
 Bytes MemorySnapshot::allocatedAtSnapshot(int device) const
 {
-    Bytes sum = 0;
-    for (const Segment &s : segments)
-        if (s.device == device)
-            sum = addSat(sum, s.allocatedBytes());
-    return sum;
+    return sumOf(
+        segments,
+        [&](const Segment &s) { return s.device == device; },
+        [](const Segment &s) { return s.allocatedBytes(); });
 }
 
 Bytes MemorySnapshot::requestedAtSnapshot(int device) const
 {
-    Bytes sum = 0;
-    for (const Segment &s : segments)
-        if (s.device == device)
-            sum = addSat(sum, s.requestedBytes());
-    return sum;
+    return sumOf(
+        segments,
+        [&](const Segment &s) { return s.device == device; },
+        [](const Segment &s) { return s.requestedBytes(); });
 }
 
 namespace {
