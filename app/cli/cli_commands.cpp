@@ -11,6 +11,9 @@
 #include "io/scenario_yaml.h"
 #include "model/memory_estimator.h"
 #include "model/parameter_layout.h"
+#include "snapshot/snapshot_file.h"
+#include "snapshot/snapshot_json.h"
+#include "snapshot_report.h"
 #include "user_presets.h"
 
 #include <cerrno>
@@ -70,6 +73,25 @@ bool collectGpus(const PresetCatalog &catalog,
         }
         out.push_back(*g);
     }
+    return true;
+}
+
+// PyTorch memory snapshots are pickles: .pickle, .pkl (what _dump_snapshot's users name them).
+bool isSnapshotFileName(const std::string &file)
+{
+    const std::string ext = std::filesystem::path(file).extension().string();
+    return ext == ".pickle" || ext == ".pkl" || ext == ".PICKLE" || ext == ".PKL";
+}
+
+// Reads and analyses a snapshot as `membudget snapshot` would; false with `error` on any problem.
+bool checkSnapshotFile(const std::string &file, LoadError &error)
+{
+    const auto snap = snapshot::loadMemorySnapshotFile(file, error);
+    if (!snap)
+        return false;
+    snapshot::SnapshotAnalysis analysis;
+    if (!snapshot::analyzeSnapshot(*snap, -1, 1, analysis, error.message))
+        return false;
     return true;
 }
 
@@ -219,6 +241,82 @@ int runLadder(const std::string &file, bool json, bool gib)
     return kExitOk;
 }
 
+namespace {
+
+nlohmann::json comparisonJson(const snapshot::MeasuredTimeline &t, const MemoryEstimate &e)
+{
+    const auto pair = [&](Bytes measured, Bytes estimated) {
+        nlohmann::json j = {{"estimated", estimated}};
+        if (!t.has_history) {
+            j["measured"] = nullptr;
+            return j;
+        }
+        j["measured"] = measured;
+        j["difference"] = estimated - measured;
+        j["ratio"] = measured > 0 ? nlohmann::json(static_cast<double>(estimated)
+                                                   / static_cast<double>(measured))
+                                  : nlohmann::json(nullptr);
+        return j;
+    };
+    return {{"peak_allocated", pair(t.peak_allocated, e.peak_allocated)},
+            {"peak_reserved", pair(t.peak_reserved, e.peak_reserved)}};
+}
+
+} // namespace
+
+int runSnapshot(const SnapshotOptions &o)
+{
+    LoadError error;
+    const auto snap = snapshot::loadMemorySnapshotFile(o.file, error);
+    if (!snap) {
+        std::cerr << error.toString() << "\n";
+        return kExitBadInput;
+    }
+    snapshot::SnapshotAnalysis analysis;
+    std::string problem;
+    if (!snapshot::analyzeSnapshot(*snap,
+                                   o.device,
+                                   static_cast<std::size_t>(o.top),
+                                   analysis,
+                                   problem)) {
+        error.message = problem;
+        std::cerr << error.toString() << "\n";
+        return kExitBadInput;
+    }
+    // The recorded requests through MemBudget's caching-allocator model (core/allocator).
+    std::optional<snapshot::SnapshotReplay> replay;
+    if (analysis.replay)
+        replay = snapshot::replaySnapshot(*snap, *analysis.replay, o.capacity);
+    std::optional<EstimateBeside> beside;
+    Scenario scenario;
+    EstimateInput input;
+    if (!o.scenario.empty()) {
+        std::vector<LoadError> problems;
+        const PresetCatalog catalog = loadCatalog(problems);
+        printProblems(problems);
+        if (!loadResolved(o.scenario, catalog, scenario, input))
+            return kExitBadInput;
+        beside = EstimateBeside{o.scenario, scenario.name, estimateMemory(input)};
+    }
+    if (!o.json) {
+        std::cout << snapshotReport(o.file,
+                                    *snap,
+                                    analysis,
+                                    replay,
+                                    beside,
+                                    o.gib ? ByteUnit::GiB : ByteUnit::GB);
+        return kExitOk;
+    }
+    nlohmann::json j = snapshot::snapshotToJson(o.file, *snap, analysis);
+    snapshot::addReplayJson(j, analysis, replay);
+    if (beside) {
+        j["estimate"] = estimateToJson(scenario, input, beside->estimate, {});
+        j["comparison"] = comparisonJson(analysis.timeline, beside->estimate);
+    }
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+}
+
 int runPresets(const std::string &what, bool json)
 {
     std::vector<LoadError> problems;
@@ -303,6 +401,15 @@ int runValidate(const std::vector<std::string> &files)
     int rc = kExitOk;
     for (const std::string &f : files) {
         LoadError error;
+        if (isSnapshotFileName(f)) {
+            if (checkSnapshotFile(f, error)) {
+                std::cout << f << ": ok (memory snapshot)\n";
+            } else {
+                std::cerr << error.toString() << "\n";
+                rc = kExitBadInput;
+            }
+            continue;
+        }
         InputFileKind kind = InputFileKind::Scenario;
         if (checkInputFile(f, catalog, error, &kind)) {
             std::cout << f << ": ok (" << inputFileKindName(kind) << ")\n";

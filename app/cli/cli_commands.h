@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,18 @@ struct FitOptions
     bool json = false;
 };
 int runFit(const FitOptions &options);
+
+struct SnapshotOptions
+{
+    std::string file;
+    bool json = false;
+    std::string scenario; // estimate shown beside the measurement
+    int top = 10;         // allocation sites listed
+    int device = -1;      // -1: the device with the most trace events
+    bool gib = false;
+    std::int64_t capacity = INT64_MAX; // device memory for the allocator-model replay; max: no limit
+};
+int runSnapshot(const SnapshotOptions &options);
 
 int runPresets(const std::string &what, bool json);
 int runLadder(const std::string &file, bool json, bool gib);

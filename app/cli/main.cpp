@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // membudget: GPU memory budgets for LLM training from the command line.
+#include "base/byte_format.h"
 #include "cli_commands.h"
 #include "user_presets.h"
 
@@ -56,6 +57,30 @@ int main(int argc, char **argv)
     ladder->add_flag("--json", ladderJson, "Machine-readable output");
     ladder->add_flag("--gib", ladderGib, "Show GiB instead of GB");
 
+    SnapshotOptions snap;
+    auto *snapshotCmd = app.add_subcommand(
+        "snapshot",
+        "Measure a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot): peaks, what was "
+        "live at the peak, the estimate beside it");
+    snapshotCmd->add_option("snapshot", snap.file, "Snapshot pickle file")->required();
+    snapshotCmd->add_flag("--json", snap.json, "Machine-readable output (bytes as integers)");
+    snapshotCmd->add_option("--scenario",
+                            snap.scenario,
+                            "Scenario YAML whose estimate to show beside");
+    snapshotCmd->add_option("--top", snap.top, "Allocation sites to list (default 10)")
+        ->check(CLI::Range(1, 1000));
+    snapshotCmd
+        ->add_option("--device",
+                     snap.device,
+                     "Device to measure (default: the one with most events)")
+        ->check(CLI::Range(0, 1023));
+    snapshotCmd->add_flag("--gib", snap.gib, "Show GiB instead of GB");
+    std::string replayCapacity;
+    snapshotCmd->add_option("--capacity",
+                            replayCapacity,
+                            "Device memory the allocator model may reserve when it replays the "
+                            "trace, e.g. 23.5GiB (default: no limit)");
+
     std::string presetKind;
     bool presetJson = false;
     auto *presets = app.add_subcommand("presets", "List bundled and user presets");
@@ -65,11 +90,12 @@ int main(int argc, char **argv)
     std::vector<std::string> validateFiles;
     auto *validate = app.add_subcommand(
         "validate",
-        "Check scenario, preset and config.json files; prints file:line:column: problem");
+        "Check scenario, preset, config.json and memory snapshot files; prints the first problem");
     validate
         ->add_option("files",
                      validateFiles,
-                     "Scenario or preset YAML files, or Hugging Face config.json files")
+                     "Scenario or preset YAML files, Hugging Face config.json files, or PyTorch "
+                     "memory snapshots (.pickle)")
         ->required();
 
     std::string configFile, importOut;
@@ -118,6 +144,14 @@ int main(int argc, char **argv)
         return runLadder(ladderFile, ladderJson, ladderGib);
     if (*presets)
         return runPresets(presetKind, presetJson);
+    if (*snapshotCmd) {
+        if (!replayCapacity.empty() && !membudget::parseByteSize(replayCapacity, snap.capacity)) {
+            std::cerr << "--capacity: '" << replayCapacity
+                      << "' is not a size (24GB, 23.5GiB, 512MiB or bytes)\n";
+            return kExitUsage;
+        }
+        return runSnapshot(snap);
+    }
     if (*validate)
         return runValidate(validateFiles);
     if (*importCmd)

@@ -4,7 +4,7 @@
 namespace membudget {
 
 // The well-formed byte sequences: Unicode 15, section 3.9, table 3-7.
-std::size_t utf8SequenceLength(const std::string &s, std::size_t i, char32_t &codePoint)
+std::size_t utf8SequenceLength(std::string_view s, std::size_t i, char32_t &codePoint)
 {
     const auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
     const unsigned char c = at(i);

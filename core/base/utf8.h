@@ -5,12 +5,12 @@
 // (core/load_error).
 
 #include <cstddef>
-#include <string>
+#include <string_view>
 
 namespace membudget {
 
 // Length of the UTF-8 sequence starting at byte `i` of `s`, with its code point in `codePoint`, or
 // 0 when it is not well-formed (truncated, overlong, a surrogate or past U+10FFFF).
-std::size_t utf8SequenceLength(const std::string &s, std::size_t i, char32_t &codePoint);
+std::size_t utf8SequenceLength(std::string_view s, std::size_t i, char32_t &codePoint);
 
 } // namespace membudget

@@ -66,7 +66,10 @@ bool checkInputText(const std::string &text, const std::string &fileName, LoadEr
     return true;
 }
 
-bool readInputFile(const std::string &path, const char *what, std::string &text, LoadError &error)
+bool regularFileSize(const std::string &path,
+                     const char *what,
+                     std::uintmax_t &size,
+                     LoadError &error)
 {
     namespace fs = std::filesystem;
     error = LoadError{};
@@ -82,11 +85,19 @@ bool readInputFile(const std::string &path, const char *what, std::string &text,
                                                  : "not a regular file";
         return false;
     }
-    const std::uintmax_t size = fs::file_size(path, ec);
+    size = fs::file_size(path, ec);
     if (ec) {
         error.message = "cannot read the file: " + ec.message();
         return false;
     }
+    return true;
+}
+
+bool readInputFile(const std::string &path, const char *what, std::string &text, LoadError &error)
+{
+    std::uintmax_t size = 0;
+    if (!regularFileSize(path, what, size, error))
+        return false;
     if (size > kMaxInputFileBytes) {
         error.line = 1;
         error.column = 1;

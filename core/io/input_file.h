@@ -8,6 +8,7 @@
 #include "io/load_error.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace membudget {
@@ -17,6 +18,14 @@ class PresetCatalog;
 // Scenarios, preset files and config.json files are a few kilobytes; anything past this is refused
 // before it is read.
 inline constexpr std::size_t kMaxInputFileBytes = 1024 * 1024;
+
+// Checks that `path` is a regular file (never a FIFO or device, which could block) and gives its
+// size; false with `error` set ("no such file", "a folder, not a <what> file", "not a regular
+// file") otherwise. Nothing is read.
+bool regularFileSize(const std::string &path,
+                     const char *what,
+                     std::uintmax_t &size,
+                     LoadError &error);
 
 // Reads `path` into `text`: it must be a regular file (never a FIFO or device, which could block)
 // of at most kMaxInputFileBytes. `what` names the kind of file in messages ("scenario",

@@ -93,7 +93,7 @@ private slots:
         files.sort();
         QCOMPARE(listed, files);
         QVERIFY2(files.size() >= 60, qPrintable(QString::number(files.size())));
-        for (const char *kind : {"scenario-", "presets-", "config-"})
+        for (const char *kind : {"scenario-", "presets-", "config-", "snapshot-"})
             QVERIFY2(files.filter(QRegularExpression(QStringLiteral("^") + QLatin1String(kind)))
                              .size()
                          >= 10,
@@ -133,12 +133,22 @@ private slots:
                                     path,
                                     QStringLiteral("-o"),
                                     m_tmp.filePath(QStringLiteral("never-written.yaml"))};
+        // Memory snapshots are binary: `file: offset N: message`, or `file: message` ("-") for a
+        // trace that contradicts its segments.
+        const bool snapshot = file.startsWith(QLatin1String("snapshot-"));
+        if (snapshot)
+            commands << QStringList{QStringLiteral("snapshot"), path}
+                     << QStringList{QStringLiteral("snapshot"), path, QStringLiteral("--json")};
         for (const QStringList &args : commands) {
             const QString line = expectOneLineFailure(runCli(args));
             if (QTest::currentTestFailed())
                 QFAIL(qPrintable(args.join(QLatin1Char(' '))));
-            const QString expected = path + QLatin1Char(':') + position + QStringLiteral(": ")
-                                     + message;
+            const QString expected = !snapshot ? path + QLatin1Char(':') + position
+                                                     + QStringLiteral(": ") + message
+                                     : position == QLatin1String("-")
+                                         ? path + QStringLiteral(": ") + message
+                                         : path + QStringLiteral(": ") + position
+                                               + QStringLiteral(": ") + message;
             QVERIFY2(line.startsWith(expected),
                      qPrintable(args.front() + QStringLiteral("\n   got: ") + line
                                 + QStringLiteral("\nwanted: ") + expected));
@@ -211,23 +221,38 @@ private slots:
     {
         QTest::addColumn<QString>("file");
         QTest::addColumn<int>("exitCode");
+        QTest::addColumn<QString>("command");
+        const QString validate = QStringLiteral("validate");
         for (const char *name : {"scenario-include-tag.yaml",
                                  "scenario-path-as-preset.yaml",
                                  "scenario-python-tag.yaml",
                                  "presets-unknown-key.yaml",
-                                 "config-unsupported-type.json"})
-            QTest::newRow(name) << corpusDir() + QLatin1Char('/') + QLatin1String(name) << 1;
+                                 "config-unsupported-type.json",
+                                 "snapshot-global-os-system.pickle"})
+            QTest::newRow(name) << corpusDir() + QLatin1Char('/') + QLatin1String(name) << 1
+                                << validate;
         QTest::newRow("good scenario")
             << QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/qlora-llama-2-7b-24gb.yaml")
-            << 0;
+            << 0 << validate;
         QTest::newRow("good config.json")
             << QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/fuzz/seeds/hf_config/mistral-7b.json")
-            << 0;
+            << 0 << validate;
+        // A pickle that would run os.system is refused at its GLOBAL opcode, never executed.
+        for (const char *name : {"snapshot-global-os-system.pickle", "snapshot-reduce.pickle"})
+            QTest::newRow(qPrintable(QStringLiteral("snapshot ") + QLatin1String(name)))
+                << corpusDir() + QLatin1Char('/') + QLatin1String(name) << 1
+                << QStringLiteral("snapshot");
+        QTest::newRow("good snapshot")
+            << QStringLiteral(MEMBUDGET_SOURCE_DIR
+                              "/tests/data/snapshots/silmont2000__assignment2-systems__mem_snapshot"
+                              ".pickle")
+            << 0 << QStringLiteral("snapshot");
     }
     void loadingReadsOnlyTheChosenFile()
     {
         QFETCH(QString, file);
         QFETCH(int, exitCode);
+        QFETCH(QString, command);
         const QString strace = QStandardPaths::findExecutable(QStringLiteral("strace"));
         if (strace.isEmpty())
             QSKIP("strace is not installed");
@@ -241,7 +266,7 @@ private slots:
                  QStringLiteral("-o"),
                  log,
                  QStringLiteral(MEMBUDGET_CLI),
-                 QStringLiteral("validate"),
+                 command,
                  file});
         QVERIFY(p.waitForFinished(30000));
         if (p.exitCode() != exitCode && p.readAllStandardError().contains("ptrace"))
@@ -275,6 +300,41 @@ private slots:
         }
         QCOMPARE(execs, 1); // membudget itself; nothing else is started
         QCOMPARE(opened, QStringList{file});
+    }
+
+    // A snapshot past the size limit (512 MiB) is refused by its size without being read: a sparse
+    // file of 600 MiB takes no disk space and would take seconds to read.
+    void hugeSnapshotIsRefusedBySize()
+    {
+        const QString path = m_tmp.filePath(QStringLiteral("huge.pickle"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        QVERIFY(f.resize(qint64(600) << 20));
+        f.close();
+        for (const char *command : {"snapshot", "validate"}) {
+            const QString line = expectOneLineFailure(runCli({QLatin1String(command), path}));
+            QVERIFY2(line.startsWith(path
+                                     + QStringLiteral(": offset 0: the file's 600 MiB is more than "
+                                                      "this reader's limit of 512 MiB")),
+                     qPrintable(line));
+        }
+        QFile::remove(path);
+    }
+
+    void snapshotSpecialFiles()
+    {
+        const QString fifo = m_tmp.filePath(QStringLiteral("pipe.pickle"));
+        QCOMPARE(::mkfifo(QFile::encodeName(fifo).constData(), 0600), 0);
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("snapshot"), fifo})),
+                 fifo + QStringLiteral(": not a regular file"));
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("snapshot"), m_tmp.path()})),
+                 m_tmp.path() + QStringLiteral(": a folder, not a memory snapshot file"));
+        const QString missing = m_tmp.filePath(QStringLiteral("missing.pickle"));
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("snapshot"), missing})),
+                 missing + QStringLiteral(": no such file"));
+        QCOMPARE(expectOneLineFailure(
+                     runCli({QStringLiteral("snapshot"), QStringLiteral("/dev/zero")})),
+                 QStringLiteral("/dev/zero: not a regular file"));
     }
 
     // Several files at once: each bad one reported on its own line, the good ones say ok, exit 1.

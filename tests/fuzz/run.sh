@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Fuzzes one loader with libFuzzer (clang, ASan + UBSan):
-#   tests/fuzz/run.sh scenario|presets|hf_config [SECONDS] [JOBS]
+#   tests/fuzz/run.sh scenario|presets|hf_config|snapshot [SECONDS] [JOBS]
 # Builds the "fuzz" CMake preset into build-fuzz/, seeds a working corpus from the committed seeds,
 # and keeps anything that crashes in build-fuzz/artifacts/<target>/ (copy it to
 # tests/fuzz/regressions/<target>/ once fixed). Prints libFuzzer's final statistics.
 set -euo pipefail
-target=${1:?usage: tests/fuzz/run.sh scenario|presets|hf_config [SECONDS]}
+target=${1:?usage: tests/fuzz/run.sh scenario|presets|hf_config|snapshot [SECONDS]}
 seconds=${2:-600}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -16,7 +16,9 @@ case "$target" in
 scenario) seeds=(presets/scenarios tests/calibration tests/data/bad) dict=tests/fuzz/yaml.dict ;;
 presets) seeds=(presets/models presets/gpus.yaml tests/data/bad) dict=tests/fuzz/yaml.dict ;;
 hf_config) seeds=(tests/fuzz/seeds/hf_config tests/data/bad) dict=tests/fuzz/json.dict ;;
-*) echo "unknown target '$target'; expected scenario, presets or hf_config" >&2; exit 2 ;;
+# Snapshots are binary and larger: the smallest real ones (17 to 110 KB) are whole seeds.
+snapshot) seeds=(tests/data/snapshots tests/data/bad) dict=tests/fuzz/pickle.dict max_len=262144 ;;
+*) echo "unknown target '$target'; expected scenario, presets, hf_config or snapshot" >&2; exit 2 ;;
 esac
 
 corpus=build-fuzz/corpus/$target
@@ -28,4 +30,4 @@ done
 # -timeout: an input taking over 2 s is a hang (a user file must fail in under one);
 # -rss_limit_mb: a loader must not balloon on a 64 KiB input.
 exec "build-fuzz/tests/fuzz/fuzz_$target" "$corpus" -dict="$dict" -max_total_time="$seconds" \
-    -max_len=65536 -timeout=2 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/"
+    -max_len="${max_len:-65536}" -timeout=2 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/"

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// `membudget snapshot` run as a user would: the summary, the JSON document, the estimate beside
+// the measurement, exit codes. (Hostile snapshots: tst_bad_inputs.)
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QtTest>
+
+namespace {
+
+struct Result
+{
+    int code = -1;
+    QByteArray out;
+    QByteArray err;
+};
+
+Result run(const QStringList &args)
+{
+    QProcess p;
+    p.start(QStringLiteral(MEMBUDGET_CLI), args);
+    p.waitForFinished(30000);
+    return {p.exitCode(), p.readAllStandardOutput(), p.readAllStandardError()};
+}
+
+QString snapshotFile(const char *name)
+{
+    return QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/snapshots/") + QLatin1String(name);
+}
+
+const char *kZidong = "ZidongLiu__DeComFL__memory.pickle";
+const char *kYiyi = "Yiyi-philosophy__LLM-inference__oom_snapshot.pickle";
+const char *kBcrafton = "bcrafton__assignment2-systems__memory_snapshot.pickle";
+
+} // namespace
+
+class TestCliSnapshot : public QObject
+{
+    Q_OBJECT
+
+private slots:
+    void initTestCase() { qputenv("MEMBUDGET_PRESETS", "/nonexistent/no-user-presets"); }
+
+    void summary()
+    {
+        const Result r = run({QStringLiteral("snapshot"), snapshotFile(kZidong)});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.err.isEmpty());
+        const QString out = QString::fromUtf8(r.out);
+        for (const char *part :
+             {"23,105 trace events over 1.850 s: 7,946 alloc, 7,549 free_requested",
+              "began with an empty allocator",
+              "PYTORCH_CUDA_ALLOC_CONF unset; expandable segments off",
+              "61 at the snapshot (44 large, 17 small), 1.90 GB",
+              "peak allocated              1.78 GB   at event 11,206 of 23,105, 1.622 s",
+              "peak reserved               1.90 GB",
+              "reserved / allocated          1.064",
+              "modeling_utils.py:4343 in to",
+              "caching-allocator model, replaying the trace from its start state, without a "
+              "device limit",
+              "peak reserved               1.90 GB   measured 1.90 GB (+0.00%)",
+              "segment allocs                   61   recorded 61"})
+            QVERIFY2(out.contains(QLatin1String(part)), part);
+        // --top and --gib
+        const Result top = run({QStringLiteral("snapshot"),
+                                snapshotFile(kZidong),
+                                QStringLiteral("--top"),
+                                QStringLiteral("2"),
+                                QStringLiteral("--gib")});
+        QCOMPARE(top.code, 0);
+        QVERIFY(top.out.contains("1.66 GiB"));
+        const auto lines = QString::fromUtf8(top.out).split(QLatin1Char('\n'));
+        const auto at = lines.indexOf(QRegularExpression(QStringLiteral("^Largest allocations.*")));
+        QVERIFY(at > 0);
+        QCOMPARE(lines.size(), at + 4); // two sites and the final newline
+    }
+
+    void summaryOfLegacySnapshot()
+    {
+        const Result r = run({QStringLiteral("snapshot"), snapshotFile(kYiyi)});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.contains("(torch 2.0 layout)"));
+        QVERIFY(r.out.contains("no allocation history in this snapshot"));
+        QVERIFY(r.out.contains("11.84 GB   requested (11.84 GB in rounded blocks)"));
+        QVERIFY(r.out.contains("flexgen/pytorch_backend.py:190 in allocate"));
+        QVERIFY(!r.out.contains("peak allocated"));
+    }
+
+    void json()
+    {
+        const Result r = run({QStringLiteral("snapshot"),
+                              snapshotFile(kBcrafton),
+                              QStringLiteral("--json"),
+                              QStringLiteral("--top"),
+                              QStringLiteral("3")});
+        QCOMPARE(r.code, 0);
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(j[QLatin1String("format")].toString(), QStringLiteral("membudget/1"));
+        QCOMPARE(j[QLatin1String("kind")].toString(), QStringLiteral("memory_snapshot"));
+        const QJsonObject m = j[QLatin1String("measured")].toObject();
+        QCOMPARE(m[QLatin1String("peak_allocated")].toInteger(), Q_INT64_C(3849232640));
+        QCOMPARE(m[QLatin1String("peak_reserved")].toInteger(), Q_INT64_C(4238344192));
+        QCOMPARE(m[QLatin1String("baseline_reserved")].toInteger(), Q_INT64_C(4238344192));
+        QCOMPARE(m[QLatin1String("events")].toInteger(), 6486);
+        QCOMPARE(m[QLatin1String("frees_of_earlier_blocks")].toInteger(), 222);
+        QVERIFY(!m[QLatin1String("recorded_from_allocator_start")].toBool());
+        const qint64 baseline = m[QLatin1String("baseline_allocated")].toInteger();
+        QVERIFY(baseline > 3000000000 && baseline < m[QLatin1String("peak_allocated")].toInteger());
+        const QJsonArray top = j[QLatin1String("top_allocations")].toArray();
+        QCOMPARE(top.size(), 3);
+        QCOMPARE(top[0].toObject()[QLatin1String("kind")].toString(),
+                 QStringLiteral("before_recording"));
+        QCOMPARE(top[1].toObject()[QLatin1String("line")].toInt(), 78);
+        QVERIFY(top[1].toObject()[QLatin1String("file")].toString().endsWith(
+            QLatin1String("optimizer.py")));
+        QCOMPARE(j[QLatin1String("segments")].toObject()[QLatin1String("count")].toInt(), 96);
+        // The allocator model's replay: the warm cache held everything, as on the device.
+        const QJsonObject replayed = j[QLatin1String("replayed")].toObject();
+        QCOMPARE(replayed[QLatin1String("peak_reserved")].toInteger(), Q_INT64_C(4238344192));
+        QCOMPARE(replayed[QLatin1String("peak_reserved_difference")].toInteger(), 0);
+        QCOMPARE(replayed[QLatin1String("requests")].toInteger(), 4324); // alloc + free_completed
+        QCOMPARE(replayed[QLatin1String("segment_allocs")].toInteger(), 0);
+        QVERIFY(replayed[QLatin1String("fits")].toBool());
+        QVERIFY(replayed[QLatin1String("capacity")].isNull());
+        QVERIFY(replayed[QLatin1String("error")].isNull());
+        const QJsonObject replay = j[QLatin1String("replay_input")].toObject();
+        QVERIFY(replay[QLatin1String("available")].toBool());
+        QCOMPARE(replay[QLatin1String("requests")].toInteger(), 6486);
+        QCOMPARE(replay[QLatin1String("start_reserved")].toInteger(), Q_INT64_C(4238344192));
+        QVERIFY(!j.contains(QLatin1String("estimate")));
+    }
+
+    void estimateBeside()
+    {
+        const QString scenario = QStringLiteral(MEMBUDGET_SOURCE_DIR
+                                                "/presets/scenarios/full-gpt2-amp-16gb.yaml");
+        Result r = run({QStringLiteral("snapshot"),
+                        snapshotFile(kZidong),
+                        QStringLiteral("--json"),
+                        QStringLiteral("--scenario"),
+                        scenario});
+        QCOMPARE(r.code, 0);
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        const QJsonObject est = j[QLatin1String("estimate")].toObject();
+        QCOMPARE(est[QLatin1String("format")].toString(), QStringLiteral("membudget/1"));
+        const qint64 estimated
+            = est[QLatin1String("per_gpu")].toObject()[QLatin1String("peak_allocated")].toInteger();
+        const QJsonObject cmp
+            = j[QLatin1String("comparison")].toObject()[QLatin1String("peak_allocated")].toObject();
+        QCOMPARE(cmp[QLatin1String("estimated")].toInteger(), estimated);
+        QCOMPARE(cmp[QLatin1String("measured")].toInteger(), Q_INT64_C(1783664516));
+        QCOMPARE(cmp[QLatin1String("difference")].toInteger(), estimated - Q_INT64_C(1783664516));
+        r = run({QStringLiteral("snapshot"),
+                 snapshotFile(kZidong),
+                 QStringLiteral("--scenario"),
+                 scenario});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.contains("beside the measurement:"));
+        QVERIFY(r.out.contains("measured    estimated"));
+        // A bad scenario: its own one-line error, exit 1.
+        r = run({QStringLiteral("snapshot"),
+                 snapshotFile(kZidong),
+                 QStringLiteral("--scenario"),
+                 QStringLiteral("/nonexistent/s.yaml")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(r.err, QByteArray("/nonexistent/s.yaml: no such file\n"));
+    }
+
+    void exitCodes()
+    {
+        QCOMPARE(run({QStringLiteral("snapshot")}).code, 2);
+        QCOMPARE(run({QStringLiteral("snapshot"),
+                      snapshotFile(kZidong),
+                      QStringLiteral("--top"),
+                      QStringLiteral("0")})
+                     .code,
+                 2);
+        QCOMPARE(run({QStringLiteral("snapshot"), snapshotFile(kZidong), QStringLiteral("--bogus")})
+                     .code,
+                 2);
+        const Result capacity = run({QStringLiteral("snapshot"),
+                                     snapshotFile(kZidong),
+                                     QStringLiteral("--capacity"),
+                                     QStringLiteral("lots")});
+        QCOMPARE(capacity.code, 2);
+        QVERIFY(capacity.err.contains("--capacity: 'lots' is not a size"));
+        // A capacity below what the run reserved: the model runs out where the device did not.
+        const Result tight = run({QStringLiteral("snapshot"),
+                                  snapshotFile(kZidong),
+                                  QStringLiteral("--capacity"),
+                                  QStringLiteral("1GiB")});
+        QCOMPARE(tight.code, 0);
+        QVERIFY(tight.out.contains("with 1.07 GB of device memory"));
+        QVERIFY(tight.out.contains("out of memory at request"));
+        const Result r = run({QStringLiteral("snapshot"),
+                              snapshotFile(kZidong),
+                              QStringLiteral("--device"),
+                              QStringLiteral("3")});
+        QCOMPARE(r.code, 1);
+        QCOMPARE(QString::fromUtf8(r.err),
+                 snapshotFile(kZidong)
+                     + QStringLiteral(": the snapshot holds nothing for device 3\n"));
+    }
+
+    void validateKnowsSnapshots()
+    {
+        const Result r = run(
+            {QStringLiteral("validate"), snapshotFile(kZidong), snapshotFile(kYiyi)});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.contains("memory.pickle: ok (memory snapshot)"));
+        QVERIFY(r.out.contains("oom_snapshot.pickle: ok (memory snapshot)"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliSnapshot)
+#include "tst_cli_snapshot.moc"
