@@ -136,7 +136,7 @@ void FitPanel::recompute()
                 .arg(QString::fromStdString(gpu->name)));
         return;
     }
-    m_suggestions = suggestFits(m_doc->input(), gpu->memory_bytes, 10);
+    m_suggestions = suggestFits(m_doc->input(), *gpu, 10);
     if (m_suggestions.empty()) {
         m_message->setText(
             tr("No combination of techniques makes this fit on %1; try more GPUs with sharding, "
