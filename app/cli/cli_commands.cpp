@@ -4,6 +4,7 @@
 #include "advice/fit_advisor.h"
 #include "advice/technique_ladder.h"
 #include "base/byte_format.h"
+#include "base/time_format.h"
 #include "estimate_table.h"
 #include "io/estimate_json.h"
 #include "io/hf_config_import.h"
@@ -14,6 +15,7 @@
 #include "snapshot/snapshot_file.h"
 #include "snapshot/snapshot_json.h"
 #include "snapshot_report.h"
+#include "throughput/throughput_model.h"
 #include "user_presets.h"
 
 #include <cerrno>
@@ -138,7 +140,7 @@ int runFit(const FitOptions &o)
     for (const GpuSpec &g : gpus) {
         const bool fits = est.device_total <= g.memory_bytes;
         const auto suggestions = fits ? std::vector<FitSuggestion>{}
-                                      : suggestFits(input, g.memory_bytes, o.limit);
+                                      : suggestFits(input, g, o.limit);
         if (o.json) {
             nlohmann::json j;
             j["gpu"] = g.id;
@@ -149,6 +151,8 @@ int runFit(const FitOptions &o)
             for (const FitSuggestion &s : suggestions)
                 list.push_back({{"changes", s.changes},
                                 {"slowdown", s.slowdown},
+                                {"step_seconds", s.step_seconds},
+                                {"tokens_per_second", s.tokens_per_second},
                                 {"device_total", s.device_total},
                                 {"headroom", s.headroom}});
             j["suggestions"] = list;
@@ -170,9 +174,10 @@ int runFit(const FitOptions &o)
         }
         int i = 1;
         for (const FitSuggestion &s : suggestions) {
-            char line[64];
-            std::snprintf(line, sizeof line, "  %d. ~%.2fx step time, ", i++, s.slowdown);
-            std::cout << line << formatBytes(s.device_total) << " (" << formatBytes(s.headroom)
+            char line[96];
+            std::snprintf(line, sizeof line, "  %d. %.2fx time per token, ", i++, s.slowdown);
+            std::cout << line << formatRate(s.tokens_per_second) << " tokens/s, "
+                      << formatBytes(s.device_total) << " (" << formatBytes(s.headroom)
                       << " spare):\n";
             for (const std::string &c : s.changes)
                 std::cout << "       - " << c << "\n";
@@ -183,7 +188,7 @@ int runFit(const FitOptions &o)
     return kExitOk;
 }
 
-int runLadder(const std::string &file, bool json, bool gib)
+int runLadder(const std::string &file, bool json, bool gib, const std::string &gpuId)
 {
     std::vector<LoadError> problems;
     const PresetCatalog catalog = loadCatalog(problems);
@@ -192,30 +197,49 @@ int runLadder(const std::string &file, bool json, bool gib)
     EstimateInput input;
     if (!loadResolved(file, catalog, scenario, input))
         return kExitBadInput;
+    // Step times on the GPU asked for, else the scenario's first; none without a GPU.
+    std::vector<GpuSpec> gpus;
+    const std::string id = gpuId.empty() && !scenario.gpus.empty() ? scenario.gpus.front() : gpuId;
+    if (!id.empty() && !collectGpus(catalog, {id}, gpus))
+        return kExitBadInput;
+    const GpuSpec *gpu = gpus.empty() ? nullptr : &gpus.front();
     const auto steps = techniqueLadder(input);
     const ByteUnit unit = gib ? ByteUnit::GiB : ByteUnit::GB;
     nlohmann::json list = nlohmann::json::array();
     Bytes previous = 0;
-    char line[256];
+    double previousRate = 0;
+    char line[320];
     if (!json) {
+        if (gpu)
+            std::cout << "Time per token on " << gpu->name << " (modelled).\n";
         std::snprintf(line,
                       sizeof line,
-                      "%-20s %14s %14s  %-15s %s\n",
+                      "%-20s %14s %14s  %-15s %12s %8s  %s\n",
                       "Step",
                       "Device total",
                       "Change",
                       "Peak phase",
+                      "Tokens/s",
+                      "Time/tok",
                       "What changed");
         std::cout << line;
     }
     for (const LadderStep &s : steps) {
         const MemoryEstimate e = estimateMemory(s.input);
+        ThroughputEstimate t;
+        if (gpu)
+            t = estimateThroughput(s.input, gpu->performance);
         if (json) {
-            list.push_back({{"step", s.label},
-                            {"detail", s.detail},
-                            {"peak_allocated", e.peak_allocated},
-                            {"device_total", e.device_total},
-                            {"peak_phase", phaseKey(e.peak_phase)}});
+            nlohmann::json step = {{"step", s.label},
+                                   {"detail", s.detail},
+                                   {"peak_allocated", e.peak_allocated},
+                                   {"device_total", e.device_total},
+                                   {"peak_phase", phaseKey(e.peak_phase)}};
+            if (t.valid) {
+                step["step_seconds"] = t.step_seconds;
+                step["tokens_per_second"] = t.tokens_per_second;
+            }
+            list.push_back(step);
         } else {
             const std::string change = previous == 0
                                            ? std::string()
@@ -224,17 +248,27 @@ int runLadder(const std::string &file, bool json, bool gib)
                                                                    ? previous - e.device_total
                                                                    : e.device_total - previous,
                                                                unit);
+            // Time per token against the step before: +25% is a quarter slower.
+            char time[32] = "";
+            if (t.valid && previousRate > 0)
+                std::snprintf(time,
+                              sizeof time,
+                              "%+.0f%%",
+                              100 * (previousRate / t.tokens_per_second - 1));
             std::snprintf(line,
                           sizeof line,
-                          "%-20s %14s %14s  %-15s %s\n",
+                          "%-20s %14s %14s  %-15s %12s %8s  %s\n",
                           s.label.c_str(),
                           formatBytes(e.device_total, unit).c_str(),
                           change.c_str(),
                           phaseLabel(e.peak_phase),
+                          t.valid ? formatRate(t.tokens_per_second).c_str() : "",
+                          time,
                           s.detail.c_str());
             std::cout << line;
         }
         previous = e.device_total;
+        previousRate = t.valid ? t.tokens_per_second : 0;
     }
     if (json)
         std::cout << list.dump(2) << "\n";

@@ -44,7 +44,7 @@ struct SnapshotOptions
 int runSnapshot(const SnapshotOptions &options);
 
 int runPresets(const std::string &what, bool json);
-int runLadder(const std::string &file, bool json, bool gib);
+int runLadder(const std::string &file, bool json, bool gib, const std::string &gpu);
 int runValidate(const std::vector<std::string> &files);
 int runImportConfig(const std::string &configFile, const std::string &output);
 

@@ -4,6 +4,8 @@
 #include "advice/explanation.h"
 #include "advice/fit_solver.h"
 #include "advice/gpu_verdict.h"
+#include "base/time_format.h"
+#include "throughput/throughput_model.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -50,6 +52,73 @@ std::string describeTraining(const EstimateInput &in)
     if (in.parallelism.tensor_parallel > 1)
         s += " TP" + std::to_string(in.parallelism.tensor_parallel);
     return s;
+}
+
+std::string percent(double fraction)
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "%.0f%%", 100 * fraction);
+    return text;
+}
+
+// Step time, tokens per second and MFU on each GPU, and with a dataset the run's time, GPU-hours and
+// cost (docs/throughput-model.md).
+std::string speedTable(const Scenario &scenario,
+                       const EstimateInput &input,
+                       const std::vector<GpuSpec> &gpus)
+{
+    const bool train = input.training.mode == Mode::Train;
+    const std::int64_t count = input.parallelism.gpus;
+    std::string out = "\nSpeed (modelled, docs/throughput-model.md)";
+    out += count > 1 ? ", " + std::to_string(count) + " GPUs of each:\n" : ":\n";
+    out += pad("GPU", 24) + pad(train ? "Step" : "Prefill", 12, true) + pad("Tokens/s", 12, true)
+           + pad("per GPU", 11, true) + pad("MFU", 6, true);
+    if (!train)
+        out += pad("Decode tok/s", 14, true);
+    if (scenario.dataset)
+        out += pad("Run", 14, true) + pad("GPU-hours", 11, true) + pad("$/GPU-h", 9, true)
+               + pad("Cost", 11, true);
+    out += "\n";
+    for (const GpuSpec &g : gpus) {
+        const ThroughputEstimate t = estimateThroughput(input, g.performance);
+        out += pad(g.id, 24);
+        if (!t.valid) {
+            out += "  no estimate: " + t.problem + "\n";
+            continue;
+        }
+        out += pad(formatDuration(t.step_seconds), 12, true)
+               + pad(formatRate(t.tokens_per_second), 12, true)
+               + pad(formatRate(t.tokens_per_second_per_gpu), 11, true)
+               + pad(percent(t.mfu), 6, true);
+        if (!train)
+            out += pad(formatRate(t.decode_tokens_per_second), 14, true);
+        if (scenario.dataset) {
+            const double price = gpuHourPrice(scenario, g.id, g.performance.price_per_hour);
+            const RunEstimate run = estimateRun(t, input, *scenario.dataset, price);
+            char hours[32];
+            std::snprintf(hours, sizeof hours, "%.2f", run.gpu_hours);
+            out += pad(formatDuration(run.run_seconds), 14, true) + pad(hours, 11, true)
+                   + pad(run.has_price ? formatCost(price) : std::string("-"), 9, true)
+                   + pad(run.has_price ? formatCost(run.cost) : std::string("no price"), 11, true);
+        }
+        out += "\n";
+    }
+    if (scenario.dataset) {
+        const ThroughputEstimate any = estimateRelativeThroughput(input, GpuPerformance{});
+        const RunEstimate run = estimateRun(any, input, *scenario.dataset, 0);
+        const DatasetConfig &d = *scenario.dataset;
+        char epochs[32];
+        std::snprintf(epochs, sizeof epochs, "%g", d.epochs);
+        out += "Dataset: " + formatCount(static_cast<double>(d.examples)) + " examples x "
+               + formatCount(static_cast<double>(d.tokens_per_example > 0
+                                                     ? d.tokens_per_example
+                                                     : input.training.sequence_length))
+               + " tokens x " + epochs + (d.epochs == 1 ? " epoch" : " epochs") + " = "
+               + formatCount(run.tokens) + " tokens, " + formatCount(run.steps)
+               + (train ? " optimizer steps of " : " prefills of ")
+               + formatCount(any.tokens_per_step) + " tokens.\n";
+    }
+    return out;
 }
 
 } // namespace
@@ -152,6 +221,7 @@ std::string estimateTable(const Scenario &scenario,
                 reasons += "  " + g.id + ": " + v.reason + ".\n";
         }
         out += reasons;
+        out += speedTable(scenario, input, gpus);
     }
     return out;
 }

@@ -41,14 +41,14 @@ int main(int argc, char **argv)
                        "With --json: every allocation and free of the step, in order");
 
     FitOptions fit;
-    auto *fitCmd
-        = app.add_subcommand("fit", "Suggest technique combinations that make a scenario fit a GPU");
+    auto *fitCmd = app.add_subcommand(
+        "fit", "Suggest technique combinations that make a scenario fit a GPU, fastest first");
     fitCmd->add_option("scenario", fit.file, "Scenario YAML file")->required();
     fitCmd->add_option("--gpu", fit.gpus, "GPU preset (repeatable; default: the scenario's GPUs)");
     fitCmd->add_option("--limit", fit.limit, "Most suggestions per GPU")->check(CLI::Range(1, 100));
     fitCmd->add_flag("--json", fit.json, "Machine-readable output");
 
-    std::string ladderFile;
+    std::string ladderFile, ladderGpu;
     bool ladderJson = false, ladderGib = false;
     auto *ladder
         = app.add_subcommand("ladder",
@@ -56,6 +56,9 @@ int main(int argc, char **argv)
     ladder->add_option("scenario", ladderFile, "Scenario YAML file")->required();
     ladder->add_flag("--json", ladderJson, "Machine-readable output");
     ladder->add_flag("--gib", ladderGib, "Show GiB instead of GB");
+    ladder->add_option("--gpu",
+                       ladderGpu,
+                       "GPU preset for the step times (default: the scenario's first GPU)");
 
     SnapshotOptions snap;
     auto *snapshotCmd = app.add_subcommand(
@@ -141,7 +144,7 @@ int main(int argc, char **argv)
     if (*fitCmd)
         return runFit(fit);
     if (*ladder)
-        return runLadder(ladderFile, ladderJson, ladderGib);
+        return runLadder(ladderFile, ladderJson, ladderGib, ladderGpu);
     if (*presets)
         return runPresets(presetKind, presetJson);
     if (*snapshotCmd) {

@@ -180,7 +180,9 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
         0, tr("One stacked bar per scenario: the current one and the ones you pinned"));
     m_views->addTab(m_ladder, tr("Technique ladder"));
     m_views->setTabToolTip(1,
-                           tr("From the naive configuration, one memory-saving technique per bar"));
+                           tr("From the naive configuration, one memory-saving technique per bar: "
+                              "the memory it saves and the time it costs or saves on the first "
+                              "selected GPU"));
     m_views->addTab(m_sweep, tr("Sweep"));
     m_views->setTabToolTip(2, tr("Peak memory against micro-batch size or sequence length"));
     setCentralWidget(m_views);
@@ -220,7 +222,7 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
         QTimer::singleShot(0, this, [this] {
             auto *verdict = findChild<QDockWidget *>(QStringLiteral("verdictDock"));
             auto *fit = findChild<QDockWidget *>(QStringLiteral("fitDock"));
-            resizeDocks({verdict, fit}, {45, 55}, Qt::Horizontal);
+            resizeDocks({verdict, fit}, {52, 48}, Qt::Horizontal);
             resizeDocks({verdict}, {height() / 4}, Qt::Vertical);
         });
     }
@@ -620,9 +622,12 @@ void MainWindow::refreshLazyViews()
 {
     const int view = m_views->currentIndex();
     if (view == LadderView && m_ladderDirty) {
-        m_ladder->setContents(m_doc->valid() ? ladderBars(m_doc->input(), m_unit)
+        const std::vector<GpuSpec> gpus = m_doc->selectedGpus();
+        m_ladder->setContents(m_doc->valid() ? ladderBars(m_doc->input(),
+                                                          m_unit,
+                                                          gpus.empty() ? nullptr : &gpus.front())
                                              : std::vector<ChartBar>{},
-                              m_doc->selectedGpus());
+                              gpus);
         m_ladderDirty = false;
     }
     if (view == SweepViewIndex && m_sweepDirty) {
@@ -963,11 +968,14 @@ std::unique_ptr<QCustomPlot> MainWindow::makeExportPlot(View view) const
     auto chart = std::make_unique<BudgetChart>();
     useExportPalette(chart.get());
     chart->setUnit(m_unit);
-    if (view == LadderView)
-        chart->setContents(m_doc->valid() ? ladderBars(m_doc->input(), m_unit)
+    if (view == LadderView) {
+        const std::vector<GpuSpec> gpus = m_doc->selectedGpus();
+        chart->setContents(m_doc->valid() ? ladderBars(m_doc->input(),
+                                                       m_unit,
+                                                       gpus.empty() ? nullptr : &gpus.front())
                                           : std::vector<ChartBar>{},
-                           m_doc->selectedGpus());
-    else
+                           gpus);
+    } else
         chart->setContents(comparisonBars(), m_doc->selectedGpus());
     return chart;
 }

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "advice/fit_advisor.h"
 
+#include "throughput/throughput_model.h"
+
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace membudget {
@@ -11,16 +14,13 @@ namespace {
 struct Option
 {
     std::string label;
-    double slowdown = 1.0;
     void (*apply)(EstimateInput &, int) = nullptr;
     int arg = 0;
 };
 
-// Relative step-time costs. Checkpointing recomputes the forward (~1/3 of a step: Chen et al. 2016,
-// arXiv:1604.06174; ~20-30% measured); selective recomputation ~5% (Korthikanti et al. 2022, table 4);
-// FlashAttention is faster than eager attention (Dao 2023, arXiv:2307.08691); 8-bit Adam runs at the
-// speed of 32-bit Adam (Dettmers et al. 2022, arXiv:2110.02861); QLoRA's dequantization costs ~30%
-// over LoRA; ZeRO-Offload / CPU offload is 2-5x slower when the step is GPU-bound.
+// What each technique costs or saves in time is not a fixed factor: every candidate's step is
+// modelled on the GPU (core/throughput), so checkpointing costs what recomputing the forward costs
+// at this size, offload what the PCIe copies take, and so on.
 std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
 {
     std::vector<std::vector<Option>> groups;
@@ -30,17 +30,14 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
     if (t.precision == Precision::Fp32 || isAmp(t.precision)) {
         groups.push_back(
             {{"precision: bf16 (pure)",
-              0.9,
               [](EstimateInput &e, int) { e.training.precision = Precision::Bf16; },
               0},
              {"precision: mixed-bf16 (fp32 master)",
-              0.95,
               [](EstimateInput &e, int) { e.training.precision = Precision::MixedBf16; },
               0}});
     }
     if (t.attention != Attention::Flash)
         groups.push_back({{"attention: flash",
-                           0.9,
                            [](EstimateInput &e, int) { e.training.attention = Attention::Flash; },
                            0}});
     if (t.optimizer == Optimizer::AdamW || t.optimizer == Optimizer::PagedAdamW
@@ -48,15 +45,12 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
         std::vector<Option> g;
         if (t.optimizer != Optimizer::AdamWFused)
             g.push_back({"optimizer: adamw-fused (no foreach temporaries)",
-                         0.97,
                          [](EstimateInput &e, int) { e.training.optimizer = Optimizer::AdamWFused; },
                          0});
         g.push_back({"optimizer: adamw-8bit",
-                     1.0,
                      [](EstimateInput &e, int) { e.training.optimizer = Optimizer::AdamW8bit; },
                      0});
         g.push_back({"optimizer: paged-adamw-8bit",
-                     1.02,
                      [](EstimateInput &e, int) { e.training.optimizer = Optimizer::PagedAdamW8bit; },
                      0});
         groups.push_back(g);
@@ -64,7 +58,6 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
     if (t.loss != LossImplementation::Chunked)
         groups.push_back(
             {{"loss: chunked cross-entropy (no whole fp32 logits)",
-              1.02,
               [](EstimateInput &e, int) { e.training.loss = LossImplementation::Chunked; },
               0}});
     if (t.checkpointing != Checkpointing::Full) {
@@ -72,11 +65,9 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
         if (t.checkpointing == Checkpointing::None)
             g.push_back(
                 {"gradient checkpointing: selective",
-                 1.05,
                  [](EstimateInput &e, int) { e.training.checkpointing = Checkpointing::Selective; },
                  0});
         g.push_back({"gradient checkpointing: full",
-                     1.25,
                      [](EstimateInput &e, int) { e.training.checkpointing = Checkpointing::Full; },
                      0});
         groups.push_back(g);
@@ -84,23 +75,21 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
     if (t.micro_batch_size > 1) {
         std::vector<Option> g;
         for (int div = 2; div <= t.micro_batch_size && div <= 64; div *= 2) {
-            g.push_back(
-                {"micro-batch "
-                     + std::to_string(std::max<std::int64_t>(1, t.micro_batch_size / div)) + " x "
-                     + std::to_string(t.gradient_accumulation_steps * div) + " accumulation steps",
-                 1.0 + 0.04 * static_cast<double>(__builtin_ctz(static_cast<unsigned>(div))),
-                 [](EstimateInput &e, int d) {
-                     e.training.micro_batch_size
-                         = std::max<std::int64_t>(1, e.training.micro_batch_size / d);
-                     e.training.gradient_accumulation_steps *= d;
-                 },
-                 div});
+            g.push_back({"micro-batch "
+                             + std::to_string(std::max<std::int64_t>(1, t.micro_batch_size / div))
+                             + " x " + std::to_string(t.gradient_accumulation_steps * div)
+                             + " accumulation steps",
+                         [](EstimateInput &e, int d) {
+                             e.training.micro_batch_size
+                                 = std::max<std::int64_t>(1, e.training.micro_batch_size / d);
+                             e.training.gradient_accumulation_steps *= d;
+                         },
+                         div});
         }
         groups.push_back(g);
     }
     if (t.method == Method::Full) {
         groups.push_back({{"method: LoRA r16 on all linear layers",
-                           0.8,
                            [](EstimateInput &e, int) {
                                e.training.method = Method::Lora;
                                e.training.lora.rank = 16;
@@ -108,7 +97,6 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                            },
                            0},
                           {"method: QLoRA (NF4) r16 on all linear layers",
-                           1.05,
                            [](EstimateInput &e, int) {
                                e.training.method = Method::Qlora;
                                e.training.quantization = Quantization::Nf4;
@@ -121,7 +109,6 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                            0}});
     } else if (t.method == Method::Lora) {
         groups.push_back({{"method: QLoRA (NF4)",
-                           1.3,
                            [](EstimateInput &e, int) {
                                e.training.method = Method::Qlora;
                                e.training.quantization = Quantization::Nf4;
@@ -131,22 +118,18 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
     if (in.parallelism.gpus > 1 && in.parallelism.sharding == Sharding::None) {
         groups.push_back(
             {{"sharding: zero2",
-              1.05,
               [](EstimateInput &e, int) { e.parallelism.sharding = Sharding::Zero2; },
               0},
              {"sharding: fsdp-full",
-              1.15,
               [](EstimateInput &e, int) { e.parallelism.sharding = Sharding::FsdpFull; },
               0}});
     }
     if (!t.offload.optimizer) {
         std::vector<Option> g;
         g.push_back({"CPU offload of optimizer states",
-                     2.0,
                      [](EstimateInput &e, int) { e.training.offload.optimizer = true; },
                      0});
         g.push_back({"CPU offload of optimizer states and parameters (ZeRO-3)",
-                     4.0,
                      [](EstimateInput &e, int) {
                          e.training.offload.optimizer = true;
                          e.training.offload.parameters = true;
@@ -170,8 +153,10 @@ bool isSubset(const std::vector<int> &a, const std::vector<int> &b)
 
 } // namespace
 
-std::vector<FitSuggestion> suggestFits(const EstimateInput &input, Bytes capacity, int limit)
+std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec &gpu, int limit)
 {
+    const Bytes capacity = gpu.memory_bytes;
+    const ThroughputEstimate original = estimateRelativeThroughput(input, gpu.performance);
     std::vector<FitSuggestion> out;
     const auto groups = techniqueGroups(input);
     if (groups.empty() || limit <= 0)
@@ -196,7 +181,6 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, Bytes capacit
                     continue;
                 const Option &o = groups[g][static_cast<std::size_t>(choice[g] - 1)];
                 o.apply(e, o.arg);
-                s.slowdown *= o.slowdown;
                 s.changes.push_back(o.label);
             }
             if (validateInput(e).empty()) {
@@ -205,6 +189,13 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, Bytes capacit
                     s.input = e;
                     s.device_total = est.device_total;
                     s.headroom = capacity - est.device_total;
+                    // Only fitting combinations are timed: a few hundred throughput estimates.
+                    const ThroughputEstimate t = estimateRelativeThroughput(e, gpu.performance);
+                    s.step_seconds = t.step_seconds;
+                    s.tokens_per_second = t.tokens_per_second;
+                    s.slowdown = original.valid && t.valid && original.tokens_per_second > 0
+                                     ? original.tokens_per_second / t.tokens_per_second
+                                     : 1.0;
                     fitting.push_back({choice, s});
                 }
             }
@@ -219,13 +210,17 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, Bytes capacit
         if (g == groups.size())
             break;
     }
-    // Keep minimal combinations: drop any that merely adds techniques to another fitting one.
+    // Times within 1% of each other count as the same: the model is not that precise, and a
+    // technique that saves a fraction of a percent is not worth suggesting.
+    auto faster = [](double a, double b) { return a < b * 0.99; };
+    // Keep minimal combinations: drop any that merely adds techniques to another fitting one that
+    // is not slower.
     std::vector<Candidate> minimal;
     for (const Candidate &c : fitting) {
         bool dominated = false;
         for (const Candidate &o : fitting) {
             if (&o != &c && o.choice != c.choice && isSubset(o.choice, c.choice)
-                && o.suggestion.slowdown <= c.suggestion.slowdown) {
+                && !faster(c.suggestion.slowdown, o.suggestion.slowdown)) {
                 dominated = true;
                 break;
             }
@@ -233,9 +228,14 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, Bytes capacit
         if (!dominated)
             minimal.push_back(c);
     }
-    std::sort(minimal.begin(), minimal.end(), [](const Candidate &a, const Candidate &b) {
-        if (a.suggestion.slowdown != b.suggestion.slowdown)
-            return a.suggestion.slowdown < b.suggestion.slowdown;
+    // Fastest first, in steps of 1% (a strict order: ties go to fewer changes, then less memory).
+    auto bucket = [](double slowdown) {
+        return std::floor(std::log(std::max(slowdown, 1e-9)) / std::log(1.01));
+    };
+    std::sort(minimal.begin(), minimal.end(), [&](const Candidate &a, const Candidate &b) {
+        const double ba = bucket(a.suggestion.slowdown), bb = bucket(b.suggestion.slowdown);
+        if (ba != bb)
+            return ba < bb;
         if (a.suggestion.changes.size() != b.suggestion.changes.size())
             return a.suggestion.changes.size() < b.suggestion.changes.size();
         return a.suggestion.device_total < b.suggestion.device_total;

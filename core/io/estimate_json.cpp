@@ -8,6 +8,7 @@
 #include "model/step_model.h"
 #include "model/timeline_expand.h"
 #include "model/timeline_live.h"
+#include "throughput/throughput_model.h"
 
 namespace membudget {
 
@@ -20,6 +21,18 @@ nlohmann::json breakdownJson(const Breakdown &b)
         j[componentKey(static_cast<Component>(i))] = b.bytes[static_cast<std::size_t>(i)];
     j["allocated"] = b.allocated();
     return j;
+}
+
+nlohmann::json breakdownJson(const ThroughputBreakdown &b)
+{
+    return {{"matmul", b.matmul},
+            {"attention", b.attention},
+            {"elementwise", b.elementwise},
+            {"dequantize", b.dequantize},
+            {"host_wait", b.host_wait},
+            {"communication", b.communication},
+            {"offload", b.offload},
+            {"optimizer", b.optimizer}};
 }
 
 } // namespace
@@ -45,6 +58,35 @@ nlohmann::json timelineToJson(const StepModel &model)
                           {"allocated", allocated}});
     }
     return events;
+}
+
+nlohmann::json throughputToJson(const Scenario &scenario,
+                                const EstimateInput &input,
+                                const GpuSpec &gpu)
+{
+    const ThroughputEstimate t = estimateThroughput(input, gpu.performance);
+    if (!t.valid)
+        return nullptr;
+    nlohmann::json j;
+    j["step_seconds"] = t.step_seconds;
+    j["tokens_per_second"] = t.tokens_per_second;
+    j["tokens_per_second_per_gpu"] = t.tokens_per_second_per_gpu;
+    j["mfu"] = t.mfu;
+    j["peak_flops_per_gpu"] = t.peak_flops_per_gpu;
+    if (input.training.mode == Mode::Inference)
+        j["decode_tokens_per_second"] = t.decode_tokens_per_second;
+    j["breakdown_seconds"] = breakdownJson(t.breakdown);
+    const double price = gpuHourPrice(scenario, gpu.id, gpu.performance.price_per_hour);
+    j["price_per_gpu_hour"] = price > 0 ? nlohmann::json(price) : nlohmann::json(nullptr);
+    if (scenario.dataset) {
+        const RunEstimate run = estimateRun(t, input, *scenario.dataset, price);
+        if (run.valid) {
+            j["run_seconds"] = run.run_seconds;
+            j["gpu_hours"] = run.gpu_hours;
+            j["cost"] = run.has_price ? nlohmann::json(run.cost) : nlohmann::json(nullptr);
+        }
+    }
+    return j;
 }
 
 nlohmann::json estimateToJson(const Scenario &scenario,
@@ -111,13 +153,31 @@ nlohmann::json estimateToJson(const Scenario &scenario,
         gj["reason"] = v.reason;
         gj["expandable_segments_help"] = v.expandable_segments_help;
         gj["headroom"] = g.memory_bytes - est.device_total;
-        gj["max_micro_batch_size"] = maxMicroBatch(input, g.memory_bytes);
-        gj["max_sequence_length"] = maxSequenceLength(input, g.memory_bytes);
+        gj["max_micro_batch_size"] = maxMicroBatch(model, g.memory_bytes);
+        gj["max_sequence_length"] = maxSequenceLength(model, g.memory_bytes);
+        gj["throughput"] = throughputToJson(scenario, input, g);
         list.push_back(gj);
     }
     j["gpus"] = list;
     if (withTimeline)
         j["timeline"] = timelineToJson(model);
+    // What does not depend on the GPU: the work of one step and, with a dataset, of the run.
+    const ThroughputEstimate reference = estimateRelativeThroughput(input, GpuPerformance{});
+    nlohmann::json work;
+    work["tokens_per_step"] = reference.tokens_per_step;
+    work["model_flops_per_step"] = reference.model_flops_per_step;
+    if (scenario.dataset) {
+        const RunEstimate run = estimateRun(reference, input, *scenario.dataset, 0);
+        work["dataset"] = {{"examples", scenario.dataset->examples},
+                           {"tokens_per_example",
+                            scenario.dataset->tokens_per_example > 0
+                                ? scenario.dataset->tokens_per_example
+                                : input.training.sequence_length},
+                           {"epochs", scenario.dataset->epochs},
+                           {"tokens", run.tokens},
+                           {"steps", run.steps}};
+    }
+    j["throughput"] = work;
     return j;
 }
 

@@ -29,4 +29,10 @@ nlohmann::json estimateToJson(const Scenario &scenario,
 // component, bytes, alloc, allocated} each.
 nlohmann::json timelineToJson(const StepModel &model);
 
+// The `throughput` object of one GPU entry (step time, tokens/s, MFU and, with a dataset, the run's
+// time, GPU-hours and cost); null when the GPU preset has no speed figures.
+nlohmann::json throughputToJson(const Scenario &scenario,
+                                const EstimateInput &input,
+                                const GpuSpec &gpu);
+
 } // namespace membudget

@@ -101,11 +101,62 @@ bool readModelPreset(YamlReader &r, const YAML::Node &node, ModelPreset &out)
     return true;
 }
 
+bool readGpuPerformance(YamlReader &r, const YAML::Node &node, GpuPerformance &p)
+{
+    std::int64_t gpusPerNode = p.gpus_per_node, pcie = p.pcie_generation, units = p.multiprocessors;
+    if (!(r.getEnum(
+              node, "architecture", p.architecture, parseGpuArchitecture, kGpuArchitectureNames, 9)
+          && r.getDouble(node, "bf16_tflops", p.bf16_tflops, 0, 1e6)
+          && r.getDouble(node, "fp16_tflops", p.fp16_tflops, 0, 1e6)
+          && r.getDouble(node, "tf32_tflops", p.tf32_tflops, 0, 1e6)
+          && r.getDouble(node, "fp32_tflops", p.fp32_tflops, 0, 1e6)
+          && r.getDouble(node, "fp8_tflops", p.fp8_tflops, 0, 1e6)
+          && r.getDouble(node, "memory_bandwidth_gbps", p.memory_bandwidth_gbps, 0, 1e7)
+          && r.getInt(node, "multiprocessors", units, 0, 100000)
+          && r.getDouble(node, "matmul_efficiency", p.matmul_efficiency, 0, 1)
+          && r.getEnum(node, "interconnect", p.interconnect, parseInterconnect, kInterconnectNames, 3)
+          && r.getDouble(node, "interconnect_gbps", p.interconnect_gbps, 0, 1e6)
+          && r.getInt(node, "pcie_generation", pcie, 0, 10)
+          && r.getInt(node, "gpus_per_node", gpusPerNode, 1, 1024)
+          && r.getDouble(node, "network_gbps", p.network_gbps, 0, 1e6)
+          && r.getDouble(node, "price_per_hour", p.price_per_hour, 0, 1e6)
+          && r.getString(node, "price_source", p.price_source)
+          && r.getString(node, "sources", p.sources)))
+        return false;
+    p.multiprocessors = static_cast<int>(units);
+    p.pcie_generation = static_cast<int>(pcie);
+    p.gpus_per_node = static_cast<int>(gpusPerNode);
+    return true;
+}
+
 bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
 {
     if (!r.expectMap(node,
                      "a GPU preset",
-                     {"id", "name", "vendor", "segment", "memory_mib", "memory_gib", "memory_gb"}))
+                     {"id",
+                      "name",
+                      "vendor",
+                      "segment",
+                      "memory_mib",
+                      "memory_gib",
+                      "memory_gb",
+                      "architecture",
+                      "bf16_tflops",
+                      "fp16_tflops",
+                      "tf32_tflops",
+                      "fp32_tflops",
+                      "fp8_tflops",
+                      "memory_bandwidth_gbps",
+                      "multiprocessors",
+                      "matmul_efficiency",
+                      "interconnect",
+                      "interconnect_gbps",
+                      "pcie_generation",
+                      "gpus_per_node",
+                      "network_gbps",
+                      "price_per_hour",
+                      "price_source",
+                      "sources"}))
         return false;
     if (!node["id"].IsDefined())
         return r.fail(node, "a GPU preset needs an 'id'");
@@ -114,7 +165,8 @@ bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
         || !r.getString(node, "vendor", gpu.vendor) || !r.getString(node, "segment", gpu.segment)
         || !r.getDouble(node, "memory_mib", mib, 1, 1e9)
         || !r.getDouble(node, "memory_gib", gib, 0.001, 1e6)
-        || !r.getDouble(node, "memory_gb", gb, 0.001, 1e6))
+        || !r.getDouble(node, "memory_gb", gb, 0.001, 1e6)
+        || !readGpuPerformance(r, node, gpu.performance))
         return false;
     if (!gpu.segment.empty() && gpu.segment != "consumer" && gpu.segment != "workstation"
         && gpu.segment != "datacenter")
@@ -131,6 +183,7 @@ bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
         return r.fail(node, "a GPU preset needs its memory: memory_mib, memory_gib or memory_gb");
     if (gpu.name.empty())
         gpu.name = gpu.id;
+    gpu.performance.power_limited = gpu.segment != "consumer";
     return true;
 }
 

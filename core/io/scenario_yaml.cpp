@@ -174,7 +174,9 @@ std::optional<Scenario> parseScenario(const std::string &text,
                           "training",
                           "parallelism",
                           "gpus",
-                          "overheads"}))
+                          "overheads",
+                          "dataset",
+                          "prices"}))
             return std::nullopt;
         const YAML::Node format = root["format"];
         if (!format.IsDefined()) {
@@ -259,6 +261,38 @@ std::optional<Scenario> parseScenario(const std::string &text,
                     }
                     s.gpus.push_back(id);
                 }
+            }
+        }
+        if (const YAML::Node d = root["dataset"]; d.IsDefined()) {
+            DatasetConfig data;
+            if (!r.expectMap(d, "dataset", {"examples", "tokens_per_example", "epochs"})
+                || !r.getInt(d, "examples", data.examples, 1, 1'000'000'000'000LL)
+                || !r.getInt(d, "tokens_per_example", data.tokens_per_example, 1, 100'000'000)
+                || !r.getDouble(d, "epochs", data.epochs, 1e-6, 1e6))
+                return std::nullopt;
+            if (!d["examples"].IsDefined()) {
+                r.fail(d, "a dataset needs 'examples' (how many training examples)");
+                return std::nullopt;
+            }
+            s.dataset = data;
+        }
+        if (const YAML::Node pr = root["prices"]; pr.IsDefined() && !pr.IsNull()) {
+            if (!r.expectMap(pr, "prices"))
+                return std::nullopt;
+            for (const auto &entry : pr) {
+                const std::string id = entry.first.Scalar();
+                if (catalog && !catalog->findGpu(id)) {
+                    std::string msg = "unknown GPU '" + id + "' in prices";
+                    const auto near = catalog->suggestGpus(id);
+                    if (!near.empty())
+                        msg += "; did you mean " + near.front() + "?";
+                    r.fail(entry.first, msg);
+                    return std::nullopt;
+                }
+                double price = 0;
+                if (!r.toDouble(entry.second, id, price, 0, 1e6))
+                    return std::nullopt;
+                s.prices[id] = price;
             }
         }
         // With a catalog the whole scenario must make sense: point at the key a problem is about, or
@@ -364,6 +398,18 @@ std::string scenarioToYaml(const Scenario &s)
                    + formatYamlNumber(*s.overheads.allocator_reserve_fraction) + "\n";
         if (!s.overheads.allocator_conf.empty())
             out += "  allocator_conf: " + yamlString(s.overheads.allocator_conf) + "\n";
+    }
+    if (s.dataset) {
+        out += "dataset:\n";
+        out += "  examples: " + std::to_string(s.dataset->examples) + "\n";
+        if (s.dataset->tokens_per_example > 0)
+            out += "  tokens_per_example: " + std::to_string(s.dataset->tokens_per_example) + "\n";
+        out += "  epochs: " + formatYamlNumber(s.dataset->epochs) + "\n";
+    }
+    if (!s.prices.empty()) {
+        out += "prices:\n";
+        for (const auto &[id, price] : s.prices)
+            out += "  " + yamlString(id) + ": " + formatYamlNumber(price) + "\n";
     }
     out += "gpus: [";
     for (std::size_t i = 0; i < s.gpus.size(); ++i)

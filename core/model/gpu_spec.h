@@ -6,6 +6,48 @@
 
 namespace membudget {
 
+// How GPUs of one node talk to each other.
+enum class Interconnect { Pcie, NvLink, InfinityFabric };
+
+// The GPU generation, which decides what its kernels reach (attention kernels, bf16 support).
+enum class GpuArchitecture { Unknown, Volta, Turing, Ampere, Ada, Hopper, Blackwell, Cdna, Rdna };
+
+const char *interconnectName(Interconnect v);
+bool parseInterconnect(const std::string &s, Interconnect &v);
+extern const char *const kInterconnectNames[3];
+const char *gpuArchitectureName(GpuArchitecture v);
+bool parseGpuArchitecture(const std::string &s, GpuArchitecture &v);
+extern const char *const kGpuArchitectureNames[9];
+
+// Speeds and feeds for the throughput model (core/throughput). Every figure is the vendor's dense
+// (no sparsity) datasheet number; 0 means "not published / unknown". The sources are next to each
+// GPU in presets/gpus.yaml.
+struct GpuPerformance
+{
+    GpuArchitecture architecture = GpuArchitecture::Unknown;
+    double bf16_tflops = 0; // tensor cores, FP32 accumulate (what PyTorch uses)
+    double fp16_tflops = 0; // tensor cores, FP32 accumulate
+    double tf32_tflops = 0;
+    double fp32_tflops = 0; // non-tensor (PyTorch's default for fp32 matmuls)
+    double fp8_tflops = 0;
+    double memory_bandwidth_gbps = 0; // HBM/GDDR, GB/s (10^9 bytes)
+    int multiprocessors = 0;          // SMs (NVIDIA) or CUs (AMD)
+    // Measured largest-matmul throughput over peak (Maximum Achievable Matmul FLOPS), where published;
+    // 0: the model's default.
+    double matmul_efficiency = 0;
+    Interconnect interconnect = Interconnect::Pcie;
+    double interconnect_gbps = 0; // GPU-to-GPU inside a node, per GPU and direction, GB/s
+    int pcie_generation = 0;      // 3, 4, 5 (x16 assumed)
+    int gpus_per_node = 8;        // GPUs that share the interconnect in the reference system
+    double network_gbps = 0;    // node-to-node per GPU and direction in the reference system, GB/s
+    bool power_limited = false; // not a consumer card: training holds it at its power limit
+    double price_per_hour = 0;  // USD per GPU-hour on demand; 0: no public price given
+    std::string price_source;   // where the price comes from, with its date
+    std::string sources;        // where the other figures come from
+
+    bool known() const { return memory_bandwidth_gbps > 0 && (bf16_tflops > 0 || fp16_tflops > 0); }
+};
+
 struct GpuSpec
 {
     std::string id;                // lowercase, hyphenated: "a100-80gb"
@@ -13,6 +55,7 @@ struct GpuSpec
     std::string vendor;            // "NVIDIA" | "AMD" | ...
     std::string segment;           // "consumer" | "workstation" | "datacenter"
     std::int64_t memory_bytes = 0; // total device memory as the driver reports it
+    GpuPerformance performance;
 };
 
 } // namespace membudget

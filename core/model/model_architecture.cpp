@@ -1,24 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/model_architecture.h"
 
+#include "base/enum_names.h"
+
 #include <algorithm>
 #include <cmath>
 
 namespace membudget {
 
 namespace {
-
-template<typename Enum, std::size_t N>
-bool parseFrom(const char *const (&names)[N], const std::string &text, Enum &out)
-{
-    for (std::size_t i = 0; i < N; ++i) {
-        if (text == names[i]) {
-            out = static_cast<Enum>(i);
-            return true;
-        }
-    }
-    return false;
-}
 
 const char *const kFamilyNames[] = {"llama", "gemma", "gpt2", "bigcode", "falcon"};
 const char *const kMlpNames[] = {"gated-silu", "gated-gelu", "gelu", "gelu-tanh-python"};
@@ -33,7 +23,7 @@ const char *familyName(ModelFamily family)
 }
 bool parseFamily(const std::string &text, ModelFamily &out)
 {
-    return parseFrom(kFamilyNames, text, out);
+    return parseEnumName(kFamilyNames, text, out);
 }
 const char *mlpName(MlpKind kind)
 {
@@ -41,7 +31,7 @@ const char *mlpName(MlpKind kind)
 }
 bool parseMlp(const std::string &text, MlpKind &out)
 {
-    return parseFrom(kMlpNames, text, out);
+    return parseEnumName(kMlpNames, text, out);
 }
 const char *normName(NormKind kind)
 {
@@ -49,7 +39,7 @@ const char *normName(NormKind kind)
 }
 bool parseNorm(const std::string &text, NormKind &out)
 {
-    return parseFrom(kNormNames, text, out);
+    return parseEnumName(kNormNames, text, out);
 }
 const char *positionName(PositionKind kind)
 {
@@ -57,7 +47,7 @@ const char *positionName(PositionKind kind)
 }
 bool parsePosition(const std::string &text, PositionKind &out)
 {
-    return parseFrom(kPositionNames, text, out);
+    return parseEnumName(kPositionNames, text, out);
 }
 
 void applyFamilyDefaults(ModelArchitecture &arch, ModelFamily family)

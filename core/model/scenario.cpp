@@ -35,7 +35,14 @@ bool operator==(const Scenario &a, const Scenario &b)
 {
     return a.name == b.name && a.description == b.description && a.model == b.model
            && a.training == b.training && a.parallelism == b.parallelism
-           && a.overheads == b.overheads && a.gpus == b.gpus;
+           && a.overheads == b.overheads && a.gpus == b.gpus && a.dataset == b.dataset
+           && a.prices == b.prices;
+}
+
+double gpuHourPrice(const Scenario &scenario, const std::string &gpuId, double presetPrice)
+{
+    const auto it = scenario.prices.find(gpuId);
+    return it != scenario.prices.end() ? it->second : presetPrice;
 }
 
 Scenario defaultScenario()

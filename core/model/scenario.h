@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "model/dataset_config.h"
 #include "model/model_architecture.h"
 #include "model/training_options.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,8 +42,13 @@ struct Scenario
     TrainingConfig training;
     ParallelismConfig parallelism;
     OverheadConfig overheads;
-    std::vector<std::string> gpus; // GPU preset ids to compare against
+    std::vector<std::string> gpus;        // GPU preset ids to compare against
+    std::optional<DatasetConfig> dataset; // what a run goes through, for its time and cost
+    std::map<std::string, double> prices; // USD per GPU-hour by GPU id, over the presets' prices
 };
+
+// The price per GPU-hour of `gpuId`: the scenario's own, else `presetPrice` (0: none known).
+double gpuHourPrice(const Scenario &scenario, const std::string &gpuId, double presetPrice);
 
 bool operator==(const LoraConfig &, const LoraConfig &);
 bool operator==(const OffloadConfig &, const OffloadConfig &);

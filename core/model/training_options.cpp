@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/training_options.h"
 
+#include "base/enum_names.h"
+
 namespace membudget {
 
 const char *const kModeNames[2] = {"train", "inference"};
@@ -26,22 +28,6 @@ const char *const kLossNames[3] = {"hf", "hf-legacy", "chunked"};
 const char *const kLoraTargetNames[7]
     = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
 
-namespace {
-
-template<typename Enum, std::size_t N>
-bool parseFrom(const char *const (&names)[N], const std::string &text, Enum &out)
-{
-    for (std::size_t i = 0; i < N; ++i) {
-        if (text == names[i]) {
-            out = static_cast<Enum>(i);
-            return true;
-        }
-    }
-    return false;
-}
-
-} // namespace
-
 std::string allowedNames(const char *const *names, int count)
 {
     std::string out;
@@ -59,7 +45,7 @@ const char *modeName(Mode v)
 }
 bool parseMode(const std::string &s, Mode &v)
 {
-    return parseFrom(kModeNames, s, v);
+    return parseEnumName(kModeNames, s, v);
 }
 const char *methodName(Method v)
 {
@@ -67,7 +53,7 @@ const char *methodName(Method v)
 }
 bool parseMethod(const std::string &s, Method &v)
 {
-    return parseFrom(kMethodNames, s, v);
+    return parseEnumName(kMethodNames, s, v);
 }
 const char *precisionName(Precision v)
 {
@@ -75,7 +61,7 @@ const char *precisionName(Precision v)
 }
 bool parsePrecision(const std::string &s, Precision &v)
 {
-    return parseFrom(kPrecisionNames, s, v);
+    return parseEnumName(kPrecisionNames, s, v);
 }
 const char *quantizationName(Quantization v)
 {
@@ -83,7 +69,7 @@ const char *quantizationName(Quantization v)
 }
 bool parseQuantization(const std::string &s, Quantization &v)
 {
-    return parseFrom(kQuantizationNames, s, v);
+    return parseEnumName(kQuantizationNames, s, v);
 }
 const char *optimizerName(Optimizer v)
 {
@@ -91,7 +77,7 @@ const char *optimizerName(Optimizer v)
 }
 bool parseOptimizer(const std::string &s, Optimizer &v)
 {
-    return parseFrom(kOptimizerNames, s, v);
+    return parseEnumName(kOptimizerNames, s, v);
 }
 const char *checkpointingName(Checkpointing v)
 {
@@ -99,7 +85,7 @@ const char *checkpointingName(Checkpointing v)
 }
 bool parseCheckpointing(const std::string &s, Checkpointing &v)
 {
-    return parseFrom(kCheckpointingNames, s, v);
+    return parseEnumName(kCheckpointingNames, s, v);
 }
 const char *attentionName(Attention v)
 {
@@ -107,7 +93,7 @@ const char *attentionName(Attention v)
 }
 bool parseAttention(const std::string &s, Attention &v)
 {
-    return parseFrom(kAttentionNames, s, v);
+    return parseEnumName(kAttentionNames, s, v);
 }
 const char *shardingName(Sharding v)
 {
@@ -115,7 +101,7 @@ const char *shardingName(Sharding v)
 }
 bool parseSharding(const std::string &s, Sharding &v)
 {
-    return parseFrom(kShardingNames, s, v);
+    return parseEnumName(kShardingNames, s, v);
 }
 const char *lossName(LossImplementation v)
 {
@@ -123,7 +109,7 @@ const char *lossName(LossImplementation v)
 }
 bool parseLoss(const std::string &s, LossImplementation &v)
 {
-    return parseFrom(kLossNames, s, v);
+    return parseEnumName(kLossNames, s, v);
 }
 const char *adapterPrecisionName(AdapterPrecision v)
 {
@@ -131,7 +117,7 @@ const char *adapterPrecisionName(AdapterPrecision v)
 }
 bool parseAdapterPrecision(const std::string &s, AdapterPrecision &v)
 {
-    return parseFrom(kAdapterPrecisionNames, s, v);
+    return parseEnumName(kAdapterPrecisionNames, s, v);
 }
 
 const char *loraTargetName(LoraTarget t)

@@ -15,6 +15,10 @@
 #include "panels/verdict_panel.h"
 #include "widgets/log_slider.h"
 
+#include "base/time_format.h"
+#include "panels/dataset_box.h"
+#include "throughput/throughput_model.h"
+
 #include <QAction>
 #include <QApplication>
 #include <QCheckBox>
@@ -28,6 +32,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QToolButton>
 #include <QTreeWidget>
 #include <QUndoStack>
 
@@ -137,6 +142,7 @@ private Q_SLOTS:
     void ladderView();
     void sweepView();
     void verdictPanel();
+    void datasetBoxEditsThroughUndo();
     void makeItFitAppliesWithOneClick();
     void saveOpenRoundTripKeepsThePicture();
     void unsavedChangesGuard();
@@ -614,6 +620,15 @@ void TestMainWindow::ladderView()
     QVERIFY(ladder->bars().front().estimate.device_total
             > ladder->bars().back().estimate.device_total);
     // It follows edits while shown.
+    // Beside the memory it saves, each step says what it costs or saves in time on the first
+    // selected GPU, from the throughput model.
+    const GpuSpec gpu = m_window->document()->selectedGpus().front();
+    const double naive = estimateThroughput(steps[0].input, gpu.performance).tokens_per_second;
+    const double bf16 = estimateThroughput(steps[1].input, gpu.performance).tokens_per_second;
+    const long change = std::lround(std::abs(naive / bf16 - 1) * 100);
+    QVERIFY2(ladder->bars()[1].detail.contains(QStringLiteral("%1% time").arg(change)),
+             qPrintable(ladder->bars()[1].detail));
+    QVERIFY(ladder->bars()[1].tooltip.contains(QStringLiteral("tokens/s")));
     const Bytes first = ladder->bars().front().estimate.device_total;
     static_cast<QSpinBox *>(child<LogSliderSpin>(m_window, "microBatch")->spinBox())->setValue(1);
     QVERIFY(ladder->bars().front().estimate.device_total < first);
@@ -645,6 +660,21 @@ void TestMainWindow::sweepView()
     for (std::size_t i = 0; i < gpus.size(); ++i)
         QCOMPARE(sweep->maxFits()[i],
                  maxMicroBatch(doc->input(), gpus[i].memory_bytes, FitMetric::DeviceTotal, 1 << 20));
+    // Tokens/s on each GPU, as far as the micro-batch fits it.
+    QCOMPARE(sweep->speeds().size(), gpus.size());
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+        for (const auto &[batch, rate] : sweep->speeds()[i]) {
+            QVERIFY(batch <= sweep->maxFits()[i]);
+            EstimateInput in = doc->input();
+            in.training.micro_batch_size = batch;
+            QCOMPARE(rate, estimateThroughput(in, gpus[i].performance).tokens_per_second);
+        }
+    }
+    auto *speed = child<QCheckBox>(m_window, "sweepSpeed");
+    speed->setChecked(false);
+    QVERIFY(sweep->speeds().empty());
+    speed->setChecked(true);
+    QCOMPARE(sweep->speeds().size(), gpus.size());
 }
 
 void TestMainWindow::verdictPanel()
@@ -653,17 +683,51 @@ void TestMainWindow::verdictPanel()
     doc->edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"rtx-4090", "h200"}; });
     auto *table = m_window->verdictPanel()->table();
     QCOMPARE(table->topLevelItemCount(), 2);
+    auto column = [table](const QString &header) {
+        for (int c = 0; c < table->columnCount(); ++c)
+            if (table->headerItem()->text(c) == header)
+                return c;
+        return -1;
+    };
     const MemoryEstimate &est = doc->estimate();
     const auto gpus = doc->selectedGpus();
     for (int i = 0; i < 2; ++i) {
-        const bool fits = est.device_total <= gpus[static_cast<std::size_t>(i)].memory_bytes;
-        QCOMPARE(table->topLevelItem(i)->text(2).contains(QStringLiteral("does not fit")), !fits);
-        const auto batch = maxMicroBatch(doc->input(),
-                                         gpus[static_cast<std::size_t>(i)].memory_bytes);
-        QCOMPARE(table->topLevelItem(i)->text(3),
+        const GpuSpec &gpu = gpus[static_cast<std::size_t>(i)];
+        const bool fits = est.device_total <= gpu.memory_bytes;
+        QCOMPARE(table->topLevelItem(i)
+                     ->text(column(QStringLiteral("Verdict")))
+                     .contains(QStringLiteral("does not fit")),
+                 !fits);
+        const auto batch = maxMicroBatch(doc->input(), gpu.memory_bytes);
+        QCOMPARE(table->topLevelItem(i)->text(column(QStringLiteral("Max batch"))),
                  batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch))
                            : QStringLiteral("none"));
+        // Time on each GPU, from the throughput model.
+        const ThroughputEstimate t = estimateThroughput(doc->input(), gpu.performance);
+        QVERIFY(t.valid);
+        QVERIFY(table->topLevelItem(i)
+                    ->text(column(QStringLiteral("Step · speed")))
+                    .contains(QString::fromStdString(formatRate(t.tokens_per_second))));
+        QVERIFY(table->topLevelItem(i)->text(column(QStringLiteral("Run · cost"))).isEmpty());
+        // Hovering the cell explains where the step goes (made when asked for).
+        const auto &speed = m_window->verdictPanel()->speeds()[static_cast<std::size_t>(i)];
+        QCOMPARE(speed.throughput.step_seconds, t.step_seconds);
+        QVERIFY(speedToolTip(speed, gpu, doc->input()).contains(QStringLiteral("matmuls")));
     }
+    // With a dataset: the run's time and, at the scenario's price, its cost.
+    doc->edit(QStringLiteral("dataset"), [](Scenario &s) {
+        s.dataset = DatasetConfig{10000, 1024, 1.0};
+        s.prices["h200"] = 3.0;
+    });
+    const ThroughputEstimate h200 = estimateThroughput(doc->input(), gpus[1].performance);
+    const RunEstimate run = estimateRun(h200, doc->input(), *doc->scenario().dataset, 3.0);
+    const QString runText = table->topLevelItem(1)->text(column(QStringLiteral("Run · cost")));
+    QVERIFY2(runText.contains(QString::fromStdString(formatCost(run.cost))), qPrintable(runText));
+    QVERIFY(runText.contains(QString::fromStdString(formatDuration(run.run_seconds))));
+    QVERIFY(table->topLevelItem(0)
+                ->text(column(QStringLiteral("Run · cost")))
+                .contains(QStringLiteral("no price"))); // no public list price for an RTX 4090
+    doc->undoStack()->undo();
     QVERIFY(m_window->verdictPanel()->summaryText().contains(
         QString::fromUtf8(phaseLabel(est.peak_phase)).toLower()));
     doc->edit(QStringLiteral("offload"), [](Scenario &s) {
@@ -671,6 +735,45 @@ void TestMainWindow::verdictPanel()
         s.training.offload.optimizer = true;
     });
     QVERIFY(m_window->verdictPanel()->summaryText().contains(QStringLiteral("CPU")));
+}
+
+void TestMainWindow::datasetBoxEditsThroughUndo()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *box = child<DatasetBox>(m_window, "datasetBox");
+    QVERIFY(!doc->scenario().dataset);
+    QVERIFY(!box->isChecked());
+    const int steps = doc->undoStack()->count();
+    box->setChecked(true);
+    QVERIFY(doc->scenario().dataset.has_value());
+    setDoubleSpin(child<QDoubleSpinBox>(m_window, "datasetExamples"), 25000);
+    setSpin(child<QSpinBox>(m_window, "datasetTokens"), 512);
+    setDoubleSpin(child<QDoubleSpinBox>(m_window, "datasetEpochs"), 3);
+    QVERIFY(doc->scenario().dataset == (DatasetConfig{25000, 512, 3.0}));
+    QCOMPARE(doc->undoStack()->count(), steps + 4); // one undo step per edit
+    // A price per GPU-hour for each selected GPU, the preset's list price until changed.
+    const GpuSpec gpu = doc->selectedGpus().front();
+    QDoubleSpinBox *price = box->priceBox(gpu.id);
+    QVERIFY(price);
+    QCOMPARE(price->value(), std::round(gpu.performance.price_per_hour * 100) / 100);
+    setDoubleSpin(price, 1.75);
+    QCOMPARE(doc->scenario().prices.at(gpu.id), 1.75);
+    auto *reset = m_window->findChild<QToolButton *>(
+        QStringLiteral("resetPrice-%1").arg(QString::fromStdString(gpu.id)));
+    QVERIFY(reset && reset->isEnabled());
+    reset->click();
+    QVERIFY(doc->scenario().prices.empty());
+    // Undo walks back through every edit; redo replays them into the controls.
+    doc->undoStack()->undo();
+    QCOMPARE(price->value(), 1.75);
+    while (doc->undoStack()->count() > steps && doc->undoStack()->canUndo()
+           && doc->undoStack()->index() > steps)
+        doc->undoStack()->undo();
+    QVERIFY(!doc->scenario().dataset);
+    QVERIFY(!box->isChecked());
+    doc->undoStack()->redo();
+    QVERIFY(box->isChecked());
+    QCOMPARE(child<QDoubleSpinBox>(m_window, "datasetExamples")->value(), 10000.0);
 }
 
 void TestMainWindow::makeItFitAppliesWithOneClick()
@@ -684,11 +787,11 @@ void TestMainWindow::makeItFitAppliesWithOneClick()
     fit->recompute();
     QVERIFY(!fit->suggestions().empty());
     QCOMPARE(fit->list()->topLevelItemCount(), static_cast<int>(fit->suggestions().size()));
-    const auto expected = suggestFits(doc->input(), gpu.memory_bytes, 10);
+    const auto expected = suggestFits(doc->input(), gpu, 10);
     QCOMPARE(fit->suggestions().size(), expected.size());
-    // Cheapest in speed first.
+    // Fastest first (modelled time per token, in steps of 1%).
     for (std::size_t i = 1; i < expected.size(); ++i)
-        QVERIFY(fit->suggestions()[i - 1].slowdown <= fit->suggestions()[i].slowdown);
+        QVERIFY(fit->suggestions()[i - 1].slowdown <= fit->suggestions()[i].slowdown * 1.01);
 
     const FitSuggestion first = fit->suggestions().front();
     auto *apply = m_window->findChild<QPushButton *>(QStringLiteral("applyFit0"));

@@ -2,11 +2,13 @@
 // Core speed: one estimate, the fit solvers, a sweep curve, a scenario parse (issue: performance),
 // and a caching-allocator replay of a 10,000-request training step (the fits oracle).
 // Run: build/tests/bench/bench_core -median 11   (QBENCHMARK reports per-iteration times)
+#include "advice/fit_advisor.h"
 #include "advice/fit_solver.h"
 #include "allocator/allocator_replay.h"
 #include "io/preset_catalog.h"
 #include "io/scenario_yaml.h"
 #include "model/memory_estimator.h"
+#include "throughput/throughput_model.h"
 
 #include "bench_common.h"
 
@@ -207,6 +209,30 @@ private slots:
             sink += replayAllocations(requests, settings).stats.reserved.peak;
         }
         QVERIFY(sink > 0);
+    }
+
+    // The throughput model on one GPU (the verdict panel runs it once per selected GPU per change).
+    void oneThroughputEstimate()
+    {
+        const GpuPerformance &gpu = PresetCatalog::bundled().findGpu("a100-80gb")->performance;
+        double sink = 0;
+        QBENCHMARK
+        {
+            sink += estimateThroughput(m_input, gpu).step_seconds;
+        }
+        QVERIFY(sink > 0);
+    }
+
+    // "Make it fit" on a 24 GB card: every fitting combination is timed by the throughput model.
+    void suggestFits24GB()
+    {
+        const GpuSpec &gpu = *PresetCatalog::bundled().findGpu("rtx-4090");
+        std::size_t n = 0;
+        QBENCHMARK
+        {
+            n = suggestFits(m_input, gpu, 10).size();
+        }
+        QVERIFY(n > 0);
     }
 
     void parseScenarioText()

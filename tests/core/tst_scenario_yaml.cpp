@@ -52,6 +52,8 @@ private slots:
         s.parallelism = {16, Sharding::Zero3, 2};
         s.overheads = {123456789, 987654321, 0.25};
         s.gpus = {"h100-80gb", "rtx-4090"};
+        s.dataset = DatasetConfig{10000, 1024, 2.5};
+        s.prices = {{"h100-80gb", 2.25}, {"rtx-4090", 0.3}};
         LoadError error;
         const auto back = parseScenario(scenarioToYaml(s), "all", error);
         QVERIFY2(back.has_value(), error.toString().c_str());
@@ -169,6 +171,22 @@ parallelism:
             << 3 << 12 << "needs sharding zero3";
         QTest::newRow("full with nf4") << "format: membudget/1\ntraining:\n  quantization: nf4\n"
                                        << 3 << 17 << "cannot train quantized";
+        QTest::newRow("dataset without examples") << "format: membudget/1\ndataset: {epochs: 2}\n"
+                                                  << 2 << 10 << "needs 'examples'";
+        QTest::newRow("zero epochs")
+            << "format: membudget/1\ndataset:\n  examples: 10\n  epochs: 0\n"
+            << 4 << 11 << "'epochs' must be between";
+        QTest::newRow("fractional examples") << "format: membudget/1\ndataset: {examples: 10.5}\n"
+                                             << 2 << 21 << "whole number";
+        QTest::newRow("unknown dataset key")
+            << "format: membudget/1\ndataset: {examples: 10, tokens: 5}\n"
+            << 2 << 25 << "unknown key 'tokens' in dataset";
+        QTest::newRow("price for unknown gpu") << "format: membudget/1\nprices:\n  rtx-9090: 1.5\n"
+                                               << 3 << 3 << "unknown GPU 'rtx-9090'";
+        QTest::newRow("price as text") << "format: membudget/1\nprices: {a100-80gb: cheap}\n"
+                                       << 2 << 21 << "must be a number";
+        QTest::newRow("negative price") << "format: membudget/1\nprices: {a100-80gb: -1}\n"
+                                        << 2 << 21 << "between 0 and";
         QTest::newRow("binary garbage")
             << QString::fromLatin1("\x01\x02\xff\xfe: [") << 1 << 1 << "binary file, not text";
         QString deep = "format: membudget/1\nname: ";

@@ -2,13 +2,17 @@
 #include "charts/ladder_bars.h"
 
 #include "advice/technique_ladder.h"
+#include "base/time_format.h"
+#include "panels/throughput_text.h"
+#include "throughput/throughput_model.h"
 
 namespace membudget {
 
-std::vector<ChartBar> ladderBars(const EstimateInput &current, ByteUnit unit)
+std::vector<ChartBar> ladderBars(const EstimateInput &current, ByteUnit unit, const GpuSpec *gpu)
 {
     std::vector<ChartBar> bars;
     Bytes previous = -1;
+    double previousRate = 0;
     for (const LadderStep &step : techniqueLadder(current)) {
         ChartBar bar;
         bar.label = QString::fromStdString(step.label);
@@ -18,15 +22,31 @@ std::vector<ChartBar> ladderBars(const EstimateInput &current, ByteUnit unit)
         if (!problem.empty()) {
             bar.valid = false;
             bar.error = QString::fromStdString(problem);
-        } else {
-            bar.estimate = estimateMemory(step.input);
-            const Bytes now = bar.estimate.device_total;
-            if (previous >= 0 && !bar.estimate.too_large) {
-                const Bytes delta = now <= previous ? previous - now : now - previous;
-                bar.detail = (now <= previous ? QStringLiteral("−") : QStringLiteral("+"))
-                             + QString::fromStdString(formatBytes(delta, unit, 1));
+            bars.push_back(std::move(bar));
+            continue;
+        }
+        bar.estimate = estimateMemory(step.input);
+        const Bytes now = bar.estimate.device_total;
+        if (previous >= 0 && !bar.estimate.too_large) {
+            const Bytes delta = now <= previous ? previous - now : now - previous;
+            bar.detail = (now <= previous ? QStringLiteral("−") : QStringLiteral("+"))
+                         + QString::fromStdString(formatBytes(delta, unit, 1));
+        }
+        previous = now;
+        // Time per token on the GPU, against the step before (the model of core/throughput).
+        if (gpu) {
+            const ThroughputEstimate t = estimateThroughput(step.input, gpu->performance);
+            if (t.valid) {
+                const QString change = timeChangeText(t.tokens_per_second, previousRate);
+                if (!change.isEmpty())
+                    bar.detail += (bar.detail.isEmpty() ? QString() : QStringLiteral("\n"))
+                                  + change;
+                bar.tooltip += QStringLiteral("\n")
+                               + QObject::tr("%1 tokens/s on %2 (modelled)")
+                                     .arg(QString::fromStdString(formatRate(t.tokens_per_second)),
+                                          QString::fromStdString(gpu->name));
+                previousRate = t.tokens_per_second;
             }
-            previous = now;
         }
         bars.push_back(std::move(bar));
     }

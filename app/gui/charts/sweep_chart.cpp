@@ -3,7 +3,9 @@
 
 #include "advice/fit_solver.h"
 #include "charts/chart_theme.h"
+#include "throughput/throughput_model.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -125,6 +127,68 @@ void SweepChart::setAxis(SweepAxis axis)
     refresh();
 }
 
+void SweepChart::setShowSpeed(bool show)
+{
+    m_showSpeed = show;
+    refresh();
+}
+
+// Tokens per second on each GPU at every sample that fits it: memory and speed on one picture, the
+// curve ending at the largest value that fits (marked).
+void SweepChart::refreshSpeed(const std::vector<std::int64_t> &values)
+{
+    const ChartColors colors = chartColors(palette());
+    const bool batch = m_axis == SweepAxis::MicroBatch;
+    const std::size_t wanted = m_showSpeed && m_valid ? m_gpus.size() : 0;
+    while (m_speedGraphs.size() > wanted) {
+        removeGraph(m_speedGraphs.back());
+        m_speedGraphs.pop_back();
+    }
+    while (m_speedGraphs.size() < wanted) {
+        QCPGraph *g = addGraph(xAxis, yAxis2);
+        g->setLineStyle(QCPGraph::lsLine);
+        m_speedGraphs.push_back(g);
+    }
+    m_speeds.assign(wanted, {});
+    yAxis2->setVisible(wanted > 0);
+    if (wanted == 0)
+        return;
+    yAxis2->setLabel(tr("Tokens/s, whole job (modelled)"));
+    double top = 0;
+    for (std::size_t i = 0; i < wanted; ++i) {
+        const GpuSpec &gpu = m_gpus[i];
+        QVector<double> xs, ys;
+        std::vector<std::int64_t> points;
+        const std::int64_t fit = i < m_maxFits.size() ? m_maxFits[i] : 0;
+        for (std::int64_t v : values)
+            if (v <= fit)
+                points.push_back(v);
+        if (fit > 0 && (points.empty() || points.back() < fit))
+            points.push_back(fit); // the curve ends at the largest value that fits
+        for (std::int64_t v : points) {
+            EstimateInput in = m_input;
+            (batch ? in.training.micro_batch_size : in.training.sequence_length) = v;
+            const ThroughputEstimate t = estimateThroughput(in, gpu.performance);
+            if (!t.valid)
+                break;
+            m_speeds[i].emplace_back(v, t.tokens_per_second);
+            xs.push_back(static_cast<double>(v));
+            ys.push_back(t.tokens_per_second);
+            top = std::max(top, t.tokens_per_second);
+        }
+        QCPGraph *g = m_speedGraphs[i];
+        g->setName(tr("Tokens/s on %1").arg(shortGpuName(gpu)));
+        g->setData(xs, ys, true);
+        const QColor color = gpuLineColor(static_cast<int>(i), colors.dark);
+        g->setPen(QPen(color, 2.0));
+        g->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, color, color, 4));
+    }
+    yAxis2->setRange(0, niceCeil(top * 1.15));
+    yAxis2->grid()->setVisible(false);
+    yAxis2->setNumberFormat(QStringLiteral("f"));
+    yAxis2->setNumberPrecision(0);
+}
+
 void SweepChart::refresh()
 {
     const ChartColors colors = chartColors(palette());
@@ -145,6 +209,7 @@ void SweepChart::refresh()
         m_total->data()->clear();
         m_allocated->data()->clear();
         m_current->data()->clear();
+        refreshSpeed({});
         replot(rpQueuedReplot);
         return;
     }
@@ -234,6 +299,7 @@ void SweepChart::refresh()
                                 QString::fromStdString(formatBytes(gpu.memory_bytes, m_unit, 1)),
                                 fitText));
     }
+    refreshSpeed(sweepValues(m_axis, current));
     replot(rpQueuedReplot);
 }
 
@@ -275,14 +341,19 @@ void SweepChart::mouseMoveEvent(QMouseEvent *event)
     if (!best)
         return;
     const QString what = m_axis == SweepAxis::MicroBatch ? tr("Micro-batch %1") : tr("%1 tokens");
-    QToolTip::showText(event->globalPosition().toPoint(),
-                       QStringLiteral("<b>%1</b><br>%2: %3<br>%4: %5")
-                           .arg(what.arg(QLocale().toString(static_cast<qlonglong>(best->x))),
-                                tr("Total per GPU"),
-                                QString::fromStdString(formatBytes(best->total, m_unit)),
-                                tr("Peak allocated"),
-                                QString::fromStdString(formatBytes(best->allocated, m_unit))),
-                       this);
+    QString text = QStringLiteral("<b>%1</b><br>%2: %3<br>%4: %5")
+                       .arg(what.arg(QLocale().toString(static_cast<qlonglong>(best->x))),
+                            tr("Total per GPU"),
+                            QString::fromStdString(formatBytes(best->total, m_unit)),
+                            tr("Peak allocated"),
+                            QString::fromStdString(formatBytes(best->allocated, m_unit)));
+    for (std::size_t i = 0; i < m_speeds.size() && i < m_gpus.size(); ++i)
+        for (const auto &[value, rate] : m_speeds[i])
+            if (value == best->x)
+                text += QStringLiteral("<br>")
+                        + tr("%1: %2 tokens/s")
+                              .arg(shortGpuName(m_gpus[i]), QLocale().toString(rate, 'f', 0));
+    QToolTip::showText(event->globalPosition().toPoint(), text, this);
 }
 
 SweepView::SweepView(QWidget *parent)
@@ -294,11 +365,17 @@ SweepView::SweepView(QWidget *parent)
     m_axisCombo->addItem(tr("Micro-batch size"), static_cast<int>(SweepAxis::MicroBatch));
     m_axisCombo->setToolTip(
         tr("The quantity swept along the horizontal axis; everything else stays as set."));
+    m_speedCheck = new QCheckBox(tr("Tokens/s"));
+    m_speedCheck->setObjectName(QStringLiteral("sweepSpeed"));
+    m_speedCheck->setChecked(true);
+    m_speedCheck->setToolTip(tr("Also plot the modelled tokens per second on each selected GPU "
+                                "(right axis), up to the largest value that fits it"));
     auto *bar = new QHBoxLayout;
     auto *label = new QLabel(tr("Peak memory against:"));
     label->setBuddy(m_axisCombo);
     bar->addWidget(label);
     bar->addWidget(m_axisCombo);
+    bar->addWidget(m_speedCheck);
     bar->addStretch(1);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 6, 0, 0);
@@ -307,6 +384,7 @@ SweepView::SweepView(QWidget *parent)
     connect(m_axisCombo, &QComboBox::currentIndexChanged, this, [this](int) {
         m_chart->setAxis(static_cast<SweepAxis>(m_axisCombo->currentData().toInt()));
     });
+    connect(m_speedCheck, &QCheckBox::toggled, m_chart, &SweepChart::setShowSpeed);
 }
 
 } // namespace membudget

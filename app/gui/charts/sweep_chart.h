@@ -2,7 +2,8 @@
 #pragma once
 
 // Peak memory against micro-batch size or sequence length, with the selected GPUs' capacity lines
-// and the largest value that fits each GPU marked (from the core's fit solver).
+// and the largest value that fits each GPU marked (from the core's fit solver); optionally the
+// modelled tokens per second on each GPU (core/throughput) on the right axis, as far as it fits.
 
 #include "base/byte_format.h"
 #include "model/gpu_spec.h"
@@ -12,6 +13,7 @@
 
 #include <vector>
 
+class QCheckBox;
 class QComboBox;
 
 namespace membudget {
@@ -30,6 +32,8 @@ public:
     void setUnit(ByteUnit unit);
     void setAxis(SweepAxis axis);
     SweepAxis axis() const { return m_axis; }
+    void setShowSpeed(bool show);
+    bool showSpeed() const { return m_showSpeed; }
 
     struct Sample
     {
@@ -40,6 +44,11 @@ public:
     const std::vector<Sample> &samples() const { return m_samples; }
     // The largest value that fits each selected GPU (0: none), in GPU order.
     const std::vector<std::int64_t> &maxFits() const { return m_maxFits; }
+    // Tokens per second on each selected GPU at each sample that fits it (empty when not shown).
+    const std::vector<std::vector<std::pair<std::int64_t, double>>> &speeds() const
+    {
+        return m_speeds;
+    }
 
     void refresh();
 
@@ -50,14 +59,18 @@ protected:
 private:
     double toUnit(Bytes bytes) const;
     void applyTheme();
+    void refreshSpeed(const std::vector<std::int64_t> &values);
 
     EstimateInput m_input;
     bool m_valid = false;
     std::vector<GpuSpec> m_gpus;
     ByteUnit m_unit = ByteUnit::GB;
     SweepAxis m_axis = SweepAxis::SequenceLength;
+    bool m_showSpeed = true;
     std::vector<Sample> m_samples;
     std::vector<std::int64_t> m_maxFits;
+    std::vector<std::vector<std::pair<std::int64_t, double>>> m_speeds;
+    std::vector<QCPGraph *> m_speedGraphs;
     QCPGraph *m_total = nullptr;
     QCPGraph *m_allocated = nullptr;
     QCPGraph *m_current = nullptr;
@@ -75,6 +88,7 @@ public:
 private:
     SweepChart *m_chart;
     QComboBox *m_axisCombo;
+    QCheckBox *m_speedCheck;
 };
 
 } // namespace membudget

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "panels/controls_panel.h"
 
+#include "panels/dataset_box.h"
+
 #include "widgets/stepped_spin_box.h"
 
 #include "base/byte_format.h"
@@ -175,6 +177,7 @@ ControlsPanel::ControlsPanel(ScenarioDocument *document, QWidget *parent)
     layout->addWidget(buildBatchGroup());
     layout->addWidget(buildTechniquesGroup());
     layout->addWidget(buildParallelGroup());
+    layout->addWidget(new DatasetBox(m_doc)); // syncs itself from the document
     layout->addWidget(buildOverheadGroup());
     layout->addStretch(1);
     connect(m_doc, &ScenarioDocument::changed, this, &ControlsPanel::syncFromDocument);

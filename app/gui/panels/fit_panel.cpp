@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "panels/fit_panel.h"
 
+#include "base/time_format.h"
 #include "charts/chart_theme.h"
 #include "document/scenario_document.h"
 
@@ -19,15 +20,18 @@ namespace membudget {
 namespace {
 enum Column { ColChanges, ColSpeed, ColPeak, ColHeadroom, ColApply };
 
-QString speedText(double slowdown)
+// Time per token against the scenario as it is, from the modelled step times (core/throughput).
+QString speedText(const FitSuggestion &s)
 {
+    const QString rate = QString::fromStdString(formatRate(s.tokens_per_second));
+    const double slowdown = s.slowdown;
     if (slowdown < 0.995)
-        return QObject::tr("≈%1% faster").arg(qRound((1.0 - slowdown) * 100));
+        return QObject::tr("%1% faster · %2 tok/s").arg(qRound((1.0 - slowdown) * 100)).arg(rate);
     if (slowdown <= 1.005)
-        return QObject::tr("≈ same speed");
+        return QObject::tr("same speed · %1 tok/s").arg(rate);
     if (slowdown >= 1.95)
-        return QObject::tr("≈%1× slower").arg(slowdown, 0, 'f', 1);
-    return QObject::tr("≈%1% slower").arg(qRound((slowdown - 1.0) * 100));
+        return QObject::tr("%1× slower · %2 tok/s").arg(slowdown, 0, 'f', 1).arg(rate);
+    return QObject::tr("%1% slower · %2 tok/s").arg(qRound((slowdown - 1.0) * 100)).arg(rate);
 }
 } // namespace
 
@@ -46,12 +50,12 @@ FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
     m_list->setAlternatingRowColors(true);
     m_list->setUniformRowHeights(false);
     m_list->setHeaderLabels(
-        {tr("Changes"), tr("Step time"), tr("Per GPU"), tr("Headroom"), QString()});
+        {tr("Changes"), tr("Speed (modelled)"), tr("Per GPU"), tr("Headroom"), QString()});
     m_list->header()->setStretchLastSection(false);
     m_list->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_list->header()->setSectionResizeMode(ColChanges, QHeaderView::Stretch);
-    m_list->setToolTip(tr(
-        "Technique combinations that fit, cheapest in speed first. Double-click or press Apply."));
+    m_list->setToolTip(tr("Technique combinations that fit, fastest first by the modelled time per "
+                          "token on this GPU. Double-click or press Apply."));
     m_message->setWordWrap(true);
     m_message->setObjectName(QStringLiteral("fitMessage"));
 
@@ -136,7 +140,7 @@ void FitPanel::recompute()
                 .arg(QString::fromStdString(gpu->name)));
         return;
     }
-    m_suggestions = suggestFits(m_doc->input(), gpu->memory_bytes, 10);
+    m_suggestions = suggestFits(m_doc->input(), *gpu, 10);
     if (m_suggestions.empty()) {
         m_message->setText(
             tr("No combination of techniques makes this fit on %1; try more GPUs with sharding, "
@@ -145,7 +149,7 @@ void FitPanel::recompute()
         return;
     }
     m_message->setText(
-        tr("Over by %1 on %2. These fit, cheapest in speed first:")
+        tr("Over by %1 on %2. These fit, fastest first (modelled time per token):")
             .arg(QString::fromStdString(formatBytes(est.device_total - gpu->memory_bytes, m_unit)),
                  QString::fromStdString(gpu->name)));
     // The rows are filled before they join the list, then added at once: with ResizeToContents
@@ -159,7 +163,14 @@ void FitPanel::recompute()
             changes << QString::fromStdString(c);
         item->setText(ColChanges, changes.join(QLatin1Char('\n')));
         item->setToolTip(ColChanges, changes.join(QLatin1Char('\n')));
-        item->setText(ColSpeed, speedText(s.slowdown));
+        item->setText(ColSpeed, speedText(s));
+        item->setToolTip(ColSpeed,
+                         tr("Modelled on %1: one optimizer step %2, %3 tokens/s; time per token "
+                            "%4× the scenario's as it is")
+                             .arg(QString::fromStdString(gpu->name),
+                                  QString::fromStdString(formatDuration(s.step_seconds)),
+                                  QString::fromStdString(formatRate(s.tokens_per_second)))
+                             .arg(s.slowdown, 0, 'f', 2));
         item->setForeground(ColSpeed,
                             s.slowdown > 1.5 ? colors.danger
                                              : (s.slowdown > 1.1 ? colors.warning : colors.ok));

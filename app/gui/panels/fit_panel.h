@@ -2,7 +2,7 @@
 #pragma once
 
 // "Make it fit": the core's suggestions (fit_advisor.h) for a GPU the scenario does not fit,
-// cheapest in speed first, each applied with one click.
+// fastest first by the modelled time per token on that GPU, each applied with one click.
 
 #include "advice/fit_advisor.h"
 #include "base/byte_format.h"

@@ -5,16 +5,19 @@
 #include "charts/chart_theme.h"
 #include "document/scenario_document.h"
 #include "panels/breakdown_table.h"
+#include "panels/throughput_text.h"
 
 #include <QAbstractTextDocumentLayout>
 #include <QApplication>
 #include <QHash>
 #include <QHeaderView>
+#include <QHelpEvent>
 #include <QLocale>
 #include <QPainter>
 #include <QStaticText>
 #include <QStyledItemDelegate>
 #include <QTextEdit>
+#include <QToolTip>
 #include <QTreeWidget>
 #include <QVBoxLayout>
 
@@ -24,7 +27,16 @@
 namespace membudget {
 
 namespace {
-enum Column { ColGpu, ColMemory, ColVerdict, ColMaxBatch, ColMaxSequence, ColCount };
+enum Column {
+    ColGpu,
+    ColMemory,
+    ColVerdict,
+    ColRun,
+    ColSpeed,
+    ColMaxBatch,
+    ColMaxSequence,
+    ColCount
+};
 
 QString bytes(Bytes b, ByteUnit unit)
 {
@@ -140,21 +152,51 @@ VerdictPanel::VerdictPanel(QWidget *parent)
     m_table->setAlternatingRowColors(true);
     m_table->setUniformRowHeights(true);
     m_table->setSelectionMode(QAbstractItemView::NoSelection);
-    m_table->setHeaderLabels(
-        {tr("GPU"), tr("Memory"), tr("Verdict"), tr("Max batch"), tr("Max seq.")});
+    m_table->setHeaderLabels({tr("GPU"),
+                              tr("Memory"),
+                              tr("Verdict"),
+                              tr("Run · cost"),
+                              tr("Step · speed"),
+                              tr("Max batch"),
+                              tr("Max seq.")});
+    m_table->headerItem()->setToolTip(ColSpeed,
+                                      tr("Modelled time of one optimizer step and tokens per "
+                                         "second of the whole job (hover a cell for details)"));
+    m_table->headerItem()->setToolTip(ColRun,
+                                      tr("With a dataset (Run & cost): the run's wall-clock time "
+                                         "and what it costs at the GPU's price per GPU-hour"));
     m_table->headerItem()
         ->setToolTip(ColMaxBatch, tr("The largest micro-batch that fits at this sequence length"));
     m_table->headerItem()
         ->setToolTip(ColMaxSequence, tr("The longest sequence that fits at this micro-batch size"));
-    m_table->header()->setStretchLastSection(false);
+    // The last column takes what room is left; the others are fitted to their texts, so that the
+    // verdict stays whole and a narrow panel scrolls instead of eliding it.
+    m_table->header()->setStretchLastSection(true);
     // Not ResizeToContents: that measures every cell again on each change of any cell, several
     // times per slider step. update() fits the columns itself.
     m_table->header()->setSectionResizeMode(QHeaderView::Interactive);
-    m_table->header()->setSectionResizeMode(ColVerdict, QHeaderView::Stretch);
+    m_table->viewport()->installEventFilter(this);
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(6, 4, 6, 6);
     layout->addWidget(m_summary);
     layout->addWidget(m_table, 1);
+}
+
+bool VerdictPanel::eventFilter(QObject *watched, QEvent *event)
+{
+    if (watched == m_table->viewport() && event->type() == QEvent::ToolTip) {
+        const auto *help = static_cast<QHelpEvent *>(event);
+        const QModelIndex index = m_table->indexAt(help->pos());
+        const auto row = static_cast<std::size_t>(index.row());
+        if (index.isValid() && (index.column() == ColSpeed || index.column() == ColRun)
+            && row < m_speeds.size() && row < m_gpus.size()) {
+            QToolTip::showText(help->globalPos(),
+                               speedToolTip(m_speeds[row], m_gpus[row], m_input),
+                               m_table->viewport());
+            return true;
+        }
+    }
+    return QWidget::eventFilter(watched, event);
 }
 
 QString VerdictPanel::summaryText() const
@@ -225,6 +267,10 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
     }
 
     const StepModel model(doc.input()); // built once for every GPU's solvers
+    const EstimateInput &in = doc.input();
+    m_gpus = gpus;
+    m_input = in;
+    m_speeds.resize(gpus.size());
     for (std::size_t i = 0; i < gpus.size(); ++i) {
         const GpuSpec &gpu = gpus[i];
         QTreeWidgetItem *item = m_table->topLevelItem(static_cast<int>(i));
@@ -241,11 +287,15 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
                       batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch)) : tr("none"));
         item->setText(ColMaxSequence,
                       seq > 0 ? QLocale().toString(static_cast<qlonglong>(seq)) : tr("none"));
+        // Speed and cost; their tooltips are made when asked for (eventFilter), not on every step.
+        m_speeds[i] = gpuSpeed(doc.scenario(), in, gpu);
+        item->setText(ColSpeed, speedCell(m_speeds[i], in));
+        item->setText(ColRun, runCell(m_speeds[i]));
     }
 
     // Fit a column to its contents when the rows are new or a text is longer than those it was
     // fitted to (digits are as wide as each other); it does not shrink while a slider is dragged.
-    for (int c : {ColGpu, ColMemory, ColMaxBatch, ColMaxSequence}) {
+    for (int c : {ColGpu, ColMemory, ColVerdict, ColSpeed, ColRun, ColMaxBatch}) {
         qsizetype longest = 0;
         for (int r = 0; r < m_table->topLevelItemCount(); ++r)
             longest = std::max(longest, m_table->topLevelItem(r)->text(c).size());

@@ -2,13 +2,16 @@
 #pragma once
 
 // Fits / does not fit on each selected GPU, headroom, the phase that holds the peak, the largest
-// micro-batch and sequence that fit, and the CPU RAM that offload needs.
+// micro-batch and sequence that fit, the CPU RAM that offload needs, and on each GPU the modelled
+// step time, tokens per second and, with a dataset, the run's time and cost.
 
 #include "base/byte_format.h"
+#include "panels/throughput_text.h"
 
 #include <QWidget>
 
 #include <array>
+#include <vector>
 
 class QTextEdit;
 class QTreeWidget;
@@ -27,6 +30,11 @@ public:
 
     QTreeWidget *table() const { return m_table; }
     QString summaryText() const;
+    // The speed of row `row` (for its tooltip and for tests).
+    const std::vector<GpuSpeed> &speeds() const { return m_speeds; }
+
+protected:
+    bool eventFilter(QObject *watched, QEvent *event) override;
 
 private:
     void setSummary(const QString &html);
@@ -34,7 +42,10 @@ private:
     QTextEdit *m_summary;
     QString m_summaryHtml;
     QTreeWidget *m_table;
-    std::array<qsizetype, 5> m_fittedLength{}; // per column: the longest text it was last fitted to
+    std::array<qsizetype, 7> m_fittedLength{}; // per column: the longest text it was last fitted to
+    std::vector<GpuSpec> m_gpus;               // the rows' GPUs, speeds and scenario, for tooltips
+    std::vector<GpuSpeed> m_speeds;
+    EstimateInput m_input;
 };
 
 } // namespace membudget

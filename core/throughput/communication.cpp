@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "throughput/communication.h"
+
+#include "model/parameter_layout.h"
+#include "throughput/optimizer_traffic.h"
+#include "throughput/throughput_constants.h"
+
+#include <algorithm>
+
+namespace membudget {
+
+namespace {
+
+// Ring collectives over n ranks (Patarasuk & Yuan 2009; NCCL's ring algorithm): an all-reduce sends
+// 2 (n-1)/n of the buffer through each rank's link, an all-gather or a reduce-scatter (n-1)/n of the
+// whole (unsharded) buffer.
+double allReduceSeconds(double bytes, double n, double bandwidth)
+{
+    return n > 1 ? 2 * (n - 1) / n * bytes / bandwidth : 0;
+}
+
+double gatherSeconds(double bytes, double n, double bandwidth)
+{
+    return n > 1 ? (n - 1) / n * bytes / bandwidth : 0;
+}
+
+// Bytes per second a collective over a group reaches: the GPU-to-GPU link inside a node; once the
+// group spans nodes, what crosses a node's boundary shares all of that node's network links (one
+// NIC per GPU in the reference systems, rail-aligned: NCCL runs one ring per rail), so the node's
+// aggregate network bandwidth bounds it (a ring is as fast as its slowest link).
+double collectiveBandwidth(const GpuPerformance &g, bool spansNodes)
+{
+    double link = g.interconnect_gbps > 0 ? g.interconnect_gbps : pcieGbps(g.pcie_generation);
+    if (spansNodes) {
+        const double nic = g.network_gbps > 0 ? g.network_gbps : kDefaultNetworkGbps;
+        link = std::min(link, nic * std::max(1, g.gpus_per_node));
+    }
+    return link * 1e9 * kCollectiveEfficiency;
+}
+
+double pcieBandwidth(const GpuPerformance &g)
+{
+    return pcieGbps(g.pcie_generation) * 1e9 * kPcieEfficiency;
+}
+
+double storedWeightBytes(const TrainingConfig &t)
+{
+    switch (t.quantization) {
+    case Quantization::Nf4:
+    case Quantization::Nf4Double:
+        return 0.5 + 4.0 / 64;
+    case Quantization::Int8:
+        return 1.0;
+    case Quantization::None:
+        break;
+    }
+    // FSDP and ZeRO gather the 16-bit copy under mixed precision, the fp32 weights under AMP.
+    return isMixedMaster(t.precision) ? 2.0 : weightBytes(t.precision);
+}
+
+} // namespace
+
+double rankParameters(const ModelArchitecture &arch, std::int64_t tensorParallel)
+{
+    const double t = static_cast<double>(std::max<std::int64_t>(1, tensorParallel));
+    double total = 0;
+    for (const TensorGroup &g : parameterLayout(arch))
+        total += g.totalElements() / (g.tensor_parallel_split ? t : 1.0);
+    return total;
+}
+
+double rankTrainableParameters(const EstimateInput &in)
+{
+    const double t = static_cast<double>(std::max<std::int64_t>(1, in.parallelism.tensor_parallel));
+    if (in.training.method == Method::Full)
+        return rankParameters(in.arch, in.parallelism.tensor_parallel);
+    return loraParameters(parameterLayout(in.arch), in.training.lora.targets, in.training.lora.rank)
+           / t;
+}
+
+// Per sharding (ZeRO paper, Rajbhandari et al. 2020, section 7: stage 1 and 2 move 2 Psi per step
+// like DDP, stage 3 3 Psi; FSDP, Zhao et al. 2023, section 3):
+//  - DDP: one all-reduce of the gradients per step, overlapped with the last micro-batch's backward
+//    in buckets (the last bucket waits);
+//  - ZeRO-1: a reduce-scatter of the gradients per step, an all-gather of the updated weights after
+//    the optimizer step (not overlapped);
+//  - ZeRO-2: the reduce-scatter in every micro-batch's backward, the all-gather after the step;
+//  - ZeRO-3 / FSDP FULL_SHARD: weights all-gathered in every forward and again in every backward,
+//    gradients reduce-scattered in every backward; prefetching hides them behind compute except
+//    for the first unit;
+//  - FSDP SHARD_GRAD_OP: weights gathered once per micro-batch and kept through backward;
+//  - tensor parallelism: two all-reduces of the activations per layer in forward, two in backward
+//    (Megatron-LM, Shoeybi et al. 2019, section 3), two more in a recomputed forward; not overlapped.
+CommunicationTime communicationTime(const EstimateInput &in,
+                                    const GpuPerformance &gpu,
+                                    const MicroBatchWork &work)
+{
+    CommunicationTime out;
+    const TrainingConfig &tr = in.training;
+    const ParallelismConfig &par = in.parallelism;
+    const bool train = tr.mode == Mode::Train;
+    const double t = static_cast<double>(std::max<std::int64_t>(1, par.tensor_parallel));
+    const double dp = static_cast<double>(std::max<std::int64_t>(1, par.dataParallel()));
+    const double gpus = static_cast<double>(std::max<std::int64_t>(1, par.gpus));
+    const double accumulation = train ? static_cast<double>(tr.gradient_accumulation_steps) : 1.0;
+    const double L = static_cast<double>(std::max<std::int64_t>(1, in.arch.layers));
+    const double forward = work.forward.gpuSeconds();
+    const double backward = work.backward.gpuSeconds() + work.recompute.gpuSeconds();
+
+    // Tensor parallelism.
+    if (t > 1) {
+        const double tokens = static_cast<double>(tr.micro_batch_size * tr.sequence_length);
+        const double bytes = tokens * static_cast<double>(in.arch.hidden_size)
+                             * (tr.precision == Precision::Fp32 ? 4.0 : 2.0);
+        double count = 2 * L;
+        if (train)
+            count += 2 * L + (tr.checkpointing == Checkpointing::Full ? 2 * L : 0);
+        const double bw = collectiveBandwidth(gpu, t > gpu.gpus_per_node);
+        const double perMicroBatch = count * allReduceSeconds(bytes, t, bw);
+        out.total += accumulation * perMicroBatch;
+        out.exposed += accumulation * perMicroBatch;
+    }
+
+    const double weights = rankParameters(in.arch, par.tensor_parallel);
+    const double trainable = rankTrainableParameters(in);
+    const double wBytes = storedWeightBytes(tr);
+    const double gBytes = gradientBytes(tr.precision);
+    if (train && dp > 1) {
+        const double bw = collectiveBandwidth(gpu, gpus > gpu.gpus_per_node);
+        const double gather = gatherSeconds(weights * wBytes, dp, bw);
+        const double trainableGather = gatherSeconds(trainable * weightBytes(tr.precision), dp, bw);
+        const double scatter = gatherSeconds(trainable * gBytes, dp, bw);
+        const double reduce = allReduceSeconds(trainable * gBytes, dp, bw);
+        double perMicro = 0, exposedMicro = 0, perStep = 0, exposedStep = 0;
+        switch (par.sharding) {
+        case Sharding::None:
+            perStep = reduce;
+            exposedStep = std::max(0.0, reduce - backward) + reduce / L;
+            break;
+        case Sharding::Zero1:
+            perStep = scatter + trainableGather;
+            exposedStep = std::max(0.0, scatter - backward) + scatter / L + trainableGather;
+            break;
+        case Sharding::Zero2:
+            perMicro = scatter;
+            exposedMicro = std::max(0.0, scatter - backward) + scatter / L;
+            perStep = trainableGather;
+            exposedStep = trainableGather;
+            break;
+        case Sharding::Zero3:
+        case Sharding::FsdpFull:
+            perMicro = 2 * gather + scatter;
+            exposedMicro = std::max(0.0, gather - forward)
+                           + std::max(0.0, gather + scatter - backward) + gather / L;
+            break;
+        case Sharding::FsdpGradOp:
+            perMicro = gather + scatter;
+            exposedMicro = std::max(0.0, gather - forward) + std::max(0.0, scatter - backward)
+                           + gather / L;
+            break;
+        }
+        out.total += accumulation * perMicro + perStep;
+        out.exposed += accumulation * exposedMicro + exposedStep;
+    }
+
+    // Offload over PCIe. Parameters (ZeRO-3 / FSDP offload_params): the rank's shard comes to the GPU
+    // for every forward and backward and its gradients go back, prefetched behind compute. Optimizer
+    // (ZeRO-Offload, Ren et al. 2021): gradients down, the step on the CPU, weights back up, once per
+    // step and not overlapped (DeepSpeed's default, without delayed parameter update).
+    const double pcie = pcieBandwidth(gpu);
+    if (train && tr.offload.parameters) {
+        const double shard = weights / dp;
+        const double perMicro = 2 * shard * wBytes / pcie + trainable / dp * gBytes / pcie;
+        out.offload_exposed += accumulation
+                               * (std::max(0.0, perMicro - forward - backward) + perMicro / L);
+    }
+    if (train && tr.offload.optimizer) {
+        const bool sharded = par.sharding != Sharding::None;
+        const double shard = trainable / (sharded ? dp : 1.0);
+        const double copies = shard * (gBytes + weightBytes(tr.precision)) / pcie;
+        const double cpuStep = shard
+                               * optimizerBytesPerParameter(Optimizer::AdamWFused,
+                                                            Precision::MixedBf16)
+                               / (kHostMemoryGbps * 1e9);
+        out.offload_exposed += copies + cpuStep;
+    }
+    return out;
+}
+
+} // namespace membudget

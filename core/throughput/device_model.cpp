@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "throughput/device_model.h"
+
+#include "throughput/throughput_constants.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace membudget {
+
+namespace {
+
+// The dense peak PyTorch's matmuls run at. fp32 matmuls use the non-tensor rate: PyTorch has kept
+// TF32 off for matmuls by default since 1.12 (torch.backends.cuda.matmul.allow_tf32, "TensorFloat-32
+// (TF32) on Ampere (and later) devices" in the CUDA semantics notes). bf16 on a GPU without bf16
+// tensor cores (V100, T4) runs at the fp32 rate.
+double peakTflops(const GpuPerformance &g, Precision p)
+{
+    if (p == Precision::Fp32)
+        return g.fp32_tflops;
+    const bool fp16 = p == Precision::AmpFp16 || p == Precision::Fp16 || p == Precision::MixedFp16;
+    if (fp16)
+        return g.fp16_tflops > 0 ? g.fp16_tflops : g.fp32_tflops;
+    return g.bf16_tflops > 0 ? g.bf16_tflops : g.fp32_tflops;
+}
+
+} // namespace
+
+DeviceModel::DeviceModel(const GpuPerformance &gpu, Precision precision)
+{
+    m_peak = peakTflops(gpu, precision) * 1e12;
+    const double matmul = gpu.matmul_efficiency > 0 ? gpu.matmul_efficiency
+                                                    : kDefaultMatmulEfficiency;
+    const double clock = gpu.power_limited ? kSustainedClockFraction : 1.0;
+    m_matmulRate = m_peak * matmul * clock;
+    m_attentionRate = m_peak * flashAttentionEfficiency(gpu.architecture) * clock;
+    m_bandwidth = gpu.memory_bandwidth_gbps * 1e9 * kMemoryEfficiency;
+    m_units = gpu.multiprocessors > 0 ? gpu.multiprocessors : kDefaultMultiprocessors;
+    m_elementBytes = precision == Precision::Fp32 ? 4 : 2;
+}
+
+// Wave quantization (NVIDIA Deep Learning Performance guide, "Matrix Multiplication Background",
+// section "Wave Quantization"): tiles run in waves of one tile per multiprocessor, and a partial last
+// wave costs a whole one. Returns the number of waves (fractional only where tiles are plentiful
+// enough that the scheduler balances them, i.e. never below the whole count).
+double DeviceModel::waves(double tiles) const
+{
+    if (!(tiles > 0))
+        return 0;
+    return std::ceil(tiles / m_units - 1e-9);
+}
+
+double DeviceModel::matmulSeconds(double m, double n, double k, double count) const
+{
+    if (!(m > 0 && n > 0 && k > 0 && count > 0) || !usable())
+        return 0;
+    // cuBLAS picks its tile per shape; the better of a large and a small tile stands for that choice.
+    double compute = 0;
+    for (double tile : {kMatmulTile, kMatmulTile / 2}) {
+        const double tiles = std::ceil(m / tile) * std::ceil(n / tile);
+        // Every wave computes full tiles: 2 * tile * tile * k FLOPs per tile (tile quantization).
+        const double perTile = 2.0 * tile * tile * k / (m_matmulRate / m_units);
+        const double seconds = waves(tiles) * perTile;
+        compute = compute > 0 ? std::min(compute, seconds) : seconds;
+    }
+    const double bytes = m_elementBytes * (m * k + k * n + m * n);
+    return count * std::max(compute, bytes / m_bandwidth);
+}
+
+double DeviceModel::fusedAttentionSeconds(double flops, double blocks) const
+{
+    if (!(flops > 0) || !usable() || m_attentionRate <= 0)
+        return 0;
+    const double b = std::max(1.0, blocks);
+    // The same wave rule as matmuls: `blocks` tiles of equal work.
+    return flops / m_attentionRate * (waves(b) * m_units / b);
+}
+
+double DeviceModel::memorySeconds(double bytes) const
+{
+    if (!(bytes > 0) || m_bandwidth <= 0)
+        return 0;
+    return bytes / m_bandwidth;
+}
+
+} // namespace membudget

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "model/gpu_spec.h"
+#include "model/training_options.h"
+
+namespace membudget {
+
+// How long one kernel takes on one GPU, from the GPU's datasheet figures and a few published
+// constants (each cited where it is defined in device_model.cpp). Pure and allocation-free.
+class DeviceModel
+{
+public:
+    // `precision` decides which peak the matmuls run at: 16-bit compute for everything but fp32.
+    DeviceModel(const GpuPerformance &gpu, Precision precision);
+
+    // False when the GPU lacks the figures the model needs (a user preset without them).
+    bool usable() const { return m_peak > 0 && m_bandwidth > 0; }
+
+    // Dense peak FLOP/s in the compute precision (what MFU is measured against).
+    double peakFlops() const { return m_peak; }
+    // One (m x k) . (k x n) matmul, `count` times: 2mnk FLOPs each at the largest achievable
+    // matmul rate, in waves of 128 x 128 output tiles over the multiprocessors, and never faster
+    // than reading both operands and writing the result from memory (roofline).
+    double matmulSeconds(double m, double n, double k, double count = 1) const;
+    // A fused attention kernel (FlashAttention-2, SDPA's flash backend): `flops` of work in
+    // `blocks` independent thread blocks (batch x heads x 128-query tiles).
+    double fusedAttentionSeconds(double flops, double blocks) const;
+    // Memory-bound work (element-wise kernels, optimizer steps, dequantization).
+    double memorySeconds(double bytes) const;
+
+    double memoryBandwidth() const { return m_bandwidth; } // bytes/s the kernels reach
+    double bytesPerElement() const { return m_elementBytes; }
+
+private:
+    double waves(double tiles) const;
+
+    double m_peak = 0;       // FLOP/s, dense, compute precision
+    double m_matmulRate = 0; // FLOP/s the largest matmuls reach
+    double m_attentionRate = 0;
+    double m_bandwidth = 0;    // bytes/s
+    double m_units = 0;        // multiprocessors
+    double m_elementBytes = 2; // operand size of the matmuls
+};
+
+} // namespace membudget

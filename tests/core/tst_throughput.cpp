@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The throughput model (core/throughput): FLOP counts against their closed forms, and the direction
+// and size of each technique's effect on the step time.
+#include "io/preset_catalog.h"
+#include "model/parameter_layout.h"
+#include "model/scenario.h"
+#include "test_architectures.h"
+#include "throughput/device_model.h"
+#include "throughput/step_work.h"
+#include "throughput/throughput_model.h"
+
+#include <QtTest>
+
+using namespace membudget;
+using namespace membudget::testing;
+
+class TestThroughput : public QObject
+{
+    Q_OBJECT
+private:
+    static const GpuPerformance &gpu(const char *id)
+    {
+        const GpuSpec *g = PresetCatalog::bundled().findGpu(id);
+        if (!g)
+            qFatal("no preset %s", id);
+        return g->performance;
+    }
+
+    static EstimateInput fullTraining(const ModelArchitecture &arch)
+    {
+        EstimateInput in;
+        in.arch = arch;
+        in.training.precision = Precision::Bf16;
+        in.training.attention = Attention::Flash;
+        in.training.micro_batch_size = 4;
+        in.training.sequence_length = 2048;
+        return in;
+    }
+
+    static double linearParameters(const ModelArchitecture &arch)
+    {
+        double n = 0;
+        for (const TensorGroup &g : parameterLayout(arch))
+            if (g.linear)
+                n += g.totalElements();
+        if (arch.tied_embeddings)
+            n += static_cast<double>(arch.vocab_size * arch.hidden_size);
+        return n;
+    }
+
+private slots:
+    // Dense training does 6 FLOPs per weight and token (2 forward, 2 input gradient, 2 weight
+    // gradient: Kaplan et al. 2020, section 2.1) plus the attention core, 6 b s^2 a d L with a causal
+    // mask counted once.
+    void denseTrainingIsSixNPlusAttention()
+    {
+        const EstimateInput in = fullTraining(llama2_7b());
+        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        const MicroBatchWork w = microBatchWork(in.arch, in.training, 1, device);
+        const double T = 4.0 * 2048;
+        const double sixN = 6 * linearParameters(in.arch) * T;
+        const double attention = 6.0 * 4 * 2048.0 * 2048 * 32 * 128 * 32;
+        QVERIFY(qAbs(w.model_flops - (sixN + attention)) / w.model_flops < 1e-9);
+        QVERIFY(w.model_flops >= sixN);
+        QCOMPARE(w.recompute.flops, 0.0);
+    }
+
+    // LoRA skips the base weights' gradient: 4 instead of 6 FLOPs per weight and token, plus the
+    // adapters (Hu et al. 2021).
+    void loraSkipsTheWeightGradient()
+    {
+        EstimateInput in = fullTraining(llama2_7b());
+        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        const double full = microBatchWork(in.arch, in.training, 1, device).model_flops;
+        in.training.method = Method::Lora;
+        in.training.lora.rank = 16;
+        in.training.lora.targets = TargetAllLinear;
+        const double lora = microBatchWork(in.arch, in.training, 1, device).model_flops;
+        QVERIFY(lora < full * 0.72 && lora > full * 0.66);
+    }
+
+    // Full checkpointing recomputes every layer's forward in backward: its matmul time equals the
+    // forward's, minus lm_head.
+    void checkpointingRecomputesTheForward()
+    {
+        EstimateInput in = fullTraining(llama2_7b());
+        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        const MicroBatchWork none = microBatchWork(in.arch, in.training, 1, device);
+        in.training.checkpointing = Checkpointing::Full;
+        const MicroBatchWork full = microBatchWork(in.arch, in.training, 1, device);
+        QVERIFY(full.recompute.matmul > 0.9 * none.forward.matmul);
+        QVERIFY(full.recompute.matmul < none.forward.matmul);
+        QCOMPARE(full.model_flops, none.model_flops); // recomputation is not model FLOPs
+        const double slower
+            = estimateThroughput(in, gpu("a100-80gb")).step_seconds
+              / estimateThroughput(fullTraining(llama2_7b()), gpu("a100-80gb")).step_seconds;
+        QVERIFY2(slower > 1.15 && slower < 1.45, qPrintable(QString::number(slower)));
+    }
+
+    void flashAttentionBeatsEagerAtLongSequences()
+    {
+        EstimateInput in = fullTraining(llama2_7b());
+        in.training.micro_batch_size = 1;
+        in.training.sequence_length = 8192;
+        const double flash = estimateThroughput(in, gpu("a100-80gb")).step_seconds;
+        in.training.attention = Attention::Eager;
+        const double eager = estimateThroughput(in, gpu("a100-80gb")).step_seconds;
+        QVERIFY(eager > 1.2 * flash);
+    }
+
+    // Mixture of experts: each token runs experts_per_token of the experts.
+    void moeCountsActiveExpertsOnly()
+    {
+        EstimateInput in = fullTraining(mixtral_8x7b());
+        const DeviceModel device(gpu("h100-80gb"), in.training.precision);
+        const MicroBatchWork w = microBatchWork(in.arch, in.training, 1, device);
+        const double T = 4.0 * 2048;
+        const double active = parameterLayout(in.arch).active;
+        QVERIFY(w.model_flops > 6 * (active - 2 * 32000.0 * 4096) * T);
+        QVERIFY(w.model_flops < 6 * active * T * 1.15);
+    }
+
+    // Decoding reads every weight once per step: on an A100 a 7B model in bf16 (13.5 GB) cannot
+    // decode faster than 2039 GB/s / 13.5 GB = 151 steps per second; a bigger batch shares the read.
+    void decodingIsBoundByMemory()
+    {
+        EstimateInput in = fullTraining(llama2_7b());
+        in.training.mode = Mode::Inference;
+        in.training.micro_batch_size = 1;
+        in.training.sequence_length = 512;
+        const ThroughputEstimate one = estimateThroughput(in, gpu("a100-80gb"));
+        QVERIFY(one.valid);
+        QVERIFY(one.decode_tokens_per_second < 151);
+        QVERIFY(one.decode_tokens_per_second > 30);
+        in.training.micro_batch_size = 16;
+        const ThroughputEstimate sixteen = estimateThroughput(in, gpu("a100-80gb"));
+        QVERIFY(sixteen.decode_tokens_per_second > 8 * one.decode_tokens_per_second);
+        // 4-bit weights: a quarter of the bytes to read per step.
+        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        in.training.micro_batch_size = 1;
+        const double bf16 = decodeStepWork(in.arch, in.training, 1, 512, device).gpuSeconds();
+        in.training.quantization = Quantization::Nf4;
+        const double nf4 = decodeStepWork(in.arch, in.training, 1, 512, device).gpuSeconds();
+        QVERIFY(nf4 < 0.5 * bf16);
+    }
+
+    // Data parallelism over NVLink scales nearly linearly; over PCIe, all-gathering a 7B model for
+    // every micro-batch shows.
+    void communicationDependsOnTheInterconnect()
+    {
+        EstimateInput in = fullTraining(llama2_7b());
+        in.training.micro_batch_size = 1;
+        const double one = estimateThroughput(in, gpu("a100-80gb")).tokens_per_second;
+        in.parallelism.gpus = 8;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        const ThroughputEstimate nvlink = estimateThroughput(in, gpu("a100-80gb"));
+        QVERIFY(nvlink.tokens_per_second > 7 * one);
+        const ThroughputEstimate pcie = estimateThroughput(in, gpu("l40s"));
+        QVERIFY(pcie.breakdown.communication > 0.2 * pcie.step_seconds);
+    }
+
+    // Small micro-batches leave the GPU waiting for the host (Qwen's 256-token rows); larger ones
+    // raise tokens per second until the GPU is busy.
+    void tokensPerSecondGrowWithTheMicroBatch()
+    {
+        EstimateInput in = fullTraining(llama32_1b());
+        in.training.method = Method::Lora;
+        in.training.sequence_length = 256;
+        double last = 0;
+        for (std::int64_t b : {1, 2, 4, 8, 16}) {
+            in.training.micro_batch_size = b;
+            const ThroughputEstimate t = estimateThroughput(in, gpu("h100-80gb"));
+            QVERIFY(t.tokens_per_second > last);
+            QVERIFY(t.mfu > 0 && t.mfu < 1);
+            last = t.tokens_per_second;
+        }
+        in.training.micro_batch_size = 1;
+        QVERIFY(estimateThroughput(in, gpu("h100-80gb")).breakdown.host_wait > 0);
+    }
+
+    void qloraDequantizesAndOffloadCopies()
+    {
+        EstimateInput in = fullTraining(llama2_7b());
+        in.training.method = Method::Lora;
+        in.training.checkpointing = Checkpointing::Full;
+        const ThroughputEstimate lora = estimateThroughput(in, gpu("rtx-4090"));
+        in.training.method = Method::Qlora;
+        in.training.quantization = Quantization::Nf4;
+        const ThroughputEstimate qlora = estimateThroughput(in, gpu("rtx-4090"));
+        QVERIFY(qlora.breakdown.dequantize > 0);
+        QVERIFY(qlora.step_seconds > lora.step_seconds);
+        EstimateInput full = fullTraining(llama2_7b());
+        const ThroughputEstimate resident = estimateThroughput(full, gpu("a100-80gb"));
+        full.training.offload.optimizer = true;
+        const ThroughputEstimate offloaded = estimateThroughput(full, gpu("a100-80gb"));
+        QVERIFY(offloaded.breakdown.offload > 0);
+        QCOMPARE(offloaded.breakdown.optimizer, 0.0);
+        QVERIFY(offloaded.step_seconds > resident.step_seconds);
+    }
+
+    void presetsWithoutSpeedFiguresSayWhy()
+    {
+        const ThroughputEstimate t = estimateThroughput(fullTraining(llama2_7b()), GpuPerformance{});
+        QVERIFY(!t.valid);
+        QVERIFY(!t.problem.empty());
+        QVERIFY(estimateRelativeThroughput(fullTraining(llama2_7b()), GpuPerformance{}).valid);
+    }
+
+    // A run: steps = tokens / tokens per step (rounded up); GPU-hours and cost follow; the scenario's
+    // price overrides the preset's.
+    void runTimeAndCost()
+    {
+        EstimateInput in = fullTraining(mistral_7b());
+        in.training.method = Method::Lora;
+        in.training.sequence_length = 1024;
+        in.training.micro_batch_size = 8;
+        in.parallelism.gpus = 2;
+        const ThroughputEstimate t = estimateThroughput(in, gpu("a100-80gb"));
+        const DatasetConfig data{10000, 1024, 1.0};
+        const RunEstimate run = estimateRun(t, in, data, 2.0);
+        QVERIFY(run.valid && run.has_price);
+        QCOMPARE(run.tokens, 10000.0 * 1024);
+        QCOMPARE(run.steps, std::ceil(10000.0 * 1024 / (8 * 1024 * 2)));
+        QCOMPARE(run.run_seconds, run.steps * t.step_seconds);
+        QCOMPARE(run.gpu_hours, run.run_seconds * 2 / 3600);
+        QCOMPARE(run.cost, run.gpu_hours * 2.0);
+        QVERIFY(!estimateRun(t, in, data, 0).has_price);
+        QVERIFY(!estimateRun(t, in, DatasetConfig{}, 2.0).valid);
+
+        Scenario s;
+        s.prices["a100-80gb"] = 1.25;
+        QCOMPARE(gpuHourPrice(s, "a100-80gb", 2.4984), 1.25);
+        QCOMPARE(gpuHourPrice(s, "h100-80gb", 3.78), 3.78);
+    }
+
+    // Every bundled GPU preset has the figures the model needs, and a consumer card's sources line.
+    void bundledGpusHaveSpeedFigures()
+    {
+        for (const GpuSpec &g : PresetCatalog::bundled().gpus()) {
+            QVERIFY2(g.performance.known(), g.id.c_str());
+            QVERIFY2(!g.performance.sources.empty(), g.id.c_str());
+            QVERIFY2(g.performance.price_per_hour == 0 || !g.performance.price_source.empty(),
+                     g.id.c_str());
+            QVERIFY2(g.performance.multiprocessors > 0, g.id.c_str());
+        }
+    }
+};
+
+QTEST_APPLESS_MAIN(TestThroughput)
+#include "tst_throughput.moc"
