@@ -6,6 +6,7 @@
 #include "charts/ladder_bars.h"
 #include "charts/sweep_chart.h"
 #include "dialogs/export_dialog.h"
+#include "dialogs/hub_model_dialog.h"
 #include "document/scenario_document.h"
 #include "panels/breakdown_table.h"
 #include "panels/controls_panel.h"
@@ -204,6 +205,9 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
             &ControlsPanel::importConfigRequested,
             this,
             &MainWindow::importConfigDialog);
+    connect(m_controls, &ControlsPanel::hubModelRequested, this, [this](const QString &text) {
+        openHubModel(text, true);
+    });
     connect(m_chart, &BudgetChart::barContextMenuRequested, this, &MainWindow::showBarMenu);
     connect(m_views, &QTabWidget::currentChanged, this, [this](int index) {
         m_settings->setCurrentView(index);
@@ -324,6 +328,11 @@ void MainWindow::createActions()
              QKeySequence(Qt::CTRL | Qt::Key_I),
              tr("Take the model architecture from a Hugging Face config.json"));
     connect(a, &QAction::triggered, this, &MainWindow::importConfigDialog);
+    a = make("actionOpenHub",
+             tr("Open Model from &Hugging Face…"),
+             QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_I),
+             tr("Fetch a model's config.json from the Hugging Face Hub by its id or address"));
+    connect(a, &QAction::triggered, this, [this] { openHubModel(); });
     a = make("actionExport",
              tr("&Export Chart…"),
              QKeySequence(Qt::CTRL | Qt::Key_E),
@@ -418,6 +427,7 @@ void MainWindow::createMenus()
     file->addAction(action(QStringLiteral("actionSaveAs")));
     file->addSeparator();
     file->addAction(action(QStringLiteral("actionImportConfig")));
+    file->addAction(action(QStringLiteral("actionOpenHub")));
     file->addAction(action(QStringLiteral("actionExport")));
     file->addSeparator();
     file->addAction(action(QStringLiteral("actionQuit")));
@@ -810,6 +820,31 @@ bool MainWindow::importModelConfig(const QString &path)
         ->showMessage(tr("Imported the architecture from %1").arg(QDir::toNativeSeparators(path)),
                       4000);
     return true;
+}
+
+QDialog *MainWindow::openHubModel(const QString &text, bool fetchNow)
+{
+    HubSettings settings;
+    if (m_hubSettings) {
+        settings = *m_hubSettings;
+    } else if (QString problem; !hubSettingsFromEnvironment(settings, problem)) {
+        m_prompts->showError(this, tr("Cannot Reach Hugging Face"), problem);
+        return nullptr;
+    }
+    auto *dialog = new HubModelDialog(settings, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setText(text);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        const HubFetchResult &r = dialog->result();
+        m_doc->useHubModel(r.ref, *r.spec);
+        m_chart->resetAxis();
+        m_ladder->resetAxis();
+        statusBar()->showMessage(r.message, 10000);
+    });
+    dialog->open();
+    if (fetchNow)
+        dialog->startFetch();
+    return dialog;
 }
 
 void MainWindow::loadPresetScenario(const QString &id)

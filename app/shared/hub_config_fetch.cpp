@@ -36,6 +36,20 @@ QString sizeText(qint64 bytes)
     return QLocale::c().formattedDataSize(bytes, 1, QLocale::DataSizeIecFormat);
 }
 
+// What a server says (its reason phrase) reaches a terminal and a dialog: printable ASCII only.
+QString printable(const QString &text)
+{
+    QString out;
+    for (QChar c : text.left(80))
+        out += (c.unicode() >= 0x20 && c.unicode() < 0x7F) ? c : QLatin1Char('?');
+    return out;
+}
+
+QString reasonOf(QNetworkReply *reply)
+{
+    return printable(reply->attribute(QNetworkRequest::HttpReasonPhraseAttribute).toString());
+}
+
 } // namespace
 
 HubConfigFetch::HubConfigFetch(HubSettings settings, QObject *parent)
@@ -195,7 +209,8 @@ void HubConfigFetch::onReplyFinished()
         if (error == QNetworkReply::TimeoutError || error == QNetworkReply::OperationCanceledError)
             useCacheOr(tr("No answer from %1 within %2").arg(host, seconds(m_settings.timeoutMs)));
         else
-            useCacheOr(tr("Offline: cannot reach %1 (%2)").arg(host, reply->errorString()));
+            useCacheOr(
+                tr("Offline: cannot reach %1 (%2)").arg(host, printable(reply->errorString())));
         return;
     }
     if (status >= 300 && status < 400) {
@@ -305,18 +320,11 @@ void HubConfigFetch::handleHttpError(QNetworkReply *reply, int status)
                               "address of the model's page")
                                .arg(id, host);
     } else if (status == 429 || status >= 500) {
-        useCacheOr(
-            tr("%1 answered HTTP %2 %3")
-                .arg(host)
-                .arg(status)
-                .arg(reply->attribute(QNetworkRequest::HttpReasonPhraseAttribute).toString()));
+        useCacheOr(tr("%1 answered HTTP %2 %3").arg(host).arg(status).arg(reasonOf(reply)));
         return;
     } else {
         m_result.message
-            = tr("%1 answered HTTP %2 %3 for %4")
-                  .arg(host)
-                  .arg(status)
-                  .arg(reply->attribute(QNetworkRequest::HttpReasonPhraseAttribute).toString(), id);
+            = tr("%1 answered HTTP %2 %3 for %4").arg(host).arg(status).arg(reasonOf(reply), id);
     }
     m_result.message += tr("; nothing was imported");
     finish();

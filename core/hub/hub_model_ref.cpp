@@ -252,6 +252,10 @@ bool isValidHubRepoId(const std::string &id, std::string *problem)
         if (p.front() == '-' || p.front() == '.' || p.back() == '-' || p.back() == '.')
             return fail(problem, "a name cannot start or end with '-' or '.'");
     }
+    // The Hub's addresses put a repository type before the owner (huggingface.co/datasets/...), so
+    // these words name no owner; accepting one would make "models/x" mean two different models.
+    if (slash != std::string::npos && (isRepoTypePrefix(parts[0]) || parts[0] == "models"))
+        return fail(problem, "'" + parts[0] + "' is not an owner name");
     if (id.find("--") != std::string::npos || id.find("..") != std::string::npos)
         return fail(problem, "'--' and '..' are not allowed");
     if (id.size() >= 4 && id.compare(id.size() - 4, 4, ".git") == 0)

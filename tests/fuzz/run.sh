@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Fuzzes one loader with libFuzzer (clang, ASan + UBSan):
-#   tests/fuzz/run.sh scenario|presets|hf_config [SECONDS] [JOBS]
+#   tests/fuzz/run.sh scenario|presets|hf_config|hub_ref [SECONDS] [JOBS]
 # Builds the "fuzz" CMake preset into build-fuzz/, seeds a working corpus from the committed seeds,
 # and keeps anything that crashes in build-fuzz/artifacts/<target>/ (copy it to
 # tests/fuzz/regressions/<target>/ once fixed). Prints libFuzzer's final statistics.
 set -euo pipefail
-target=${1:?usage: tests/fuzz/run.sh scenario|presets|hf_config [SECONDS]}
+target=${1:?usage: tests/fuzz/run.sh scenario|presets|hf_config|hub_ref [SECONDS]}
 seconds=${2:-600}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -16,7 +16,8 @@ case "$target" in
 scenario) seeds=(presets/scenarios tests/calibration tests/data/bad) dict=tests/fuzz/yaml.dict ;;
 presets) seeds=(presets/models presets/gpus.yaml tests/data/bad) dict=tests/fuzz/yaml.dict ;;
 hf_config) seeds=(tests/fuzz/seeds/hf_config tests/data/bad) dict=tests/fuzz/json.dict ;;
-*) echo "unknown target '$target'; expected scenario, presets or hf_config" >&2; exit 2 ;;
+hub_ref) seeds=(tests/fuzz/seeds/hub_ref) dict=tests/fuzz/hub_ref.dict ;;
+*) echo "unknown target '$target'; expected scenario, presets, hf_config or hub_ref" >&2; exit 2 ;;
 esac
 
 corpus=build-fuzz/corpus/$target
