@@ -5,6 +5,7 @@
 #include "advice/technique_ladder.h"
 #include "base/byte_format.h"
 #include "estimate_table.h"
+#include "export/training_export.h"
 #include "hub/hub_model_ref.h"
 #include "hub_config_fetch.h"
 #include "io/estimate_json.h"
@@ -16,6 +17,7 @@
 #include "user_presets.h"
 
 #include <QCoreApplication>
+#include <QSaveFile>
 
 #include <cctype>
 #include <cerrno>
@@ -414,6 +416,46 @@ int runImportConfig(const ImportOptions &o)
     if (s.name.empty())
         s.name = "Imported model";
     return writeImported(s, o.output);
+}
+
+int runExportConfig(const ExportConfigOptions &o)
+{
+    ExportFormat format = ExportFormat::Trainer;
+    if (!parseExportFormat(o.format, format)) {
+        std::cerr << "unknown format '" << o.format
+                  << "'; expected trainer, sft, accelerate or deepspeed\n";
+        return kExitUsage;
+    }
+    std::vector<LoadError> problems;
+    const PresetCatalog catalog = loadCatalog(problems);
+    printProblems(problems);
+    Scenario scenario;
+    EstimateInput input;
+    if (!loadResolved(o.file, catalog, scenario, input))
+        return kExitBadInput;
+    std::string problem;
+    const auto exported = exportTrainingConfig(scenario, catalog, format, problem);
+    if (!exported) {
+        std::cerr << o.file << ": " << problem << "\n";
+        return kExitBadInput;
+    }
+    // JSON has no comments: what the file cannot say is printed here, as the other formats'
+    // headers say it.
+    for (const std::string &note : exported->notes)
+        std::cerr << "note: " << note << "\n";
+    if (o.output.empty() || o.output == "-") {
+        std::cout << exported->text;
+        return kExitOk;
+    }
+    QSaveFile file(QString::fromStdString(o.output));
+    const QByteArray bytes = QByteArray::fromStdString(exported->text);
+    if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit()) {
+        std::cerr << "cannot write " << o.output << ": " << file.errorString().toStdString()
+                  << "\n";
+        return kExitBadInput;
+    }
+    std::cout << "wrote " << o.output << "\n";
+    return kExitOk;
 }
 
 int runGui(const std::string &self, const std::vector<std::string> &args)

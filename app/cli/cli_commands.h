@@ -43,6 +43,14 @@ struct ImportOptions
 };
 int runImportConfig(const ImportOptions &options);
 
+struct ExportConfigOptions
+{
+    std::string file;
+    std::string format = "trainer"; // trainer | sft | accelerate | deepspeed
+    std::string output;             // empty or "-": standard output
+};
+int runExportConfig(const ExportConfigOptions &options);
+
 // Hands `args` to membudget-gui (installed beside this binary) and returns its exit code.
 int runGui(const std::string &self, const std::vector<std::string> &args);
 

@@ -100,6 +100,27 @@ int main(int argc, char **argv)
         "(~/.cache/membudget/hub);\n"
         "when the Hub cannot be reached the cached copy is used, and the message says so.");
 
+    ExportConfigOptions exportConfig;
+    auto *exportConfigCmd = app.add_subcommand("export-config",
+                                               "Write a scenario's setup as a Trainer/SFTConfig "
+                                               "snippet, accelerate YAML or DeepSpeed JSON");
+    exportConfigCmd->add_option("scenario", exportConfig.file, "Scenario YAML file")->required();
+    exportConfigCmd
+        ->add_option("-f,--format",
+                     exportConfig.format,
+                     "trainer (transformers TrainingArguments + PEFT/bitsandbytes), sft (TRL "
+                     "SFTConfig), accelerate (accelerate launch YAML) or deepspeed (config JSON); "
+                     "default trainer")
+        ->check(CLI::IsMember({"trainer", "sft", "accelerate", "deepspeed"}));
+    exportConfigCmd->add_option("-o,--output",
+                                exportConfig.output,
+                                "File to write (default: standard output)");
+    exportConfigCmd->footer(
+        "Python and YAML start with a comment naming the scenario, the model, MemBudget's "
+        "estimate and what\n"
+        "the settings cannot express; those notes are also printed on standard error (JSON "
+        "has no comments).");
+
     std::vector<std::string> exportArgs;
     auto *exportCmd
         = app.add_subcommand("export",
@@ -142,6 +163,8 @@ int main(int argc, char **argv)
         return runValidate(validateFiles);
     if (*importCmd)
         return runImportConfig(importOptions);
+    if (*exportConfigCmd)
+        return runExportConfig(exportConfig);
     if (*exportCmd) {
         std::vector<std::string> args = {"--export"};
         for (const std::string &a : exportCmd->remaining())
