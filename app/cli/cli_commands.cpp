@@ -420,8 +420,8 @@ int runImportConfig(const ImportOptions &o)
 
 int runExportConfig(const ExportConfigOptions &o)
 {
-    ExportFormat format = ExportFormat::Trainer;
-    if (!parseExportFormat(o.format, format)) {
+    TrainingFormat format = TrainingFormat::Trainer;
+    if (!parseTrainingFormat(o.format, format)) {
         std::cerr << "unknown format '" << o.format
                   << "'; expected trainer, sft, accelerate or deepspeed\n";
         return kExitUsage;

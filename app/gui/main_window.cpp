@@ -7,6 +7,7 @@
 #include "charts/sweep_chart.h"
 #include "dialogs/export_dialog.h"
 #include "dialogs/hub_model_dialog.h"
+#include "dialogs/training_export_dialog.h"
 #include "document/scenario_document.h"
 #include "panels/breakdown_table.h"
 #include "panels/controls_panel.h"
@@ -340,6 +341,12 @@ void MainWindow::createActions()
              QStyle::SP_DialogApplyButton,
              QStringLiteral("document-export"));
     connect(a, &QAction::triggered, this, &MainWindow::showExportDialog);
+    a = make(
+        "actionExportTraining",
+        tr("Export &Training Config…"),
+        QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
+        tr("Write this setup as a Trainer/SFTConfig snippet, accelerate YAML or DeepSpeed JSON"));
+    connect(a, &QAction::triggered, this, [this] { showTrainingExport(); });
     a = make("actionQuit", tr("&Quit"), QKeySequence::Quit, tr("Quit MemBudget"));
     a->setMenuRole(QAction::QuitRole);
     connect(a, &QAction::triggered, this, &QWidget::close);
@@ -429,6 +436,7 @@ void MainWindow::createMenus()
     file->addAction(action(QStringLiteral("actionImportConfig")));
     file->addAction(action(QStringLiteral("actionOpenHub")));
     file->addAction(action(QStringLiteral("actionExport")));
+    file->addAction(action(QStringLiteral("actionExportTraining")));
     file->addSeparator();
     file->addAction(action(QStringLiteral("actionQuit")));
 
@@ -820,6 +828,30 @@ bool MainWindow::importModelConfig(const QString &path)
         ->showMessage(tr("Imported the architecture from %1").arg(QDir::toNativeSeparators(path)),
                       4000);
     return true;
+}
+
+QDialog *MainWindow::showTrainingExport()
+{
+    if (!m_doc->valid()) {
+        m_prompts->showError(this,
+                             tr("Cannot Export Training Config"),
+                             tr("This scenario cannot be estimated:\n\n%1").arg(m_doc->error()));
+        return nullptr;
+    }
+    auto *dialog = new TrainingExportDialog(m_doc->scenario(),
+                                            m_doc->catalog(),
+                                            m_settings->lastDirectory(),
+                                            this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setPathPrompt([this, dialog](const QString &suggested) {
+        return m_prompts->saveFileName(dialog, tr("Save Training Config"), suggested, QString());
+    });
+    connect(dialog, &TrainingExportDialog::saved, this, [this](const QString &path) {
+        m_settings->setLastDirectory(QFileInfo(path).absolutePath());
+        statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 5000);
+    });
+    dialog->open();
+    return dialog;
 }
 
 QDialog *MainWindow::openHubModel(const QString &text, bool fetchNow)

@@ -84,6 +84,9 @@ public:
     bool importModelConfig(const QString &path);
     // Opens "Open Model from Hugging Face" with `text` filled in; `fetchNow` starts the download at
     // once (the preset search does this for an id typed there). Returns the dialog (deletes itself).
+    // File > Export Training Config: the preview dialog (deletes itself); null when the scenario
+    // cannot be estimated.
+    QDialog *showTrainingExport();
     QDialog *openHubModel(const QString &text = QString(), bool fetchNow = false);
     // Where Hugging Face requests go: the environment's settings unless a test sets its own.
     void setHubSettings(const HubSettings &settings) { m_hubSettings = settings; }

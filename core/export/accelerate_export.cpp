@@ -118,6 +118,7 @@ TrainingExport exportAccelerateYaml(const ExportPlan &plan)
     std::string text;
     for (const std::string &line : e.header)
         text += "# " + line + "\n";
+    text += "\n";
     e.text = text + y.c_str() + "\n";
     e.notes = notes;
     e.fileName = "accelerate_config.yaml";

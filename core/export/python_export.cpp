@@ -167,6 +167,7 @@ std::vector<std::string> header(const ExportPlan &plan,
     std::vector<std::string> lines = exportHeader(plan, target, notes);
     for (const std::string &line : lines)
         out("# " + line);
+    out("");
     return lines;
 }
 

@@ -3,31 +3,31 @@
 
 namespace membudget {
 
-const char *exportFormatName(ExportFormat format)
+const char *trainingFormatName(TrainingFormat format)
 {
-    return kExportFormatNames[static_cast<int>(format)];
+    return kTrainingFormatNames[static_cast<int>(format)];
 }
 
-bool parseExportFormat(const std::string &text, ExportFormat &format)
+bool parseTrainingFormat(const std::string &text, TrainingFormat &format)
 {
     for (int i = 0; i < 4; ++i) {
-        if (text == kExportFormatNames[i]) {
-            format = static_cast<ExportFormat>(i);
+        if (text == kTrainingFormatNames[i]) {
+            format = static_cast<TrainingFormat>(i);
             return true;
         }
     }
     return false;
 }
 
-const char *exportFormatLanguage(ExportFormat format)
+const char *trainingFormatLanguage(TrainingFormat format)
 {
     switch (format) {
-    case ExportFormat::Trainer:
-    case ExportFormat::Sft:
+    case TrainingFormat::Trainer:
+    case TrainingFormat::Sft:
         return "Python";
-    case ExportFormat::Accelerate:
+    case TrainingFormat::Accelerate:
         return "YAML";
-    case ExportFormat::DeepSpeed:
+    case TrainingFormat::DeepSpeed:
         return "JSON";
     }
     return "";
@@ -35,20 +35,20 @@ const char *exportFormatLanguage(ExportFormat format)
 
 std::optional<TrainingExport> exportTrainingConfig(const Scenario &scenario,
                                                    const PresetCatalog &catalog,
-                                                   ExportFormat format,
+                                                   TrainingFormat format,
                                                    std::string &problem)
 {
     const auto plan = makeExportPlan(scenario, catalog, problem);
     if (!plan)
         return std::nullopt;
     switch (format) {
-    case ExportFormat::Trainer:
+    case TrainingFormat::Trainer:
         return exportTrainerPython(*plan);
-    case ExportFormat::Sft:
+    case TrainingFormat::Sft:
         return exportSftPython(*plan);
-    case ExportFormat::Accelerate:
+    case TrainingFormat::Accelerate:
         return exportAccelerateYaml(*plan);
-    case ExportFormat::DeepSpeed:
+    case TrainingFormat::DeepSpeed:
         return exportDeepSpeedJson(*plan);
     }
     return std::nullopt;

@@ -21,13 +21,13 @@
 
 namespace membudget {
 
-enum class ExportFormat { Trainer, Sft, Accelerate, DeepSpeed };
+enum class TrainingFormat { Trainer, Sft, Accelerate, DeepSpeed };
 
-inline constexpr const char *kExportFormatNames[4] = {"trainer", "sft", "accelerate", "deepspeed"};
-const char *exportFormatName(ExportFormat format);
-bool parseExportFormat(const std::string &text, ExportFormat &format);
+inline constexpr const char *kTrainingFormatNames[4] = {"trainer", "sft", "accelerate", "deepspeed"};
+const char *trainingFormatName(TrainingFormat format);
+bool parseTrainingFormat(const std::string &text, TrainingFormat &format);
 // "Python", "YAML", "JSON"
-const char *exportFormatLanguage(ExportFormat format);
+const char *trainingFormatLanguage(TrainingFormat format);
 
 struct TrainingExport
 {
@@ -41,7 +41,7 @@ struct TrainingExport
 // inference scenario).
 std::optional<TrainingExport> exportTrainingConfig(const Scenario &scenario,
                                                    const PresetCatalog &catalog,
-                                                   ExportFormat format,
+                                                   TrainingFormat format,
                                                    std::string &problem);
 
 TrainingExport exportTrainerPython(const ExportPlan &plan);

@@ -165,8 +165,8 @@ std::optional<HubModelRef> parseAddress(const std::string &address,
     }
     if (std::find(hosts.begin(), hosts.end(), authority) == hosts.end()) {
         problem = quoted(input) + " is not a Hugging Face address (expected huggingface.co";
-        for (std::size_t i = defaultHubHosts().size(); i < hosts.size(); ++i)
-            problem += " or " + hosts[i];
+        if (hosts.size() > defaultHubHosts().size()) // the HF_ENDPOINT host
+            problem += " or " + hosts[defaultHubHosts().size()];
         problem += ")";
         return std::nullopt;
     }

@@ -76,7 +76,7 @@ Scenario scenario(Method method, Precision precision, Sharding sharding, int gpu
     return s;
 }
 
-TrainingExport exported(const Scenario &s, ExportFormat f)
+TrainingExport exported(const Scenario &s, TrainingFormat f)
 {
     std::string problem;
     const auto e = exportTrainingConfig(s, PresetCatalog::bundled(), f, problem);
@@ -122,7 +122,7 @@ private slots:
         Scenario s = scenario(Method::Full, Precision(precision), Sharding(sharding));
         s.training.offload.optimizer = sharding != int(Sharding::None)
                                        && sharding != int(Sharding::FsdpFull);
-        const TrainingExport e = exported(s, ExportFormat::DeepSpeed);
+        const TrainingExport e = exported(s, TrainingFormat::DeepSpeed);
         const auto j = nlohmann::json::parse(e.text);
         QCOMPARE(j["train_micro_batch_size_per_gpu"].get<int>(), 3);
         QCOMPARE(j["gradient_accumulation_steps"].get<int>(), 5);
@@ -155,7 +155,7 @@ private slots:
             Scenario s = scenario(Method::Lora, Precision::AmpBf16, sh);
             s.training.checkpointing = Checkpointing::Full;
             s.training.offload.parameters = sh == Sharding::Zero3 || sh == Sharding::FsdpFull;
-            const TrainingExport e = exported(s, ExportFormat::Accelerate);
+            const TrainingExport e = exported(s, TrainingFormat::Accelerate);
             QVERIFY(e.text.rfind("# Training setup exported by MemBudget", 0) == 0);
             const YAML::Node y = YAML::Load(e.text);
             QCOMPARE(y["num_processes"].as<int>(), 4);
@@ -186,7 +186,7 @@ private slots:
         // One GPU, fp32: "NO" and "no" stay strings for YAML 1.1 readers (PyYAML).
         const TrainingExport single
             = exported(scenario(Method::Full, Precision::Fp32, Sharding::None, 1),
-                       ExportFormat::Accelerate);
+                       TrainingFormat::Accelerate);
         QVERIFY(has(single.text, "distributed_type: \"NO\""));
         QVERIFY(has(single.text, "mixed_precision: \"no\""));
     }
@@ -198,7 +198,7 @@ private slots:
         s.training.attention = Attention::Flash;
         s.training.checkpointing = Checkpointing::Full;
         s.training.loss = LossImplementation::Chunked;
-        const std::string trainer = exported(s, ExportFormat::Trainer).text;
+        const std::string trainer = exported(s, TrainingFormat::Trainer).text;
         for (const char *piece :
              {"per_device_train_batch_size=3,",
               "gradient_accumulation_steps=5,",
@@ -217,7 +217,7 @@ private slots:
               "prepare_model_for_kbit_training(model, use_gradient_checkpointing=True)",
               "3,072-token sequences"})
             QVERIFY2(has(trainer, piece), piece);
-        const std::string sft = exported(s, ExportFormat::Sft).text;
+        const std::string sft = exported(s, TrainingFormat::Sft).text;
         for (const char *piece : {"max_length=3072,",
                                   "per_device_train_batch_size=3,",
                                   "gradient_checkpointing=True,",
@@ -228,7 +228,7 @@ private slots:
             QVERIFY2(has(sft, piece), piece);
         // TRL turns checkpointing on by default: off must be written out.
         s.training.checkpointing = Checkpointing::None;
-        QVERIFY(has(exported(s, ExportFormat::Sft).text, "gradient_checkpointing=False,"));
+        QVERIFY(has(exported(s, TrainingFormat::Sft).text, "gradient_checkpointing=False,"));
     }
 
     void notesSayWhatCannotBeExpressed()
@@ -237,7 +237,7 @@ private slots:
         s.parallelism.tensor_parallel = 2;
         s.training.checkpointing = Checkpointing::Selective;
         s.training.optimizer = Optimizer::SgdMomentum;
-        const TrainingExport e = exported(s, ExportFormat::Trainer);
+        const TrainingExport e = exported(s, TrainingFormat::Trainer);
         auto noted = [&](const char *piece) {
             for (const std::string &n : e.notes)
                 if (has(n, piece))
@@ -254,13 +254,13 @@ private slots:
         Scenario quick = scenario(Method::Lora, Precision::Bf16, Sharding::None, 1);
         quick.model = ModelSpec{};
         quick.model.parameters = 7e9;
-        const TrainingExport q = exported(quick, ExportFormat::Sft);
+        const TrainingExport q = exported(quick, TrainingFormat::Sft);
         QVERIFY(has(q.text, "model=\"path/to/your/model\""));
         QVERIFY(has(q.text, "replace \"path/to/your/model\""));
         // A model fetched from the Hub is named by its id and revision.
         Scenario hub = quick;
         hub.model.source = "Qwen/Qwen3-8B@refs/pr/3";
-        const TrainingExport h = exported(hub, ExportFormat::Trainer);
+        const TrainingExport h = exported(hub, TrainingFormat::Trainer);
         QVERIFY(has(h.text, "\"Qwen/Qwen3-8B\",\n    revision=\"refs/pr/3\","));
     }
 
@@ -269,11 +269,13 @@ private slots:
         Scenario s = scenario(Method::Full, Precision::Bf16, Sharding::None, 1);
         s.training.mode = Mode::Inference;
         std::string problem;
-        QVERIFY(!exportTrainingConfig(s, PresetCatalog::bundled(), ExportFormat::Trainer, problem));
+        QVERIFY(
+            !exportTrainingConfig(s, PresetCatalog::bundled(), TrainingFormat::Trainer, problem));
         QVERIFY(has(problem, "inference scenario"));
         s = scenario(Method::Full, Precision::Bf16, Sharding::None, 1);
         s.model.preset = "no-such-model";
-        QVERIFY(!exportTrainingConfig(s, PresetCatalog::bundled(), ExportFormat::Trainer, problem));
+        QVERIFY(
+            !exportTrainingConfig(s, PresetCatalog::bundled(), TrainingFormat::Trainer, problem));
     }
 
     // A scenario name cannot end the comment it is quoted in and inject code or YAML keys.
@@ -281,7 +283,8 @@ private slots:
     {
         Scenario s = scenario(Method::Full, Precision::Bf16, Sharding::None, 1);
         s.name = "x\nimport os; os.system('rm -rf ~')\r\nfoo: 1\x1b[31m\xE2\x80\xAE\xC2\x85";
-        for (ExportFormat f : {ExportFormat::Trainer, ExportFormat::Sft, ExportFormat::Accelerate}) {
+        for (TrainingFormat f :
+             {TrainingFormat::Trainer, TrainingFormat::Sft, TrainingFormat::Accelerate}) {
             const std::string text = exported(s, f).text;
             QVERIFY(!has(text, "\nimport os"));
             QVERIFY(!has(text, "\nfoo: 1"));
@@ -296,12 +299,12 @@ private slots:
 
     void formatNames()
     {
-        ExportFormat f = ExportFormat::Trainer;
-        for (const char *name : kExportFormatNames) {
-            QVERIFY(parseExportFormat(name, f));
-            QCOMPARE(std::string(exportFormatName(f)), std::string(name));
+        TrainingFormat f = TrainingFormat::Trainer;
+        for (const char *name : kTrainingFormatNames) {
+            QVERIFY(parseTrainingFormat(name, f));
+            QCOMPARE(std::string(trainingFormatName(f)), std::string(name));
         }
-        QVERIFY(!parseExportFormat("Trainer", f));
+        QVERIFY(!parseTrainingFormat("Trainer", f));
     }
 };
 
