@@ -8,6 +8,7 @@
 #include "dialogs/export_dialog.h"
 #include "dialogs/hub_model_dialog.h"
 #include "dialogs/training_export_dialog.h"
+#include "dialogs/user_guide_window.h"
 #include "document/scenario_document.h"
 #include "panels/breakdown_table.h"
 #include "panels/controls_panel.h"
@@ -347,6 +348,11 @@ void MainWindow::createActions()
         QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
         tr("Write this setup as a Trainer/SFTConfig snippet, accelerate YAML or DeepSpeed JSON"));
     connect(a, &QAction::triggered, this, [this] { showTrainingExport(); });
+    a = make("actionUserGuide",
+             tr("&User Guide"),
+             QKeySequence::HelpContents,
+             tr("Will my run fit, and what does a fine-tune take: the guide, step by step"));
+    connect(a, &QAction::triggered, this, [this] { showUserGuide(); });
     a = make("actionQuit", tr("&Quit"), QKeySequence::Quit, tr("Quit MemBudget"));
     a->setMenuRole(QAction::QuitRole);
     connect(a, &QAction::triggered, this, &QWidget::close);
@@ -483,6 +489,8 @@ void MainWindow::createMenus()
         m_viewMenu->addAction(dock->toggleViewAction());
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(action(QStringLiteral("actionUserGuide")));
+    help->addSeparator();
     help->addAction(action(QStringLiteral("actionAbout")));
     help->addAction(action(QStringLiteral("actionAboutQt")));
 
@@ -828,6 +836,18 @@ bool MainWindow::importModelConfig(const QString &path)
         ->showMessage(tr("Imported the architecture from %1").arg(QDir::toNativeSeparators(path)),
                       4000);
     return true;
+}
+
+QDialog *MainWindow::showUserGuide()
+{
+    if (!m_userGuide) {
+        m_userGuide = new UserGuideWindow(this);
+        m_userGuide->setAttribute(Qt::WA_DeleteOnClose);
+    }
+    m_userGuide->show();
+    m_userGuide->raise();
+    m_userGuide->activateWindow();
+    return m_userGuide;
 }
 
 QDialog *MainWindow::showTrainingExport()

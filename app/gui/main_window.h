@@ -10,6 +10,7 @@
 #include "hub_settings.h"
 
 #include <QMainWindow>
+#include <QPointer>
 
 #include <memory>
 #include <optional>
@@ -87,6 +88,8 @@ public:
     // File > Export Training Config: the preview dialog (deletes itself); null when the scenario
     // cannot be estimated.
     QDialog *showTrainingExport();
+    // Help > User Guide (one window, raised when already open).
+    QDialog *showUserGuide();
     QDialog *openHubModel(const QString &text = QString(), bool fetchNow = false);
     // Where Hugging Face requests go: the environment's settings unless a test sets its own.
     void setHubSettings(const HubSettings &settings) { m_hubSettings = settings; }
@@ -161,6 +164,7 @@ private:
     QMenu *m_viewMenu = nullptr;
     QActionGroup *m_unitGroup = nullptr;
     std::optional<HubSettings> m_hubSettings;
+    QPointer<QDialog> m_userGuide;
     std::vector<Pin> m_pins;
     ByteUnit m_unit = ByteUnit::GB;
     bool m_ladderDirty = true;
