@@ -5,6 +5,7 @@
 // Cancel stops a fetch; an invalid id asks nothing; offline, the cached copy is used and said so.
 #include "dialogs/hub_model_dialog.h"
 #include "document/scenario_document.h"
+#include "hub_test_data.h"
 #include "local_http_server.h"
 #include "main_window.h"
 
@@ -20,18 +21,6 @@
 
 using namespace membudget;
 using namespace membudget::test;
-
-namespace {
-
-QByteArray dataFile(const QString &relative)
-{
-    QFile f(QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/hub/") + relative);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
-const QByteArray kLlamaPath = "/meta-llama/Llama-3.1-70B/resolve/main/config.json";
-
-} // namespace
 
 class TestHubModelDialog : public QObject
 {
@@ -56,7 +45,7 @@ private slots:
     {
         m_server = new LocalHttpServer;
         QVERIFY(m_server->listen());
-        m_server->serveFile(kLlamaPath, dataFile("meta-llama/Llama-3.1-70B/config.json"));
+        m_server->serveFile(kLlamaConfigPath, hubDataFile("meta-llama/Llama-3.1-70B/config.json"));
         m_dir = new QTemporaryDir;
         auto appSettings = std::make_unique<AppSettings>(m_dir->filePath(QStringLiteral("s.ini")));
         m_window = new MainWindow(PresetCatalog::bundled(), std::move(appSettings));
@@ -119,7 +108,7 @@ private slots:
 
     void cancelStopsTheFetch()
     {
-        m_server->route(kLlamaPath, [](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [](const HttpRequest &) {
             HttpResponse r;
             r.stall = true;
             return r;

@@ -4,6 +4,7 @@
 // scenario written, the cache used offline, gated and unknown models, a server that never answers,
 // and ids refused before any request. The child's environment has no Hugging Face token or cache of
 // the machine's user: a fresh CI machine has neither.
+#include "hub_test_data.h"
 #include "local_http_server.h"
 
 #include <QElapsedTimer>
@@ -15,18 +16,6 @@
 #include <QtTest>
 
 using namespace membudget::test;
-
-namespace {
-
-QByteArray dataFile(const QString &relative)
-{
-    QFile f(QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/hub/") + relative);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
-const QByteArray kLlamaPath = "/meta-llama/Llama-3.1-70B/resolve/main/config.json";
-
-} // namespace
 
 class TestCliHub : public QObject
 {
@@ -80,9 +69,9 @@ private slots:
         QVERIFY(m_server->listen());
         m_dir = new QTemporaryDir;
         m_token.clear();
-        m_server->serveFile(kLlamaPath, dataFile("meta-llama/Llama-3.1-70B/config.json"));
+        m_server->serveFile(kLlamaConfigPath, hubDataFile("meta-llama/Llama-3.1-70B/config.json"));
         m_server->serveFile("/mistralai/Mistral-7B-v0.1/resolve/main/config.json",
-                            dataFile("mistralai/Mistral-7B-v0.1/config.json"));
+                            hubDataFile("mistralai/Mistral-7B-v0.1/config.json"));
     }
     void cleanup()
     {
@@ -144,8 +133,8 @@ private slots:
 
     void gatedNeedsTheToken()
     {
-        const QByteArray body = dataFile("meta-llama/Llama-3.1-70B/config.json");
-        m_server->route(kLlamaPath, [body](const HttpRequest &req) {
+        const QByteArray body = hubDataFile("meta-llama/Llama-3.1-70B/config.json");
+        m_server->route(kLlamaConfigPath, [body](const HttpRequest &req) {
             if (req.headers.value("authorization") != "Bearer hf_cli_token")
                 return HttpResponse::error(401, "Unauthorized", "GatedRepo");
             return HttpResponse::json(body);
@@ -172,7 +161,7 @@ private slots:
 
     void slowServer()
     {
-        m_server->route(kLlamaPath, [](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [](const HttpRequest &) {
             HttpResponse r;
             r.stall = true;
             return r;
@@ -187,7 +176,7 @@ private slots:
 
     void oversized()
     {
-        m_server->route(kLlamaPath, [](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [](const HttpRequest &) {
             HttpResponse r;
             r.streamBytes = 2 * 1024 * 1024;
             return r;
@@ -231,7 +220,7 @@ private slots:
         QVERIFY(QDir(m_dir->path()).mkpath(QStringLiteral("org/model")));
         QFile f(m_dir->filePath(QStringLiteral("org/model/config.json")));
         QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(dataFile("mistralai/Mistral-7B-v0.1/config.json"));
+        f.write(hubDataFile("mistralai/Mistral-7B-v0.1/config.json"));
         f.close();
         const Result r = run({"import-config", "org/model"});
         QVERIFY2(r.code == 0, r.err.constData());

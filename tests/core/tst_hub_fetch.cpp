@@ -5,6 +5,7 @@
 // answers, redirects and the token (sent to the Hub only), cancellation. Nothing here reaches any
 // other network, and the machine's own Hugging Face token and cache are never read.
 #include "hub_config_fetch.h"
+#include "hub_test_data.h"
 #include "local_http_server.h"
 
 #include "io/preset_catalog.h"
@@ -20,14 +21,6 @@ using namespace membudget;
 using namespace membudget::test;
 
 namespace {
-
-QByteArray dataFile(const QString &relative)
-{
-    QFile f(QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/hub/") + relative);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
-const QByteArray kLlamaPath = "/meta-llama/Llama-3.1-70B/resolve/main/config.json";
 
 double parameters(const ModelSpec &spec)
 {
@@ -67,7 +60,7 @@ private slots:
         QVERIFY(m_server->listen());
         m_cache = new QTemporaryDir;
         QVERIFY(m_cache->isValid());
-        m_server->serveFile(kLlamaPath, dataFile("meta-llama/Llama-3.1-70B/config.json"));
+        m_server->serveFile(kLlamaConfigPath, hubDataFile("meta-llama/Llama-3.1-70B/config.json"));
     }
     void cleanup()
     {
@@ -87,7 +80,7 @@ private slots:
                  qPrintable(r.message));
         QCOMPARE(m_server->requests().size(), 1);
         const HttpRequest &req = m_server->requests().front();
-        QCOMPARE(req.path, kLlamaPath);
+        QCOMPARE(req.path, kLlamaConfigPath);
         QVERIFY(req.headers.value("user-agent").startsWith("MemBudget/"));
         QVERIFY(!req.headers.contains("authorization")); // no token configured: none sent
         // The cached copy is the file as served, readable by its owner only.
@@ -95,7 +88,7 @@ private slots:
         QVERIFY(r.cachePath.startsWith(m_cache->path()));
         QFile cached(r.cachePath);
         QVERIFY(cached.open(QIODevice::ReadOnly));
-        QCOMPARE(cached.readAll(), dataFile("meta-llama/Llama-3.1-70B/config.json"));
+        QCOMPARE(cached.readAll(), hubDataFile("meta-llama/Llama-3.1-70B/config.json"));
         QCOMPARE(cached.permissions() & (QFileDevice::ReadGroup | QFileDevice::ReadOther),
                  QFileDevice::Permissions());
     }
@@ -166,7 +159,7 @@ private slots:
         QFETCH(int, status);
         QFETCH(QByteArray, code);
         QFETCH(QString, expected);
-        m_server->route(kLlamaPath, [=](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [=](const HttpRequest &) {
             return HttpResponse::error(status, "Refused", code);
         });
         const HubFetchResult r = fetch(settings(), "meta-llama/Llama-3.1-70B");
@@ -184,7 +177,7 @@ private slots:
     {
         const HubSettings s = settings();
         QVERIFY(fetch(s, "meta-llama/Llama-3.1-70B").ok());
-        m_server->route(kLlamaPath, [](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [](const HttpRequest &) {
             return HttpResponse::error(503, "Service Unavailable");
         });
         const HubFetchResult r = fetch(s, "meta-llama/Llama-3.1-70B");
@@ -196,7 +189,7 @@ private slots:
 
     void slowServerTimesOut()
     {
-        m_server->route(kLlamaPath, [](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [](const HttpRequest &) {
             HttpResponse r;
             r.stall = true;
             return r;
@@ -222,7 +215,7 @@ private slots:
     void oversizedAnswers()
     {
         QFETCH(bool, withLength);
-        m_server->route(kLlamaPath, [withLength](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [withLength](const HttpRequest &) {
             HttpResponse r;
             if (withLength)
                 r.body = QByteArray(2 * 1024 * 1024, ' ');
@@ -262,7 +255,7 @@ private slots:
         QFETCH(QByteArray, contentType);
         QFETCH(QByteArray, body);
         QFETCH(QString, expected);
-        m_server->route(kLlamaPath, [=](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [=](const HttpRequest &) {
             HttpResponse r;
             r.headers = {{"Content-Type", contentType}};
             r.body = body;
@@ -281,7 +274,7 @@ private slots:
             return HttpResponse::redirect(307, "/openai-community/gpt2/resolve/main/config.json");
         });
         m_server->serveFile("/openai-community/gpt2/resolve/main/config.json",
-                            dataFile("openai-community/gpt2/config.json"));
+                            hubDataFile("openai-community/gpt2/config.json"));
         HubSettings s = settings();
         s.token = "hf_testtoken";
         s.tokenSource = QStringLiteral("HF_TOKEN");
@@ -295,8 +288,8 @@ private slots:
 
     void redirectLimit()
     {
-        m_server->route(kLlamaPath, [](const HttpRequest &) {
-            return HttpResponse::redirect(302, kLlamaPath); // to itself, for ever
+        m_server->route(kLlamaConfigPath, [](const HttpRequest &) {
+            return HttpResponse::redirect(302, kLlamaConfigPath); // to itself, for ever
         });
         const HubFetchResult r = fetch(settings(), "meta-llama/Llama-3.1-70B");
         QCOMPARE(r.outcome, HubFetchOutcome::Failed);
@@ -308,9 +301,9 @@ private slots:
     {
         LocalHttpServer other;
         QVERIFY(other.listen());
-        other.serveFile(kLlamaPath, dataFile("meta-llama/Llama-3.1-70B/config.json"));
-        const QByteArray target = other.baseUrl().toUtf8() + kLlamaPath;
-        m_server->route(kLlamaPath, [target](const HttpRequest &) {
+        other.serveFile(kLlamaConfigPath, hubDataFile("meta-llama/Llama-3.1-70B/config.json"));
+        const QByteArray target = other.baseUrl().toUtf8() + kLlamaConfigPath;
+        m_server->route(kLlamaConfigPath, [target](const HttpRequest &) {
             return HttpResponse::redirect(302, target);
         });
         HubSettings s = settings();
@@ -325,7 +318,7 @@ private slots:
 
     void redirectToPlainHttpElsewhereRefused()
     {
-        m_server->route(kLlamaPath, [](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [](const HttpRequest &) {
             return HttpResponse::redirect(302, "http://example.invalid/config.json");
         });
         const HubFetchResult r = fetch(settings(), "meta-llama/Llama-3.1-70B");
@@ -345,8 +338,8 @@ private slots:
     void tokenFromEnvironment()
     {
         QFETCH(bool, fromFile);
-        const QByteArray body = dataFile("meta-llama/Llama-3.1-70B/config.json");
-        m_server->route(kLlamaPath, [body](const HttpRequest &req) {
+        const QByteArray body = hubDataFile("meta-llama/Llama-3.1-70B/config.json");
+        m_server->route(kLlamaConfigPath, [body](const HttpRequest &req) {
             if (req.headers.value("authorization") != "Bearer hf_gated_ok")
                 return HttpResponse::error(401, "Unauthorized", "GatedRepo");
             return HttpResponse::json(body);
@@ -426,7 +419,7 @@ private slots:
 
     void cancel()
     {
-        m_server->route(kLlamaPath, [](const HttpRequest &) {
+        m_server->route(kLlamaConfigPath, [](const HttpRequest &) {
             HttpResponse r;
             r.stall = true;
             return r;
@@ -446,7 +439,7 @@ private slots:
     void revisionAndCachePerRevision()
     {
         m_server->serveFile("/meta-llama/Llama-3.1-70B/resolve/refs%2Fpr%2F3/config.json",
-                            dataFile("meta-llama/Llama-3.1-70B/config.json"));
+                            hubDataFile("meta-llama/Llama-3.1-70B/config.json"));
         const HubFetchResult r = fetch(settings(), "hf://meta-llama/Llama-3.1-70B@refs/pr/3");
         QVERIFY2(r.ok(), qPrintable(r.message));
         QCOMPARE(m_server->requests().front().path,
