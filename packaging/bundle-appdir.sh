@@ -67,7 +67,8 @@ is_system() {
 mkdir -p "$usr/lib" "$usr/plugins"
 
 # The plugins: what the app needs to show a window (xcb), render without a display (offscreen,
-# minimal), load its SVG icon, and type composed characters.
+# minimal), load its SVG icon, type composed characters, and fetch from the Hugging Face Hub over
+# https (the OpenSSL TLS backend, which loads the host's libssl.so.3 when first used).
 copy_plugin() {
     local sub=$1 name=$2
     if [ -e "$qt_plugins/$sub/$name" ]; then
@@ -85,6 +86,7 @@ copy_plugin xcbglintegrations libqxcb-egl-integration.so
 copy_plugin imageformats libqsvg.so
 copy_plugin iconengines libqsvgicon.so
 copy_plugin platforminputcontexts libcomposeplatforminputcontextplugin.so
+copy_plugin tls libqopensslbackend.so
 
 # Copies every non-system library the ELF files need into usr/lib: each program and plugin, then
 # each library copied, is read once. Only direct dependencies (DT_NEEDED) are followed, so what only

@@ -6,6 +6,9 @@
 #include "base/byte_format.h"
 #include "base/time_format.h"
 #include "estimate_table.h"
+#include "export/training_export.h"
+#include "hub/hub_model_ref.h"
+#include "hub_config_fetch.h"
 #include "io/estimate_json.h"
 #include "io/hf_config_import.h"
 #include "io/input_file.h"
@@ -18,11 +21,16 @@
 #include "throughput/throughput_model.h"
 #include "user_presets.h"
 
+#include <QCoreApplication>
+#include <QSaveFile>
+
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -455,19 +463,29 @@ int runValidate(const std::vector<std::string> &files)
     return rc;
 }
 
-int runImportConfig(const std::string &configFile, const std::string &output)
+namespace {
+
+// Where import-config reads from: "hf:" and web addresses always mean the Hub; an existing file or
+// folder is read from disk; otherwise an owner/name id means the Hub.
+bool isHubSource(const std::string &source)
 {
-    LoadError error;
-    auto spec = importHfConfigFile(configFile, error);
-    if (!spec) {
-        std::cerr << error.toString() << "\n";
-        return kExitBadInput;
-    }
-    Scenario s = defaultScenario();
-    s.model = *spec;
-    s.name = std::filesystem::path(configFile).parent_path().filename().string();
-    if (s.name.empty())
-        s.name = "Imported model";
+    const std::string lower = [&] {
+        std::string l = source;
+        for (char &c : l)
+            c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return l;
+    }();
+    if (lower.rfind("hf:", 0) == 0 || lower.rfind("http://", 0) == 0
+        || lower.rfind("https://", 0) == 0)
+        return true;
+    std::error_code ec;
+    if (std::filesystem::exists(source, ec))
+        return false;
+    return looksLikeHubReference(source);
+}
+
+int writeImported(const Scenario &s, const std::string &output)
+{
     if (output.empty() || output == "-") {
         std::cout << scenarioToYaml(s);
         return kExitOk;
@@ -478,6 +496,106 @@ int runImportConfig(const std::string &configFile, const std::string &output)
         return kExitBadInput;
     }
     std::cout << "wrote " << output << "\n";
+    return kExitOk;
+}
+
+int importFromHub(const ImportOptions &o)
+{
+    // Qt Network needs an application object and an event loop (the command line has none).
+    static int argc = 1;
+    static char name[] = "membudget";
+    static char *argv[] = {name, nullptr};
+    std::unique_ptr<QCoreApplication> app;
+    if (!QCoreApplication::instance())
+        app = std::make_unique<QCoreApplication>(argc, argv);
+    HubSettings settings;
+    QString problem;
+    if (!hubSettingsFromEnvironment(settings, problem)) {
+        std::cerr << problem.toStdString() << "\n";
+        return kExitBadInput;
+    }
+    for (const QString &w : std::as_const(settings.warnings))
+        std::cerr << "warning: " << w.toStdString() << "\n";
+    std::string why;
+    const auto ref = parseHubModelRef(o.source, settings.extraHosts(), why);
+    if (!ref) {
+        std::cerr << why << "\n";
+        return kExitBadInput;
+    }
+    settings.offline = settings.offline || o.offline;
+    settings.timeoutMs = static_cast<int>(o.timeoutSeconds * 1000);
+    const HubFetchResult result = fetchHubConfig(settings, *ref);
+    std::cerr << result.message.toStdString() << "\n";
+    if (!result.ok())
+        return kExitBadInput;
+    Scenario s = defaultScenario();
+    s.model = *result.spec;
+    s.model.source = ref->toString();
+    s.name = ref->repoId;
+    return writeImported(s, o.output);
+}
+
+} // namespace
+
+int runImportConfig(const ImportOptions &o)
+{
+    if (isHubSource(o.source))
+        return importFromHub(o);
+    std::string path = o.source;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) // a downloaded model folder
+        path = (std::filesystem::path(path) / "config.json").string();
+    LoadError error;
+    auto spec = importHfConfigFile(path, error);
+    if (!spec) {
+        std::cerr << error.toString() << "\n";
+        return kExitBadInput;
+    }
+    Scenario s = defaultScenario();
+    s.model = *spec;
+    s.name = std::filesystem::path(path).parent_path().filename().string();
+    if (s.name.empty())
+        s.name = "Imported model";
+    return writeImported(s, o.output);
+}
+
+int runExportConfig(const ExportConfigOptions &o)
+{
+    TrainingFormat format = TrainingFormat::Trainer;
+    if (!parseTrainingFormat(o.format, format)) {
+        std::cerr << "unknown format '" << o.format
+                  << "'; expected trainer, sft, accelerate or deepspeed\n";
+        return kExitUsage;
+    }
+    std::vector<LoadError> problems;
+    const PresetCatalog catalog = loadCatalog(problems);
+    printProblems(problems);
+    Scenario scenario;
+    EstimateInput input;
+    if (!loadResolved(o.file, catalog, scenario, input))
+        return kExitBadInput;
+    std::string problem;
+    const auto exported = exportTrainingConfig(scenario, catalog, format, problem);
+    if (!exported) {
+        std::cerr << o.file << ": " << problem << "\n";
+        return kExitBadInput;
+    }
+    // JSON has no comments: what the file cannot say is printed here, as the other formats'
+    // headers say it.
+    for (const std::string &note : exported->notes)
+        std::cerr << "note: " << note << "\n";
+    if (o.output.empty() || o.output == "-") {
+        std::cout << exported->text;
+        return kExitOk;
+    }
+    QSaveFile file(QString::fromStdString(o.output));
+    const QByteArray bytes = QByteArray::fromStdString(exported->text);
+    if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit()) {
+        std::cerr << "cannot write " << o.output << ": " << file.errorString().toStdString()
+                  << "\n";
+        return kExitBadInput;
+    }
+    std::cout << "wrote " << o.output << "\n";
     return kExitOk;
 }
 

@@ -46,7 +46,24 @@ int runSnapshot(const SnapshotOptions &options);
 int runPresets(const std::string &what, bool json);
 int runLadder(const std::string &file, bool json, bool gib, const std::string &gpu);
 int runValidate(const std::vector<std::string> &files);
-int runImportConfig(const std::string &configFile, const std::string &output);
+struct ImportOptions
+{
+    // A config.json file, a folder holding one, or a Hugging Face model: hf:owner/name[@revision],
+    // a model page's address, or owner/name when no such file or folder exists.
+    std::string source;
+    std::string output; // empty or "-": standard output
+    bool offline = false;
+    double timeoutSeconds = 20;
+};
+int runImportConfig(const ImportOptions &options);
+
+struct ExportConfigOptions
+{
+    std::string file;
+    std::string format = "trainer"; // trainer | sft | accelerate | deepspeed
+    std::string output;             // empty or "-": standard output
+};
+int runExportConfig(const ExportConfigOptions &options);
 
 // Hands `args` to membudget-gui (installed beside this binary) and returns its exit code.
 int runGui(const std::string &self, const std::vector<std::string> &args);

@@ -101,13 +101,57 @@ int main(int argc, char **argv)
                      "memory snapshots (.pickle)")
         ->required();
 
-    std::string configFile, importOut;
-    auto *importCmd = app.add_subcommand("import-config",
-                                         "Turn a Hugging Face config.json into a scenario");
-    importCmd->add_option("config", configFile, "config.json")->required();
+    ImportOptions importOptions;
+    auto *importCmd = app.add_subcommand(
+        "import-config",
+        "Turn a Hugging Face config.json (a file, or a model on the Hub) into a scenario");
+    importCmd
+        ->add_option("config",
+                     importOptions.source,
+                     "config.json, a folder holding one, or a Hugging Face model: hf:owner/name"
+                     "[@revision], owner/name, or the model page's address")
+        ->required();
     importCmd->add_option("-o,--output",
-                          importOut,
+                          importOptions.output,
                           "Scenario file to write (default: standard output)");
+    importCmd
+        ->add_flag("--offline",
+                   importOptions.offline,
+                   "Ask no server: use the copy cached by an earlier import (as HF_HUB_OFFLINE=1)");
+    importCmd
+        ->add_option("--timeout",
+                     importOptions.timeoutSeconds,
+                     "Seconds to wait for the Hub (default 20)")
+        ->check(CLI::Range(0.1, 600.0));
+    importCmd->footer(
+        "A Hugging Face model's config.json is fetched from https://huggingface.co/<id>/resolve/"
+        "<revision>/config.json\n"
+        "($HF_ENDPOINT overrides the address; $HF_TOKEN, or the token file $HF_TOKEN_PATH or "
+        "$HF_HOME/token,\n"
+        "is sent for gated models) and cached in $XDG_CACHE_HOME/membudget/hub "
+        "(~/.cache/membudget/hub);\n"
+        "when the Hub cannot be reached the cached copy is used, and the message says so.");
+
+    ExportConfigOptions exportConfig;
+    auto *exportConfigCmd = app.add_subcommand("export-config",
+                                               "Write a scenario's setup as a Trainer/SFTConfig "
+                                               "snippet, accelerate YAML or DeepSpeed JSON");
+    exportConfigCmd->add_option("scenario", exportConfig.file, "Scenario YAML file")->required();
+    exportConfigCmd
+        ->add_option("-f,--format",
+                     exportConfig.format,
+                     "trainer (transformers TrainingArguments + PEFT/bitsandbytes), sft (TRL "
+                     "SFTConfig), accelerate (accelerate launch YAML) or deepspeed (config JSON); "
+                     "default trainer")
+        ->check(CLI::IsMember({"trainer", "sft", "accelerate", "deepspeed"}));
+    exportConfigCmd->add_option("-o,--output",
+                                exportConfig.output,
+                                "File to write (default: standard output)");
+    exportConfigCmd->footer(
+        "Python and YAML start with a comment naming the scenario, the model, MemBudget's "
+        "estimate and what\n"
+        "the settings cannot express; those notes are also printed on standard error (JSON "
+        "has no comments).");
 
     std::vector<std::string> exportArgs;
     auto *exportCmd
@@ -158,7 +202,9 @@ int main(int argc, char **argv)
     if (*validate)
         return runValidate(validateFiles);
     if (*importCmd)
-        return runImportConfig(configFile, importOut);
+        return runImportConfig(importOptions);
+    if (*exportConfigCmd)
+        return runExportConfig(exportConfig);
     if (*exportCmd) {
         std::vector<std::string> args = {"--export"};
         for (const std::string &a : exportCmd->remaining())

@@ -6,6 +6,9 @@
 #include "charts/ladder_bars.h"
 #include "charts/sweep_chart.h"
 #include "dialogs/export_dialog.h"
+#include "dialogs/hub_model_dialog.h"
+#include "dialogs/training_export_dialog.h"
+#include "dialogs/user_guide_window.h"
 #include "document/scenario_document.h"
 #include "panels/breakdown_table.h"
 #include "panels/controls_panel.h"
@@ -206,6 +209,9 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
             &ControlsPanel::importConfigRequested,
             this,
             &MainWindow::importConfigDialog);
+    connect(m_controls, &ControlsPanel::hubModelRequested, this, [this](const QString &text) {
+        openHubModel(text, true);
+    });
     connect(m_chart, &BudgetChart::barContextMenuRequested, this, &MainWindow::showBarMenu);
     connect(m_views, &QTabWidget::currentChanged, this, [this](int index) {
         m_settings->setCurrentView(index);
@@ -326,6 +332,11 @@ void MainWindow::createActions()
              QKeySequence(Qt::CTRL | Qt::Key_I),
              tr("Take the model architecture from a Hugging Face config.json"));
     connect(a, &QAction::triggered, this, &MainWindow::importConfigDialog);
+    a = make("actionOpenHub",
+             tr("Open Model from &Hugging Face…"),
+             QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_I),
+             tr("Fetch a model's config.json from the Hugging Face Hub by its id or address"));
+    connect(a, &QAction::triggered, this, [this] { openHubModel(); });
     a = make("actionExport",
              tr("&Export Chart…"),
              QKeySequence(Qt::CTRL | Qt::Key_E),
@@ -333,6 +344,17 @@ void MainWindow::createActions()
              QStyle::SP_DialogApplyButton,
              QStringLiteral("document-export"));
     connect(a, &QAction::triggered, this, &MainWindow::showExportDialog);
+    a = make(
+        "actionExportTraining",
+        tr("Export &Training Config…"),
+        QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
+        tr("Write this setup as a Trainer/SFTConfig snippet, accelerate YAML or DeepSpeed JSON"));
+    connect(a, &QAction::triggered, this, [this] { showTrainingExport(); });
+    a = make("actionUserGuide",
+             tr("&User Guide"),
+             QKeySequence::HelpContents,
+             tr("Will my run fit, and what does a fine-tune take: the guide, step by step"));
+    connect(a, &QAction::triggered, this, [this] { showUserGuide(); });
     a = make("actionQuit", tr("&Quit"), QKeySequence::Quit, tr("Quit MemBudget"));
     a->setMenuRole(QAction::QuitRole);
     connect(a, &QAction::triggered, this, &QWidget::close);
@@ -420,7 +442,9 @@ void MainWindow::createMenus()
     file->addAction(action(QStringLiteral("actionSaveAs")));
     file->addSeparator();
     file->addAction(action(QStringLiteral("actionImportConfig")));
+    file->addAction(action(QStringLiteral("actionOpenHub")));
     file->addAction(action(QStringLiteral("actionExport")));
+    file->addAction(action(QStringLiteral("actionExportTraining")));
     file->addSeparator();
     file->addAction(action(QStringLiteral("actionQuit")));
 
@@ -467,6 +491,8 @@ void MainWindow::createMenus()
         m_viewMenu->addAction(dock->toggleViewAction());
 
     QMenu *help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(action(QStringLiteral("actionUserGuide")));
+    help->addSeparator();
     help->addAction(action(QStringLiteral("actionAbout")));
     help->addAction(action(QStringLiteral("actionAboutQt")));
 
@@ -815,6 +841,67 @@ bool MainWindow::importModelConfig(const QString &path)
         ->showMessage(tr("Imported the architecture from %1").arg(QDir::toNativeSeparators(path)),
                       4000);
     return true;
+}
+
+QDialog *MainWindow::showUserGuide()
+{
+    if (!m_userGuide) {
+        m_userGuide = new UserGuideWindow(this);
+        m_userGuide->setAttribute(Qt::WA_DeleteOnClose);
+    }
+    m_userGuide->show();
+    m_userGuide->raise();
+    m_userGuide->activateWindow();
+    return m_userGuide;
+}
+
+QDialog *MainWindow::showTrainingExport()
+{
+    if (!m_doc->valid()) {
+        m_prompts->showError(this,
+                             tr("Cannot Export Training Config"),
+                             tr("This scenario cannot be estimated:\n\n%1").arg(m_doc->error()));
+        return nullptr;
+    }
+    auto *dialog = new TrainingExportDialog(m_doc->scenario(),
+                                            m_doc->catalog(),
+                                            m_settings->lastDirectory(),
+                                            this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setPathPrompt([this, dialog](const QString &suggested) {
+        return m_prompts->saveFileName(dialog, tr("Save Training Config"), suggested, QString());
+    });
+    connect(dialog, &TrainingExportDialog::saved, this, [this](const QString &path) {
+        m_settings->setLastDirectory(QFileInfo(path).absolutePath());
+        statusBar()->showMessage(tr("Saved %1").arg(QDir::toNativeSeparators(path)), 5000);
+    });
+    dialog->open();
+    return dialog;
+}
+
+QDialog *MainWindow::openHubModel(const QString &text, bool fetchNow)
+{
+    HubSettings settings;
+    if (m_hubSettings) {
+        settings = *m_hubSettings;
+    } else if (QString problem; !hubSettingsFromEnvironment(settings, problem)) {
+        m_prompts->showError(this, tr("Cannot Reach Hugging Face"), problem);
+        return nullptr;
+    }
+    auto *dialog = new HubModelDialog(settings, this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setText(text);
+    connect(dialog, &QDialog::accepted, this, [this, dialog] {
+        const HubFetchResult &r = dialog->result();
+        m_doc->useHubModel(r.ref, *r.spec);
+        m_chart->resetAxis();
+        m_ladder->resetAxis();
+        statusBar()->showMessage(r.message, 10000);
+    });
+    dialog->open();
+    if (fetchNow)
+        dialog->startFetch();
+    return dialog;
 }
 
 void MainWindow::loadPresetScenario(const QString &id)

@@ -7,13 +7,17 @@
 #include "charts/budget_chart.h"
 #include "charts/chart_export.h"
 #include "document/app_settings.h"
+#include "hub_settings.h"
 
 #include <QMainWindow>
+#include <QPointer>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 class QAction;
+class QDialog;
 class QActionGroup;
 class QLabel;
 class QMenu;
@@ -79,6 +83,16 @@ public:
     // False (after telling the user why) when the scenario cannot be estimated.
     bool canSave();
     bool importModelConfig(const QString &path);
+    // Opens "Open Model from Hugging Face" with `text` filled in; `fetchNow` starts the download at
+    // once (the preset search does this for an id typed there). Returns the dialog (deletes itself).
+    // File > Export Training Config: the preview dialog (deletes itself); null when the scenario
+    // cannot be estimated.
+    QDialog *showTrainingExport();
+    // Help > User Guide (one window, raised when already open).
+    QDialog *showUserGuide();
+    QDialog *openHubModel(const QString &text = QString(), bool fetchNow = false);
+    // Where Hugging Face requests go: the environment's settings unless a test sets its own.
+    void setHubSettings(const HubSettings &settings) { m_hubSettings = settings; }
     void loadPresetScenario(const QString &id);
     // Asks to save unsaved changes: true when it is fine to go on.
     bool maybeSave();
@@ -149,6 +163,8 @@ private:
     QMenu *m_scenariosMenu = nullptr;
     QMenu *m_viewMenu = nullptr;
     QActionGroup *m_unitGroup = nullptr;
+    std::optional<HubSettings> m_hubSettings;
+    QPointer<QDialog> m_userGuide;
     std::vector<Pin> m_pins;
     ByteUnit m_unit = ByteUnit::GB;
     bool m_ladderDirty = true;

@@ -114,6 +114,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
 bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const PresetCatalog *catalog)
 {
     std::initializer_list<const char *> keys = {"preset",
+                                                "source",
                                                 "family",
                                                 "parameters",
                                                 "layers",
@@ -140,7 +141,8 @@ bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const Preset
                                                 "hidden_dropout"};
     if (!r.expectMap(m, "model", keys))
         return false;
-    if (!r.getString(m, "preset", spec.preset) || !readArchitectureKeys(r, m, spec))
+    if (!r.getString(m, "preset", spec.preset) || !r.getString(m, "source", spec.source)
+        || !readArchitectureKeys(r, m, spec))
         return false;
     if (!spec.preset.empty() && catalog && !catalog->findModel(spec.preset)) {
         std::string msg = "unknown model preset '" + spec.preset + "'";
@@ -354,6 +356,8 @@ std::string scenarioToYaml(const Scenario &s)
     out += "model:\n";
     if (!s.model.preset.empty())
         out += "  preset: " + yamlString(s.model.preset) + "\n";
+    if (!s.model.source.empty())
+        out += "  source: " + yamlString(s.model.source) + "\n";
     writeArchitectureKeys(s.model, "  ", out);
     if (s.model == ModelSpec{})
         out.resize(out.size() - 1), out += " {}\n";

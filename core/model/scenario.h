@@ -21,6 +21,9 @@ inline constexpr const char *kScenarioFormat = "membudget/1";
 struct ModelSpec
 {
     std::string preset;
+    // Where the architecture came from, for people and exports: the Hugging Face model id
+    // ("meta-llama/Llama-3.1-70B", "@revision" when not main) when imported from the Hub.
+    std::string source;
     std::optional<double> parameters;
     std::optional<ModelFamily> family;
     std::optional<MlpKind> mlp;

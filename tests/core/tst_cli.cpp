@@ -159,6 +159,36 @@ private slots:
         QCOMPARE(QJsonDocument::fromJson(e.out).object()["parameters"].toInteger(),
                  Q_INT64_C(7615616512));
     }
+
+    void exportConfig()
+    {
+        const QString scenario = QStringLiteral(
+            MEMBUDGET_SOURCE_DIR "/presets/scenarios/lora-mistral-7b-a100-80gb.yaml");
+        Result r = run({"export-config", scenario, "--format", "deepspeed"});
+        QCOMPARE(r.code, 0);
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(j["train_micro_batch_size_per_gpu"].toInt(), 4);
+        QVERIFY(r.err.startsWith("note: ")); // JSON has no comments: the notes go to stderr
+        const QString out = m_dir + "/train.py";
+        r = run({"export-config", scenario, "-o", out});
+        QCOMPARE(r.code, 0);
+        QCOMPARE(r.out, QByteArray("wrote ") + out.toUtf8() + "\n");
+        QFile f(out);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QVERIFY(f.readAll().contains("TrainingArguments("));
+        r = run({"export-config", scenario, "--format", "yaml"});
+        QCOMPARE(r.code, 2);
+        r = run({"export-config",
+                 QStringLiteral(MEMBUDGET_SOURCE_DIR
+                                "/presets/scenarios/inference-mixtral-8x7b-nf4.yaml")});
+        QCOMPARE(r.code, 1);
+        QVERIFY(r.err.contains("inference scenario"));
+        QVERIFY(r.out.isEmpty());
+        // A failed write keeps what was there.
+        r = run({"export-config", scenario, "-o", m_dir + "/no-such-folder/x.py"});
+        QCOMPARE(r.code, 1);
+        QVERIFY(r.err.contains("cannot write"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Fuzzes one loader with libFuzzer (clang, ASan + UBSan):
-#   tests/fuzz/run.sh scenario|presets|hf_config|snapshot [SECONDS] [JOBS]
+#   tests/fuzz/run.sh scenario|presets|hf_config|hub_ref|snapshot [SECONDS] [JOBS]
 # Builds the "fuzz" CMake preset into build-fuzz/, seeds a working corpus from the committed seeds,
 # and keeps anything that crashes in build-fuzz/artifacts/<target>/ (copy it to
 # tests/fuzz/regressions/<target>/ once fixed). Prints libFuzzer's final statistics.
 set -euo pipefail
-target=${1:?usage: tests/fuzz/run.sh scenario|presets|hf_config|snapshot [SECONDS]}
+target=${1:?usage: tests/fuzz/run.sh scenario|presets|hf_config|hub_ref|snapshot [SECONDS]}
 seconds=${2:-600}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root"
@@ -18,7 +18,8 @@ presets) seeds=(presets/models presets/gpus.yaml tests/data/bad) dict=tests/fuzz
 hf_config) seeds=(tests/fuzz/seeds/hf_config tests/data/bad) dict=tests/fuzz/json.dict ;;
 # Snapshots are binary and larger: the smallest real ones (17 to 110 KB) are whole seeds.
 snapshot) seeds=(tests/data/snapshots tests/data/bad) dict=tests/fuzz/pickle.dict max_len=262144 ;;
-*) echo "unknown target '$target'; expected scenario, presets, hf_config or snapshot" >&2; exit 2 ;;
+hub_ref) seeds=(tests/fuzz/seeds/hub_ref) dict=tests/fuzz/hub_ref.dict ;;
+*) echo "unknown target '$target'; expected scenario, presets, hf_config, hub_ref or snapshot" >&2; exit 2 ;;
 esac
 
 corpus=build-fuzz/corpus/$target

@@ -40,7 +40,7 @@ while IFS= read -r -d '' elf; do
     host_qt=$(grep -E 'libQt6|libQCustomPlot|libyaml-cpp|libicu' <<<"$out" | grep -vF "$app/usr/lib/" || true)
     [ -z "$host_qt" ] || fail "$elf uses the build machine's $host_qt"
 done < <(find "$app/usr/bin" "$app/usr/lib" "$app/usr/plugins" -type f \( -name 'membudget*' -o -name '*.so*' \) -print0)
-allowed='^(ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libGL\.so\.1|libGLX\.so\.0|libEGL\.so\.1|libOpenGL\.so\.0|libGLdispatch\.so\.0|libX11\.so\.6|libX11-xcb\.so\.1|libxcb\.so\.1|libfontconfig\.so\.1|libfreetype\.so\.6|libz\.so\.1|libexpat\.so\.1|libdbus-1\.so\.3|libudev\.so\.1)$'
+allowed='^(ld-linux-x86-64\.so\.2|libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libresolv\.so\.2|libstdc\+\+\.so\.6|libgcc_s\.so\.1|libGL\.so\.1|libGLX\.so\.0|libEGL\.so\.1|libOpenGL\.so\.0|libGLdispatch\.so\.0|libX11\.so\.6|libX11-xcb\.so\.1|libxcb\.so\.1|libfontconfig\.so\.1|libfreetype\.so\.6|libz\.so\.1|libexpat\.so\.1|libdbus-1\.so\.3|libudev\.so\.1)$'
 unexpected=$(grep -Ev "$allowed" "$app/usr/share/doc/membudget/third-party/HOST-LIBRARIES.txt" || true)
 [ -z "$unexpected" ] || fail "the AppDir expects these on the host, which packaging/bundle-appdir.sh does not count as system: $unexpected"
 say "bundled: $(ls "$app/usr/lib" | wc -l) libraries; from the host: $(tr '\n' ' ' <"$app/usr/share/doc/membudget/third-party/HOST-LIBRARIES.txt")"

@@ -4,7 +4,7 @@
 # every command, and the man page describes each of them and carries the project version.
 source "$(dirname "$0")/common.sh"
 membudget=${MEMBUDGET_CLI:?}
-commands=(estimate fit ladder presets validate snapshot import-config export gui)
+commands=(estimate fit ladder presets validate snapshot import-config export-config export gui)
 
 version=$("$membudget" --version)
 [ "$version" = "membudget $MEMBUDGET_VERSION" ] || fail "--version says '$version', expected 'membudget $MEMBUDGET_VERSION'"

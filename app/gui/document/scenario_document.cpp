@@ -175,6 +175,15 @@ bool ScenarioDocument::importModelConfig(const QString &path, LoadError &error)
     return true;
 }
 
+void ScenarioDocument::useHubModel(const HubModelRef &ref, const ModelSpec &spec)
+{
+    const std::string id = ref.toString();
+    edit(tr("Use %1").arg(QString::fromStdString(id)), [&](Scenario &s) {
+        s.model = spec;
+        s.model.source = id;
+    });
+}
+
 void ScenarioDocument::apply(const Scenario &scenario)
 {
     m_scenario = scenario;

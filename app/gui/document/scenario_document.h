@@ -5,6 +5,7 @@
 // it (recomputed on every change). Widgets read from here and write through edit(), which pushes an
 // undo command; the modified flag follows the undo stack's clean state.
 
+#include "hub/hub_model_ref.h"
 #include "io/load_error.h"
 #include "io/preset_catalog.h"
 #include "model/memory_estimator.h"
@@ -69,6 +70,9 @@ public:
 
     // Replaces the model section with a Hugging Face config.json (undoable).
     bool importModelConfig(const QString &path, LoadError &error);
+    // Replaces the model section with one fetched from the Hugging Face Hub (undoable); the model
+    // remembers its id (model.source).
+    void useHubModel(const HubModelRef &ref, const ModelSpec &spec);
 
 Q_SIGNALS:
     // The scenario (and so the estimate) changed, by an edit, undo/redo, or a reset.

@@ -58,6 +58,8 @@ QString modelDisplayName(const Scenario &scenario,
             return QString::fromStdString(preset->name);
         return QString::fromStdString(scenario.model.preset);
     }
+    if (!scenario.model.source.empty()) // a Hugging Face model: its id
+        return QString::fromStdString(scenario.model.source);
     const double params = estimate.parameters > 0 ? static_cast<double>(estimate.parameters)
                                                   : scenario.model.parameters.value_or(0.0);
     if (params <= 0)

@@ -8,6 +8,7 @@
 #include "base/byte_format.h"
 #include "dialogs/architecture_dialog.h"
 #include "document/scenario_document.h"
+#include "hub/hub_model_ref.h"
 #include "widgets/log_slider.h"
 
 #include <QCheckBox>
@@ -236,7 +237,8 @@ QWidget *ControlsPanel::buildModelGroup()
     m_model->setMaxVisibleItems(20);
     m_model->setToolTip(
         tr("The model whose weights, gradients, optimizer states and activations are estimated. "
-           "Type to search the presets."));
+           "Type to search the presets, or type a Hugging Face id (owner/name) or paste a model "
+           "page's address and press Enter to fetch its config.json."));
     m_model->addItem(tr("Custom model"), QString());
     for (const ModelPreset &preset : m_doc->catalog().models())
         m_model->addItem(QString::fromStdString(preset.name), QString::fromStdString(preset.id));
@@ -261,6 +263,16 @@ QWidget *ControlsPanel::buildModelGroup()
             s.model = ModelSpec{};
             s.model.preset = id.toStdString();
         });
+    });
+    connect(m_model->lineEdit(), &QLineEdit::returnPressed, this, [this] {
+        // A Hugging Face id or address that is not the model in use: fetch it.
+        const QString text = m_model->currentText().trimmed();
+        if (m_model->findText(text) >= 0
+            || text == QString::fromStdString(m_doc->scenario().model.source)
+            || !looksLikeHubReference(text.toStdString()))
+            return;
+        syncFromDocument();
+        Q_EMIT hubModelRequested(text);
     });
     connect(m_model->lineEdit(), &QLineEdit::editingFinished, this, [this] {
         // Text that matches no preset goes back to the model in use.
@@ -796,7 +808,10 @@ void ControlsPanel::syncFromDocument()
 
     // Model
     const int presetIndex = m_model->findData(QString::fromStdString(s.model.preset));
-    if (presetIndex >= 0) {
+    if (s.model.preset.empty() && !s.model.source.empty()) { // fetched from the Hugging Face Hub
+        m_model->setCurrentIndex(-1);
+        m_model->setEditText(QString::fromStdString(s.model.source));
+    } else if (presetIndex >= 0) {
         m_model->setCurrentIndex(presetIndex);
     } else if (!s.model.preset.empty()) {
         m_model->setCurrentIndex(-1);

@@ -47,6 +47,8 @@ Q_SIGNALS:
     // A slider is held (true) or released (false): the chart keeps its axis meanwhile.
     void dragStateChanged(bool dragging);
     void importConfigRequested();
+    // A Hugging Face id or address was typed in the model search and Enter pressed.
+    void hubModelRequested(const QString &text);
 
 private:
     QWidget *buildModelGroup();

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "export/export_plan.h"
+
+#include "hub/hub_model_ref.h"
+#include "io/preset_catalog.h"
+#include "model/memory_estimator.h"
+
+namespace membudget {
+
+namespace {
+
+// transformers training_args.py OptimizerNames; Trainer.get_optimizer_cls_and_kwargs maps "sgd" to
+// torch.optim.SGD with the learning rate only (no momentum) and "lion_32bit" to bitsandbytes' Lion.
+std::string optimName(Optimizer o, std::vector<std::string> &notes)
+{
+    switch (o) {
+    case Optimizer::AdamW:
+        return "adamw_torch";
+    case Optimizer::AdamWFused:
+        return "adamw_torch_fused";
+    case Optimizer::AdamW8bit:
+        return "adamw_bnb_8bit";
+    case Optimizer::PagedAdamW:
+        return "paged_adamw_32bit";
+    case Optimizer::PagedAdamW8bit:
+        return "paged_adamw_8bit";
+    case Optimizer::Sgd:
+        return "sgd";
+    case Optimizer::SgdMomentum:
+        notes.push_back(
+            "optimizer sgd-momentum: the Trainer's \"sgd\" has no momentum buffer; pass "
+            "torch.optim.SGD(params, lr=..., momentum=0.9) through "
+            "Trainer(optimizers=(optimizer, None)) to train what was estimated");
+        return "sgd";
+    case Optimizer::Adafactor:
+        return "adafactor";
+    case Optimizer::Lion:
+        return "lion_32bit";
+    }
+    return "adamw_torch";
+}
+
+const char *attnName(Attention a)
+{
+    switch (a) {
+    case Attention::Eager:
+        return "eager";
+    case Attention::Sdpa:
+        return "sdpa";
+    case Attention::Flash:
+        return "flash_attention_2";
+    }
+    return "sdpa";
+}
+
+// The Hugging Face id of the model: the one it was fetched by, or the one its preset came from
+// (presets name their config.json as "owner/name config.json").
+void findModelId(const Scenario &s, const PresetCatalog &catalog, ExportPlan &plan)
+{
+    std::string candidate = s.model.source;
+    if (candidate.empty() && !s.model.preset.empty())
+        if (const ModelPreset *p = catalog.findModel(s.model.preset)) {
+            candidate = p->source.substr(0, p->source.find(' '));
+            plan.modelName = p->name;
+        }
+    std::string problem;
+    if (const auto ref = parseHubModelRef("hf:" + candidate, {}, problem);
+        !candidate.empty() && ref && ref->repoId.find('/') != std::string::npos) {
+        plan.modelId = ref->repoId;
+        plan.revision = ref->revision == "main" ? std::string() : ref->revision;
+    }
+    if (plan.modelName.empty())
+        plan.modelName = plan.modelId.empty() ? std::string("a custom model") : plan.modelId;
+    // A preset or an imported model whose architecture was edited is no longer that checkpoint.
+    ModelSpec plain;
+    plain.preset = s.model.preset;
+    const bool edited = !s.model.preset.empty() && !(s.model == plain);
+    if (edited && !plan.modelId.empty())
+        plan.notes.push_back("the scenario changes the architecture of " + plan.modelId
+                             + "; the checkpoint named here is the unchanged model");
+    if (plan.modelId.empty())
+        plan.notes.push_back("the scenario names no Hugging Face model: replace "
+                             "\"path/to/your/model\" with your checkpoint");
+}
+
+void precision(const TrainingConfig &t, ExportPlan &plan)
+{
+    plan.halfCompute = t.precision != Precision::Fp32;
+    plan.bf16 = t.precision == Precision::AmpBf16 || t.precision == Precision::Bf16
+                || t.precision == Precision::MixedBf16;
+    plan.computeDtype = !plan.halfCompute ? "float32" : plan.bf16 ? "bfloat16" : "float16";
+}
+
+void sharedNotes(const Scenario &s, ExportPlan &plan)
+{
+    const TrainingConfig &t = s.training;
+    if (s.parallelism.tensor_parallel > 1)
+        plan.notes.push_back(
+            "tensor parallelism (degree " + std::to_string(s.parallelism.tensor_parallel)
+            + ") has no setting here: these files run " + std::to_string(s.parallelism.gpus)
+            + " data-parallel processes, each holding what MemBudget splits "
+              "across the tensor-parallel group");
+    if (t.checkpointing == Checkpointing::Selective)
+        plan.notes.push_back("selective (attention-only) checkpointing has no Trainer, accelerate "
+                             "or DeepSpeed setting: full gradient checkpointing is written, which "
+                             "needs less memory and more compute than estimated");
+    if (t.loss == LossImplementation::HfLegacy)
+        plan.notes.push_back("loss hf-legacy is how transformers before 4.46 computed the loss; "
+                             "no setting selects it");
+    if (t.method != Method::Full && plan.family != ModelFamily::Llama
+        && plan.family != ModelFamily::Gemma
+        && plan.loraTargets != std::vector<std::string>{"all-linear"})
+        plan.notes.push_back("LoRA target modules use Llama's names (q_proj, ...); GPT-2, "
+                             "StarCoder and Falcon name their projections differently "
+                             "(c_attn, query_key_value, ...): adapt target_modules");
+}
+
+} // namespace
+
+std::string ExportPlan::modelIdOrPlaceholder() const
+{
+    return modelId.empty() ? std::string("path/to/your/model") : modelId;
+}
+
+std::optional<ExportPlan> makeExportPlan(const Scenario &scenario,
+                                         const PresetCatalog &catalog,
+                                         std::string &problem)
+{
+    const auto input = resolveScenario(scenario, catalog, problem);
+    if (!input)
+        return std::nullopt;
+    if (scenario.training.mode != Mode::Train) {
+        problem = "this is an inference scenario; the exported files configure training (set "
+                  "training.mode: train)";
+        return std::nullopt;
+    }
+    ExportPlan plan;
+    plan.scenario = scenario;
+    plan.family = input->arch.family;
+    plan.peakPerGpu = estimateMemory(*input).device_total;
+    plan.dataParallel = scenario.parallelism.dataParallel();
+    findModelId(scenario, catalog, plan);
+    plan.optim = optimName(scenario.training.optimizer, plan.notes);
+    plan.attnImplementation = attnName(scenario.training.attention);
+    precision(scenario.training, plan);
+    plan.loraTargets = loraTargetNames(scenario.training.lora.targets);
+    sharedNotes(scenario, plan);
+    return plan;
+}
+
+} // namespace membudget
