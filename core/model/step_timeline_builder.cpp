@@ -482,14 +482,18 @@ void StepBuilder::optimizerStep()
             alloc(b, fp32);
             release(b, fp32);
         }
-        double temp = 0;
+        double temp = 0, parts = 1;
         const char *name = "optimizer working copies";
         switch (t.optimizer) {
         case Optimizer::AdamW:
         case Optimizer::PagedAdamW:
             if (!isDeepSpeed(m_s.sharding) && !isMixedMaster(t.precision)) {
-                temp = m_s.state_bytes * trainable;
+                                temp = m_s.states / m_s.state_shard / 2; // the size of exp_avg_sq
                 name = "foreach AdamW sqrt(exp_avg_sq)";
+                // One tensor per parameter (a flat parameter per unit when sharded).
+                parts = m_s.state_shard > 1
+                            ? m_layers + 1.0
+                            : m_s.trainable_layer_tensors * m_layers + m_s.trainable_root_tensors;
             }
             break;
         case Optimizer::Lion:
@@ -502,7 +506,7 @@ void StepBuilder::optimizerStep()
             break;
         }
         if (temp > 0) {
-            const int working = tensor(name, bytes(temp), Component::Temporaries, false);
+            const int working = tensor(name, bytes(temp), Component::Temporaries, false, parts);
             alloc(b, working);
             release(b, working);
         }

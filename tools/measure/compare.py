@@ -31,43 +31,59 @@ def run_json(cmd):
     return json.loads(out.stdout if out.stdout.strip().startswith("{") else open(cmd[cmd.index("-o") + 1]).read())
 
 
-def torch_113_cpu_extra(scenario, measured):
-    """Bytes torch 1.13 on CPU saves beyond what PyTorch 2.x on CUDA would, for this scenario."""
+def cpu_mean_extra(scenario):
+    """torch 1.13's mean() keeps its input: an extra fp32 x^2 per RMSNorm whose input needs a
+    gradient (4 bytes x hidden per token each), held from its forward to its backward."""
     model, training = scenario["model"], scenario.get("training", {})
     layers, h = model["layers"], model["hidden_size"]
     tokens = training.get("micro_batch_size", 1) * training.get("sequence_length", 2048)
-    method = training.get("method", "full")
-    ckpt = training.get("gradient_checkpointing", "none")
-    extra = 0
-    notes = measured.get("torch_notes", "")
-    mean_keeps_input = str(measured.get("torch_version", "")).startswith("1.")
-    if mean_keeps_input:
-        if ckpt == "full":
-            norms = 1  # only the final norm runs outside the checkpoints
-        elif method == "full":
-            norms = 2 * layers + 1
-        else:
-            norms = 2 * layers  # the first layer's input needs no gradient with a frozen embedding
-        extra += norms * 4 * h * tokens
+    if training.get("gradient_checkpointing", "none") == "full":
+        norms = 1  # only the final norm runs outside the checkpoints
+    elif training.get("method", "full") == "full":
+        norms = 2 * layers + 1
+    else:
+        norms = 2 * layers  # the first layer's input needs no gradient with a frozen embedding
+    return norms * 4 * h * tokens
+
+
+def cpu_dropout_extra(scenario):
+    """CPU dropout keeps its mask in the input dtype instead of CUDA's 1-byte bool mask."""
+    model, training = scenario["model"], scenario.get("training", {})
+    layers, h = model["layers"], model["hidden_size"]
+    tokens = training.get("micro_batch_size", 1) * training.get("sequence_length", 2048)
     lora = training.get("lora", {})
-    dropout = lora.get("dropout", 0.0)
-    if method != "full" and dropout > 0 and ckpt != "full":
-        targets = lora.get("targets", ["q_proj", "k_proj", "v_proj", "o_proj"])
-        if targets == ["all-linear"] or targets == "all-linear":
-            targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-        inter = model["intermediate_size"]
-        q_width = model["attention_heads"] * model.get("head_dim", h // model["attention_heads"])
-        width = {"q_proj": h, "k_proj": h, "v_proj": h, "o_proj": q_width, "gate_proj": h, "up_proj": h,
-                 "down_proj": inter}
-        precision = training.get("precision", "bf16")
-        adapter = lora.get("adapter_precision", "fp32")
-        mask_bytes = 4 if (adapter == "fp32" or precision == "fp32") else 2
-        if precision.startswith("amp"):
-            mask_bytes = 4
-        masked = layers * sum(width[t] for t in targets)
-        # The first layer's q/k/v adapters read an input without gradient: no mask is kept there.
-        masked -= sum(width[t] for t in targets if t in ("q_proj", "k_proj", "v_proj"))
-        extra += masked * tokens * (mask_bytes - 1)
+    if training.get("method", "full") == "full" or lora.get("dropout", 0.0) <= 0:
+        return 0
+    if training.get("gradient_checkpointing", "none") == "full":
+        return 0
+    targets = lora.get("targets", ["q_proj", "k_proj", "v_proj", "o_proj"])
+    if targets == ["all-linear"] or targets == "all-linear":
+        targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    inter = model["intermediate_size"]
+    q_width = model["attention_heads"] * model.get("head_dim", h // model["attention_heads"])
+    width = {"q_proj": h, "k_proj": h, "v_proj": h, "o_proj": q_width, "gate_proj": h, "up_proj": h,
+             "down_proj": inter}
+    precision = training.get("precision", "bf16")
+    adapter = lora.get("adapter_precision", "fp32")
+    mask_bytes = 4 if (adapter == "fp32" or precision == "fp32") else 2
+    if precision.startswith("amp"):
+        mask_bytes = 4
+    masked = layers * sum(width[t] for t in targets)
+    # The first layer's q/k/v adapters read an input without gradient: no mask is kept there.
+    masked -= sum(width[t] for t in targets if t in ("q_proj", "k_proj", "v_proj"))
+    return masked * tokens * (mask_bytes - 1)
+
+
+def torch_113_cpu_extra(scenario, measured):
+    """Bytes torch 1.13 on CPU saves beyond what PyTorch 2.x on CUDA would, for this scenario."""
+    model, training = scenario["model"], scenario.get("training", {})
+    h = model["hidden_size"]
+    tokens = training.get("micro_batch_size", 1) * training.get("sequence_length", 2048)
+    extra = 0
+    if str(measured.get("torch_version", "")).startswith("1."):
+        extra += cpu_mean_extra(scenario)
+    extra += cpu_dropout_extra(scenario)
+    ckpt = training.get("gradient_checkpointing", "none")
     if ckpt == "full" and model.get("positions", "rotary") == "rotary" and model.get("family", "llama") in ("llama", "gemma"):
         # Reentrant checkpointing holds rotary cos/sin in ctx.inputs, out of saved_tensors_hooks' sight.
         head_dim = model.get("head_dim", h // model["attention_heads"])

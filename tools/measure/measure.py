@@ -168,7 +168,8 @@ def run(args):
     recorder = SavedTensorRecorder(model, sc.arch.vocab_size)
     tracker = None
     if OpTracker is not None and not args.no_dispatch:
-        tracker = OpTracker(recorder.param_storages.keys(), track_live=device.type == "cpu")
+        tracker = OpTracker(recorder.param_storages.keys(), track_live=device.type == "cpu",
+                            record_events=args.events)
         recorder.weight_copy_storages = tracker.weight_copies
     meter = PhaseMeter(device, tracker)
     obs = MeasuredStep(setup, meter, recorder, tracker)
@@ -248,6 +249,9 @@ def run(args):
     mem["warmup_peak_bytes"] = warmup_peak
     mem["micro_steps"] = tr.gradient_accumulation_steps
     mem["dispatch_ops"] = tracker.ops if tracker is not None else None
+    if tracker is not None and tracker.events is not None:
+        tracker.poll()
+        mem["events"] = tracker.events
     result["memory"] = mem
     result["tokens_per_micro_batch"] = tr.micro_batch_size * tr.sequence_length
     result["loss"] = loss
@@ -280,6 +284,9 @@ def build_parser():
     parser.add_argument("--no-dispatch", action="store_true",
                         help="do not run the TorchDispatchMode op tracker (no CPU memory, no weight-copy "
                              "detection)")
+    parser.add_argument("--events", action="store_true",
+                        help="CPU: record the measured step's allocations and frees in order "
+                             "(memory.events), to compare with MemBudget's step timeline")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print the saved-tensor table to stderr and add it to the JSON")
     return parser

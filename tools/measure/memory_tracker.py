@@ -43,7 +43,7 @@ def _rewrap_number(func, first, out):
 
 if _Mode is not None:
     class OpTracker(_Mode):
-        def __init__(self, param_storage_ptrs, track_live):
+        def __init__(self, param_storage_ptrs, track_live, record_events=False):
             super().__init__()
             self.param_ptrs = set(param_storage_ptrs)
             self.weight_copies = {}
@@ -52,6 +52,14 @@ if _Mode is not None:
             self.live_bytes = 0
             self.peak = 0
             self.ops = 0
+            # With record_events: ["alloc"|"free", nbytes, op name] in order, and ["phase", name]
+            # where a phase begins (the allocation sequence MemBudget's timeline is compared with).
+            self.events = [] if record_events else None
+            self.current_op = ""
+
+        def mark(self, phase):
+            if self.events is not None:
+                self.events.append(["phase", phase])
 
         def register(self, tensors):
             for t in tensors:
@@ -70,13 +78,20 @@ if _Mode is not None:
                 if not entry[0].expired():
                     return
                 self.live_bytes -= entry[1]
+                if self.events is not None:
+                    self.events.append(["free", entry[1], self.current_op])
             self.live[ptr] = (torch_compat.storage_weak_ref(t), nbytes)
             self.live_bytes += nbytes
+            if self.events is not None:
+                self.events.append(["alloc", nbytes, self.current_op])
 
         def poll(self):
             dead = [ptr for ptr, (ref, _) in self.live.items() if ref.expired()]
             for ptr in dead:
-                self.live_bytes -= self.live.pop(ptr)[1]
+                nbytes = self.live.pop(ptr)[1]
+                self.live_bytes -= nbytes
+                if self.events is not None:
+                    self.events.append(["free", nbytes, self.current_op])
 
         def reset_peak(self):
             self.poll()
@@ -85,6 +100,7 @@ if _Mode is not None:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             self.ops += 1
+            self.current_op = str(func.overloadpacket.__name__) if hasattr(func, "overloadpacket") else str(func)
             if self.track_live:
                 self.poll()
             out = func(*args, **kwargs)
@@ -136,6 +152,7 @@ class PhaseMeter:
         elif self.tracker is not None and self.tracker.track_live:
             self.tracker.reset_peak()
             self._start = self.tracker.live_bytes
+            self.tracker.mark(phase)
         else:
             self._start = None
 
