@@ -187,7 +187,7 @@ OpGraph headGraph(const ModelArchitecture &arch,
     const double vocab = static_cast<double>(arch.vocab_size) / tp;
     const int x = b.input("last layer output", tok(h), p.stream, inputRequiresGrad);
     g.input = x;
-        int normed = finalNorm(b, arch, p, x);
+    int normed = finalNorm(b, arch, p, x);
     if (p.train) // LlamaForCausalLM.forward holds the model's output while the loss is computed
         g.tensors[static_cast<std::size_t>(normed)].hold = Hold::ForwardEnd;
     else // generate(): logits for the last position only (logits_to_keep=1), then fp32

@@ -488,7 +488,7 @@ void StepBuilder::optimizerStep()
         case Optimizer::AdamW:
         case Optimizer::PagedAdamW:
             if (!isDeepSpeed(m_s.sharding) && !isMixedMaster(t.precision)) {
-                                temp = m_s.states / m_s.state_shard / 2; // the size of exp_avg_sq
+                temp = m_s.states / m_s.state_shard / 2; // the size of exp_avg_sq
                 name = "foreach AdamW sqrt(exp_avg_sq)";
                 // One tensor per parameter (a flat parameter per unit when sharded).
                 parts = m_s.state_shard > 1
