@@ -13,4 +13,8 @@ namespace membudget {
 // 0 when it is not well-formed (truncated, overlong, a surrogate or past U+10FFFF).
 std::size_t utf8SequenceLength(std::string_view s, std::size_t i, char32_t &codePoint);
 
+// `s` with every byte that does not start a well-formed sequence replaced by U+FFFD (Unicode 15,
+// section 3.9, "U+FFFD Substitution of Maximal Subparts" simplified to one per byte).
+std::string validUtf8(const std::string &s);
+
 } // namespace membudget
