@@ -104,17 +104,29 @@ bool YamlReader::parse(const std::string &text, YAML::Node &root)
     if (!checkInputText(text, m_file, m_error))
         return false;
     m_text = &text;
+    // yaml-cpp 0.7 reads a lone CR (old Mac line ends) as part of the line: the whole file would be
+    // one line and every position past its first line wrong. A CR not before an LF becomes an LF
+    // (same length, so positions in the text stay valid).
+    if (const std::size_t cr = text.find('\r'); cr != std::string::npos) {
+        m_normalized = text;
+        for (std::size_t i = cr; i < m_normalized.size(); ++i)
+            if (m_normalized[i] == '\r'
+                && (i + 1 == m_normalized.size() || m_normalized[i + 1] != '\n'))
+                m_normalized[i] = '\n';
+        m_text = &m_normalized;
+    }
+    const std::string &source = *m_text;
     try {
         // Only the first document is parsed (yaml-cpp 0.7's LoadAll can loop forever on a stray
         // ','; found by tests/fuzz); a second one is found by its marker instead.
-        if (const std::size_t at = secondDocumentStart(text); at != std::string::npos) {
+        if (const std::size_t at = secondDocumentStart(source); at != std::string::npos) {
             int line = 0, column = 0;
-            positionOf(text, at, line, column);
+            positionOf(source, at, line, column);
             return failAtPosition(line,
                                   column,
                                   "more than one YAML document (---); a MemBudget file holds one");
         }
-        root = YAML::Load(text);
+        root = YAML::Load(source);
     } catch (const YAML::DeepRecursion &e) {
         return failAt(e.mark, "nesting too deep (more than 500 levels)");
     } catch (const YAML::ParserException &e) {
