@@ -80,11 +80,14 @@ struct ScenarioGenerator
         if (pick(4) == 0)
             s.overheads.allocator_conf = "expandable_segments:True";
         s.gpus.clear();
-        for (int i = pick(4); i > 0; --i)
-            s.gpus.push_back(
-                catalog
-                    .gpus()[static_cast<std::size_t>(pick(static_cast<int>(catalog.gpus().size())))]
-                    .id);
+        for (int i = pick(4); i > 0; --i) {
+            const std::string &id
+                = catalog
+                      .gpus()[static_cast<std::size_t>(pick(static_cast<int>(catalog.gpus().size())))]
+                      .id;
+            if (std::find(s.gpus.begin(), s.gpus.end(), id) == s.gpus.end())
+                s.gpus.push_back(id); // a scenario lists each GPU once
+        }
         return s;
     }
 };

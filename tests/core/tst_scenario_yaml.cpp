@@ -29,7 +29,6 @@ private slots:
         Scenario s;
         s.name = "Quotes \" and: colons, # hashes\nand newlines";
         s.description = "true";
-        s.model.parameters = 7.25e9;
         s.model.family = ModelFamily::Gemma;
         s.model.layers = 28;
         s.model.hidden_size = 3072;
@@ -58,6 +57,13 @@ private slots:
         const auto back = parseScenario(scenarioToYaml(s), "all", error);
         QVERIFY2(back.has_value(), error.toString().c_str());
         QVERIFY(*back == s);
+        // Quick mode (parameters alone) round-trips too.
+        Scenario quick;
+        quick.model.parameters = 7.25e9;
+        quick.model.vocab_size = 50000;
+        const auto quickBack = parseScenario(scenarioToYaml(quick), "quick", error);
+        QVERIFY2(quickBack.has_value(), error.toString().c_str());
+        QVERIFY(*quickBack == quick);
     }
 
     void documentedExample()
@@ -66,7 +72,6 @@ private slots:
 name: Mistral-7B LoRA, bf16, flash attention
 model:
   family: llama
-  parameters: 7.0e9
   layers: 32
   hidden_size: 4096
   intermediate_size: 14336
