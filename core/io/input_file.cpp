@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 
 #include <fcntl.h>
@@ -210,26 +211,76 @@ bool readInputFile(const std::string &path, const char *what, std::string &text,
     return true; // the parser each caller hands the text to checks it (checkInputText) first
 }
 
+namespace {
+
+// The value of the top-level `format:` key. In block style a top-level key starts a line at
+// column 0, so the lines are scanned (a 1 MiB file is not parsed twice); a document written as one
+// flow mapping ({format: ..., gpus: [...]}) is parsed. Empty when there is none.
+std::string topLevelFormat(const std::string &path, const std::string &text)
+{
+    std::size_t lineStart = text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0;
+    bool sawContent = false;
+    while (lineStart < text.size()) {
+        std::size_t lineEnd = text.find_first_of("\r\n", lineStart);
+        if (lineEnd == std::string::npos)
+            lineEnd = text.size();
+        std::string_view line(text.data() + lineStart, lineEnd - lineStart);
+        lineStart = lineEnd + 1;
+        for (const std::string_view key : {"format", "\"format\"", "'format'"}) {
+            if (line.substr(0, key.size()) != key)
+                continue;
+            std::string_view rest = line.substr(key.size());
+            rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
+            if (rest.empty() || rest[0] != ':')
+                continue;
+            rest.remove_prefix(1);
+            if (const std::size_t hash = rest.find(" #"); hash != std::string_view::npos)
+                rest = rest.substr(0, hash);
+            const std::size_t first = rest.find_first_not_of(" \t");
+            const std::size_t last = rest.find_last_not_of(" \t");
+            if (first == std::string_view::npos)
+                return {};
+            rest = rest.substr(first, last - first + 1);
+            if (rest.size() >= 2 && (rest.front() == '"' || rest.front() == '\'')
+                && rest.back() == rest.front())
+                rest = rest.substr(1, rest.size() - 2);
+            return std::string(rest);
+        }
+        const std::size_t first = line.find_first_not_of(" \t");
+        if (first == std::string_view::npos || line[first] == '#' || line.substr(0, 3) == "---"
+            || line[0] == '%')
+            continue;
+        if (!sawContent && line[first] == '{')
+            break; // a flow mapping: parse it
+        sawContent = true;
+    }
+    if (!sawContent) {
+        try {
+            LoadError ignored;
+            YamlReader reader(path, ignored);
+            YAML::Node root;
+            if (reader.parse(text, root) && root.IsMap()) {
+                const YAML::Node &map = root;
+                if (const YAML::Node format = map["format"]; format.IsScalar())
+                    return format.Scalar();
+            }
+        } catch (const std::exception &) {
+        }
+    }
+    return {};
+}
+
+} // namespace
+
 InputFileKind guessInputFileKind(const std::string &path, const std::string &text)
 {
     const std::string ext = std::filesystem::path(path).extension().string();
     if (ext == ".json" || ext == ".JSON")
         return InputFileKind::HfConfig;
     // Only the top-level format key decides (a name that mentions the preset format does not); a
-    // file that does not parse is a scenario, whose loader then explains what is wrong.
-    try {
-        LoadError ignored;
-        YamlReader reader(path, ignored);
-        YAML::Node root;
-        if (reader.parse(text, root) && root.IsMap()) {
-            const YAML::Node &map = root;
-            const YAML::Node format = map["format"];
-            if (format.IsScalar() && format.Scalar().rfind("membudget-presets/", 0) == 0)
-                return InputFileKind::Presets;
-        }
-    } catch (const std::exception &) {
-    }
-    return InputFileKind::Scenario;
+    // file without one is a scenario, whose loader then explains what is wrong.
+    return topLevelFormat(path, text).rfind("membudget-presets/", 0) == 0 ? InputFileKind::Presets
+                                                                          : InputFileKind::Scenario;
 }
 
 const char *inputFileKindName(InputFileKind kind)
