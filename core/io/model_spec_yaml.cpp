@@ -98,10 +98,10 @@ std::string yamlString(const std::string &text)
 std::string yamlDoubleQuoted(const std::string &text)
 {
     // What the reader refuses raw is written as an escape (YAML 1.2, section 5.7): C0 and C1
-    // controls and DEL (refused by checkInputText), NEL, LS and PS (line breaks to YAML 1.1 and so
-    // to yaml-cpp, which folds them inside quotes: \N, \L, \P), the BOM and the two
-    // non-characters outside YAML's printable set. Bytes that are not UTF-8 cannot be in a YAML
-    // file at all; they become U+FFFD so the file still loads.
+    // controls and DEL (refused by checkInputText; NEL, U+0085, as \x85: yaml-cpp decodes \N to
+    // a lone byte), LS and PS (line breaks to YAML 1.1 and so to yaml-cpp, which folds them inside
+    // quotes: \L, \P), the BOM and the two non-characters outside YAML's printable set. Bytes that
+    // are not UTF-8 cannot be in a YAML file at all; they become U+FFFD so the file still loads.
     std::string out = "\"";
     std::size_t i = 0;
     while (i < text.size()) {
@@ -128,9 +128,6 @@ std::string yamlDoubleQuoted(const std::string &text)
             break;
         case '\r':
             out += "\\r";
-            break;
-        case 0x85:
-            out += "\\N";
             break;
         case 0x2028:
             out += "\\L";

@@ -2,6 +2,7 @@
 #include "io/yaml_reader.h"
 
 #include "base/byte_format.h"
+#include "base/utf8.h"
 #include "io/input_file.h"
 #include "model/training_options.h"
 
@@ -56,6 +57,29 @@ bool isInfOrNan(const std::string &s)
     if (!t.empty() && (t.front() == '+' || t.front() == '-'))
         t.erase(0, 1);
     return t == ".inf" || t == ".Inf" || t == ".INF" || t == ".nan" || t == ".NaN" || t == ".NAN";
+}
+
+// yaml-cpp 0.7 decodes the escapes \N and \_ to the single bytes 0x85 and 0xA0 (exp.cpp, Escape)
+// instead of U+0085 and U+00A0 in UTF-8. The file was valid UTF-8 (checkInputText), so such a byte
+// can only come from those escapes: the code points are put back.
+std::string withEscapesRepaired(const std::string &text)
+{
+    std::string out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        char32_t cp = 0;
+        const std::size_t n = utf8SequenceLength(text, i, cp);
+        const auto byte = static_cast<unsigned char>(text[i]);
+        if (n == 0 && (byte == 0x85 || byte == 0xA0)) {
+            out += '\xC2';
+            out += static_cast<char>(byte);
+            ++i;
+        } else {
+            out.append(text, i, n == 0 ? 1 : n);
+            i += n == 0 ? 1 : n;
+        }
+    }
+    return out;
 }
 
 std::string shortNumber(double v)
@@ -257,7 +281,7 @@ bool YamlReader::scalarText(const YAML::Node &node, const std::string &what, std
         return false;
     if (!node.IsScalar())
         return fail(node, "'" + what + "' must be a single value, not " + describe(node));
-    out = node.Scalar();
+    out = withEscapesRepaired(node.Scalar());
     return true;
 }
 
