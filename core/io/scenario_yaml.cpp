@@ -155,6 +155,24 @@ bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const Preset
     return true;
 }
 
+// The node at a dotted key path ("model.kv_heads"); undefined when the file does not have it.
+YAML::Node nodeAt(const YAML::Node &root, const std::string &path)
+{
+    YAML::Node at;
+    at.reset(root);
+    std::size_t start = 0;
+    while (at.IsMap()) {
+        const std::size_t dot = path.find('.', start);
+        const YAML::Node &current = at;
+        const YAML::Node next = current[path.substr(start, dot - start)];
+        if (!next.IsDefined() || dot == std::string::npos)
+            return next;
+        at.reset(next);
+        start = dot + 1;
+    }
+    return YAML::Node(YAML::NodeType::Undefined);
+}
+
 // The GPUs to compare against: at most kMaxScenarioGpus ids, each once (every command's cost and
 // every chart's size grow with this list; a 1 MiB file could otherwise list 350,000).
 bool readGpuList(YamlReader &r,
@@ -321,6 +339,15 @@ std::optional<Scenario> parseScenario(const std::string &text,
         if (catalog) {
             std::string problem, key;
             if (!resolveScenario(s, *catalog, problem, &key)) {
+                // A problem between two keys is blamed on the one the file wrote when the other
+                // comes from a preset (experts: 1 under a mixture-of-experts preset).
+                static const std::map<std::string, std::string> partner
+                    = {{"model.experts_per_token", "model.experts"},
+                       {"model.kv_heads", "model.attention_heads"}};
+                if (const auto it = partner.find(key); it != partner.end()
+                                                       && !nodeAt(root, key).IsDefined()
+                                                       && nodeAt(root, it->second).IsDefined())
+                    key = it->second;
                 // Node::reset re-points the handle; assignment would rewrite the tree.
                 YAML::Node at;
                 at.reset(root);
