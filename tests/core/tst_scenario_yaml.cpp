@@ -88,10 +88,10 @@ private slots:
                 if (kind == 0)
                     c = special[rng() % std::size(special)];
                 else if (kind == 1)
-                    c = 0x20 + rng() % 0x5F; // ASCII
+                    c = static_cast<char32_t>(0x20 + rng() % 0x5F); // ASCII
                 else
                     do
-                        c = rng() % 0x110000;
+                        c = static_cast<char32_t>(rng() % 0x110000);
                     while (c >= 0xD800 && c <= 0xDFFF); // surrogates are not characters
                 text += c;
             }
