@@ -224,9 +224,16 @@ std::string derivedHeadDimProblem(const ModelSpec &s, const ModelArchitecture &a
 
 std::string architectureProblem(const ModelArchitecture &arch, std::string *key)
 {
-    // The model-only checks of validateInput, with training and parallelism that pass them.
+    // The model checks of validateInput (the default training and one GPU pass the rest; should
+    // they not, that is no fault of the model).
     const EstimateInput probe{arch, TrainingConfig{}, ParallelismConfig{}, OverheadConfig{}};
-    return validateInput(probe, key);
+    std::string where;
+    std::string problem = validateInput(probe, &where);
+    if (where.rfind("model", 0) != 0)
+        return {};
+    if (key)
+        *key = where;
+    return problem;
 }
 
 ModelArchitecture applyModelSpec(const ModelSpec &s, ModelArchitecture base, bool baseIsPreset)
