@@ -148,7 +148,9 @@ std::string estimateTable(const Scenario &scenario,
         out += ", " + formatCount(static_cast<double>(est.trainable_parameters)) + " trainable ("
                + share + "%)";
     }
-    out += "\n" + describeTraining(input) + "\n\n";
+    out += '\n';
+    out += describeTraining(input);
+    out += "\n\n";
 
     const int phaseCount = est.training ? kPhaseCount : 1;
     out += padded("Per GPU", 19);

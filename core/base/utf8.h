@@ -5,6 +5,7 @@
 // (core/load_error).
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace membudget {
