@@ -4,11 +4,14 @@
 #include "advice/fit_advisor.h"
 #include "advice/technique_ladder.h"
 #include "base/byte_format.h"
+#include "base/terminal_text.h"
 #include "base/time_format.h"
+#include "base/utf8.h"
 #include "estimate_table.h"
 #include "export/training_export.h"
 #include "hub/hub_model_ref.h"
 #include "hub_config_fetch.h"
+#include "io/atomic_file.h"
 #include "io/estimate_json.h"
 #include "io/hf_config_import.h"
 #include "io/input_file.h"
@@ -22,21 +25,36 @@
 #include "user_presets.h"
 
 #include <QCoreApplication>
-#include <QSaveFile>
 
 #include <cctype>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace membudget::cli {
 
 namespace {
+
+// Every text the command line prints may hold names, ids and descriptions from files: it reaches
+// the terminal only through escapeForTerminal.
+void print(std::ostream &out, const std::string &text)
+{
+    out << escapeForTerminal(text);
+}
+
+// JSON output is ASCII: every other character a \u escape, so no control, bidi or invisible
+// character from a file reaches a terminal even when the JSON is read there (JSON parsers decode
+// the escapes).
+std::string jsonText(const nlohmann::json &j)
+{
+    return j.dump(2, ' ', true, nlohmann::json::error_handler_t::replace) + "\n";
+}
 
 void printProblems(const std::vector<LoadError> &problems)
 {
@@ -59,7 +77,8 @@ bool loadResolved(const std::string &file,
     std::string problem;
     auto resolved = resolveScenario(*loaded, catalog, problem);
     if (!resolved) {
-        std::cerr << file << ": " << problem << "\n";
+        error.message = problem;
+        std::cerr << error.toString() << "\n";
         return false;
     }
     scenario = *loaded;
@@ -67,23 +86,35 @@ bool loadResolved(const std::string &file,
     return true;
 }
 
-bool collectGpus(const PresetCatalog &catalog,
-                 const std::vector<std::string> &ids,
-                 std::vector<GpuSpec> &out)
+// The GPUs of --gpu (or of the scenario): kExitOk, or the exit code after printing why not.
+int collectGpus(const PresetCatalog &catalog,
+                const std::vector<std::string> &ids,
+                std::vector<GpuSpec> &out)
 {
+    if (ids.size() > kMaxScenarioGpus) {
+        print(std::cerr,
+              "membudget: at most " + std::to_string(kMaxScenarioGpus) + " GPUs (--gpu given "
+                  + std::to_string(ids.size()) + " times)\n");
+        return kExitUsage;
+    }
+    std::set<std::string> seen;
     for (const std::string &id : ids) {
+        if (!seen.insert(id).second) {
+            print(std::cerr, "membudget: --gpu " + id + " is given twice\n");
+            return kExitUsage;
+        }
         const GpuSpec *g = catalog.findGpu(id);
         if (!g) {
-            std::cerr << "unknown GPU '" << id << "'";
+            std::string message = "unknown GPU '" + id + "'";
             const auto near = catalog.suggestGpus(id);
             if (!near.empty())
-                std::cerr << "; did you mean " << near.front() << "?";
-            std::cerr << " (membudget presets gpus lists them)\n";
-            return false;
+                message += "; did you mean " + near.front() + "?";
+            print(std::cerr, message + " (membudget presets gpus lists them)\n");
+            return kExitBadInput;
         }
         out.push_back(*g);
     }
-    return true;
+    return kExitOk;
 }
 
 // PyTorch memory snapshots are pickles: .pickle, .pkl (what _dump_snapshot's users name them).
@@ -117,13 +148,14 @@ int runEstimate(const EstimateOptions &o)
     if (!loadResolved(o.file, catalog, scenario, input))
         return kExitBadInput;
     std::vector<GpuSpec> gpus;
-    if (!collectGpus(catalog, o.gpus.empty() ? scenario.gpus : o.gpus, gpus))
-        return kExitBadInput;
+    if (const int rc = collectGpus(catalog, o.gpus.empty() ? scenario.gpus : o.gpus, gpus))
+        return rc;
     const MemoryEstimate est = estimateMemory(input);
     if (o.json)
-        std::cout << estimateToJson(scenario, input, est, gpus, o.timeline).dump(2) << "\n";
+        std::cout << jsonText(estimateToJson(scenario, input, est, gpus, o.timeline));
     else
-        std::cout << estimateTable(scenario, input, est, gpus, o.gib ? ByteUnit::GiB : ByteUnit::GB);
+        print(std::cout,
+              estimateTable(scenario, input, est, gpus, o.gib ? ByteUnit::GiB : ByteUnit::GB));
     return kExitOk;
 }
 
@@ -137,14 +169,15 @@ int runFit(const FitOptions &o)
     if (!loadResolved(o.file, catalog, scenario, input))
         return kExitBadInput;
     std::vector<GpuSpec> gpus;
-    if (!collectGpus(catalog, o.gpus.empty() ? scenario.gpus : o.gpus, gpus))
-        return kExitBadInput;
+    if (const int rc = collectGpus(catalog, o.gpus.empty() ? scenario.gpus : o.gpus, gpus))
+        return rc;
     if (gpus.empty()) {
         std::cerr << "fit needs a GPU: --gpu ID, or gpus: [...] in the scenario\n";
         return kExitUsage;
     }
     const MemoryEstimate est = estimateMemory(input);
     nlohmann::json all = nlohmann::json::array();
+    std::string text;
     for (const GpuSpec &g : gpus) {
         const bool fits = est.device_total <= g.memory_bytes;
         const auto suggestions = fits ? std::vector<FitSuggestion>{}
@@ -167,32 +200,35 @@ int runFit(const FitOptions &o)
             all.push_back(j);
             continue;
         }
-        std::cout << g.id << " (" << formatBytes(g.memory_bytes) << "): ";
+        text += g.id + " (" + formatBytes(g.memory_bytes) + "): ";
         if (fits) {
-            std::cout << "fits already, " << formatBytes(g.memory_bytes - est.device_total)
-                      << " to spare.\n";
+            text += "fits already, " + formatBytes(g.memory_bytes - est.device_total)
+                    + " to spare.\n";
             continue;
         }
-        std::cout << "needs " << formatBytes(est.device_total) << ", "
-                  << formatBytes(est.device_total - g.memory_bytes) << " too much.\n";
+        if (isSaturated(est.device_total))
+            text += "needs more than can be represented (over 4 EiB).\n";
+        else
+            text += "needs " + formatBytes(est.device_total) + ", "
+                    + formatBytes(est.device_total - g.memory_bytes) + " too much.\n";
         if (suggestions.empty()) {
-            std::cout << "  No combination of techniques makes it fit: use more GPUs, a smaller "
-                         "model or shorter sequences.\n";
+            text += "  No combination of techniques makes it fit: use more GPUs, a smaller model "
+                    "or shorter sequences.\n";
             continue;
         }
         int i = 1;
         for (const FitSuggestion &s : suggestions) {
-            char line[96];
-            std::snprintf(line, sizeof line, "  %d. %.2fx time per token, ", i++, s.slowdown);
-            std::cout << line << formatRate(s.tokens_per_second) << " tokens/s, "
-                      << formatBytes(s.device_total) << " (" << formatBytes(s.headroom)
-                      << " spare):\n";
+            text += "  " + std::to_string(i++) + ". " + formatFixed(s.slowdown, 2)
+                    + "x time per token, " + formatRate(s.tokens_per_second) + " tokens/s, "
+                    + formatBytes(s.device_total) + " (" + formatBytes(s.headroom) + " spare):\n";
             for (const std::string &c : s.changes)
-                std::cout << "       - " << c << "\n";
+                text += "       - " + c + "\n";
         }
     }
     if (o.json)
-        std::cout << all.dump(2) << "\n";
+        std::cout << jsonText(all);
+    else
+        print(std::cout, text);
     return kExitOk;
 }
 
@@ -208,29 +244,24 @@ int runLadder(const std::string &file, bool json, bool gib, const std::string &g
     // Step times on the GPU asked for, else the scenario's first; none without a GPU.
     std::vector<GpuSpec> gpus;
     const std::string id = gpuId.empty() && !scenario.gpus.empty() ? scenario.gpus.front() : gpuId;
-    if (!id.empty() && !collectGpus(catalog, {id}, gpus))
-        return kExitBadInput;
+    if (!id.empty())
+        if (const int rc = collectGpus(catalog, {id}, gpus))
+            return rc;
     const GpuSpec *gpu = gpus.empty() ? nullptr : &gpus.front();
     const auto steps = techniqueLadder(input);
     const ByteUnit unit = gib ? ByteUnit::GiB : ByteUnit::GB;
     nlohmann::json list = nlohmann::json::array();
     Bytes previous = 0;
     double previousRate = 0;
-    char line[320];
     if (!json) {
+        std::string header;
         if (gpu)
-            std::cout << "Time per token on " << gpu->name << " (modelled).\n";
-        std::snprintf(line,
-                      sizeof line,
-                      "%-20s %14s %14s  %-15s %12s %8s  %s\n",
-                      "Step",
-                      "Device total",
-                      "Change",
-                      "Peak phase",
-                      "Tokens/s",
-                      "Time/tok",
-                      "What changed");
-        std::cout << line;
+            header += "Time per token on " + gpu->name + " (modelled).\n";
+        header += padded("Step", 20) + " " + padded("Device total", 14, true) + " "
+                  + padded("Change", 14, true) + "  " + padded("Peak phase", 15) + " "
+                  + padded("Tokens/s", 12, true) + " " + padded("Time/tok", 8, true)
+                  + "  What changed\n";
+        print(std::cout, header);
     }
     for (const LadderStep &s : steps) {
         const MemoryEstimate e = estimateMemory(s.input);
@@ -251,35 +282,25 @@ int runLadder(const std::string &file, bool json, bool gib, const std::string &g
         } else {
             const std::string change = previous == 0
                                            ? std::string()
-                                           : (e.device_total <= previous ? "-" : "+")
-                                                 + formatBytes(e.device_total <= previous
-                                                                   ? previous - e.device_total
-                                                                   : e.device_total - previous,
-                                                               unit);
+                                           : formatByteChange(previous, e.device_total, unit);
             // Time per token against the step before: +25% is a quarter slower.
-            char time[32] = "";
-            if (t.valid && previousRate > 0)
-                std::snprintf(time,
-                              sizeof time,
-                              "%+.0f%%",
-                              100 * (previousRate / t.tokens_per_second - 1));
-            std::snprintf(line,
-                          sizeof line,
-                          "%-20s %14s %14s  %-15s %12s %8s  %s\n",
-                          s.label.c_str(),
-                          formatBytes(e.device_total, unit).c_str(),
-                          change.c_str(),
-                          phaseLabel(e.peak_phase),
-                          t.valid ? formatRate(t.tokens_per_second).c_str() : "",
-                          time,
-                          s.detail.c_str());
-            std::cout << line;
+            std::string time;
+            if (t.valid && previousRate > 0) {
+                const double percent = 100 * (previousRate / t.tokens_per_second - 1);
+                const std::string rounded = formatFixed(percent, 0); // "-12", "0", never "-0"
+                time = (percent > 0 && rounded != "0" ? "+" : "") + rounded + "%";
+            }
+            print(std::cout,
+                  padded(s.label, 20) + " " + padded(formatBytes(e.device_total, unit), 14, true)
+                      + " " + padded(change, 14, true) + "  " + padded(phaseLabel(e.peak_phase), 15)
+                      + " " + padded(t.valid ? formatRate(t.tokens_per_second) : "", 12, true) + " "
+                      + padded(time, 8, true) + "  " + s.detail + "\n");
         }
         previous = e.device_total;
         previousRate = t.valid ? t.tokens_per_second : 0;
     }
     if (json)
-        std::cout << list.dump(2) << "\n";
+        std::cout << jsonText(list);
     return kExitOk;
 }
 
@@ -341,12 +362,13 @@ int runSnapshot(const SnapshotOptions &o)
         beside = EstimateBeside{o.scenario, scenario.name, estimateMemory(input)};
     }
     if (!o.json) {
-        std::cout << snapshotReport(o.file,
-                                    *snap,
-                                    analysis,
-                                    replay,
-                                    beside,
-                                    o.gib ? ByteUnit::GiB : ByteUnit::GB);
+        print(std::cout,
+              snapshotReport(o.file,
+                             *snap,
+                             analysis,
+                             replay,
+                             beside,
+                             o.gib ? ByteUnit::GiB : ByteUnit::GB));
         return kExitOk;
     }
     nlohmann::json j = snapshot::snapshotToJson(o.file, *snap, analysis);
@@ -355,7 +377,7 @@ int runSnapshot(const SnapshotOptions &o)
         j["estimate"] = estimateToJson(scenario, input, beside->estimate, {});
         j["comparison"] = comparisonJson(analysis.timeline, beside->estimate);
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << jsonText(j);
     return kExitOk;
 }
 
@@ -368,7 +390,7 @@ int runPresets(const std::string &what, bool json)
     const bool gpus = what.empty() || what == "gpus";
     const bool scenarios = what.empty() || what == "scenarios";
     if (!models && !gpus && !scenarios) {
-        std::cerr << "unknown preset kind '" << what << "'; expected models, gpus or scenarios\n";
+        print(std::cerr, "unknown preset kind '" + what + "'; expected models, gpus or scenarios\n");
         return kExitUsage;
     }
     if (json) {
@@ -376,11 +398,10 @@ int runPresets(const std::string &what, bool json)
         if (models) {
             j["models"] = nlohmann::json::array();
             for (const ModelPreset &m : catalog.models())
-                j["models"].push_back(
-                    {{"id", m.id},
-                     {"name", m.name},
-                     {"parameters", static_cast<std::int64_t>(parameterLayout(m.arch).total)},
-                     {"source", m.source}});
+                j["models"].push_back({{"id", m.id},
+                                       {"name", m.name},
+                                       {"parameters", toCount(parameterLayout(m.arch).total)},
+                                       {"source", m.source}});
         }
         if (gpus) {
             j["gpus"] = nlohmann::json::array();
@@ -395,43 +416,32 @@ int runPresets(const std::string &what, bool json)
             for (const ScenarioPreset &s : catalog.scenarios())
                 j["scenarios"].push_back({{"id", s.id}, {"name", s.scenario.name}});
         }
-        std::cout << j.dump(2) << "\n";
+        std::cout << jsonText(j);
         return kExitOk;
     }
-    char line[256];
+    std::string text;
     if (models) {
-        std::cout << "Models (" << catalog.models().size() << "):\n";
-        for (const ModelPreset &m : catalog.models()) {
-            const ParameterLayout layout = parameterLayout(m.arch);
-            std::snprintf(line,
-                          sizeof line,
-                          "  %-32s %9.2fB  %s\n",
-                          m.id.c_str(),
-                          layout.total / 1e9,
-                          m.name.c_str());
-            std::cout << line;
-        }
+        text += "Models (" + std::to_string(catalog.models().size()) + "):\n";
+        for (const ModelPreset &m : catalog.models())
+            text += "  " + padded(m.id, 32) + " "
+                    + padded(formatFixed(parameterLayout(m.arch).total / 1e9, 2), 9, true) + "B  "
+                    + m.name + "\n";
     }
     if (gpus) {
-        std::cout << (models ? "\n" : "") << "GPUs (" << catalog.gpus().size() << "):\n";
-        for (const GpuSpec &g : catalog.gpus()) {
-            std::snprintf(line,
-                          sizeof line,
-                          "  %-22s %10s  %s\n",
-                          g.id.c_str(),
-                          formatBytes(g.memory_bytes, ByteUnit::GiB, 1).c_str(),
-                          g.name.c_str());
-            std::cout << line;
-        }
+        text += std::string(models ? "\n" : "") + "GPUs (" + std::to_string(catalog.gpus().size())
+                + "):\n";
+        for (const GpuSpec &g : catalog.gpus())
+            text += "  " + padded(g.id, 22) + " "
+                    + padded(formatBytes(g.memory_bytes, ByteUnit::GiB, 1), 10, true) + "  "
+                    + g.name + "\n";
     }
     if (scenarios) {
-        std::cout << ((models || gpus) ? "\n" : "") << "Scenarios (" << catalog.scenarios().size()
-                  << "):\n";
-        for (const ScenarioPreset &s : catalog.scenarios()) {
-            std::snprintf(line, sizeof line, "  %-36s %s\n", s.id.c_str(), s.scenario.name.c_str());
-            std::cout << line;
-        }
+        text += std::string((models || gpus) ? "\n" : "") + "Scenarios ("
+                + std::to_string(catalog.scenarios().size()) + "):\n";
+        for (const ScenarioPreset &s : catalog.scenarios())
+            text += "  " + padded(s.id, 36) + " " + s.scenario.name + "\n";
     }
+    print(std::cout, text);
     return kExitOk;
 }
 
@@ -445,7 +455,8 @@ int runValidate(const std::vector<std::string> &files)
         LoadError error;
         if (isSnapshotFileName(f)) {
             if (checkSnapshotFile(f, error)) {
-                std::cout << f << ": ok (memory snapshot)\n";
+                print(std::cout,
+                      escapeForTerminal(f, LineBreaks::Escape) + ": ok (memory snapshot)\n");
             } else {
                 std::cerr << error.toString() << "\n";
                 rc = kExitBadInput;
@@ -454,7 +465,9 @@ int runValidate(const std::vector<std::string> &files)
         }
         InputFileKind kind = InputFileKind::Scenario;
         if (checkInputFile(f, catalog, error, &kind)) {
-            std::cout << f << ": ok (" << inputFileKindName(kind) << ")\n";
+            print(std::cout,
+                  escapeForTerminal(f, LineBreaks::Escape) + ": ok (" + inputFileKindName(kind)
+                      + ")\n");
         } else {
             std::cerr << error.toString() << "\n";
             rc = kExitBadInput;
@@ -487,15 +500,15 @@ bool isHubSource(const std::string &source)
 int writeImported(const Scenario &s, const std::string &output)
 {
     if (output.empty() || output == "-") {
-        std::cout << scenarioToYaml(s);
+        print(std::cout, scenarioToYaml(s));
         return kExitOk;
     }
     std::string problem;
     if (!saveScenarioFile(s, output, problem)) {
-        std::cerr << problem << "\n";
+        print(std::cerr, "membudget: " + escapeForTerminal(problem, LineBreaks::Escape) + "\n");
         return kExitBadInput;
     }
-    std::cout << "wrote " << output << "\n";
+    print(std::cout, "wrote " + escapeForTerminal(output, LineBreaks::Escape) + "\n");
     return kExitOk;
 }
 
@@ -553,7 +566,9 @@ int runImportConfig(const ImportOptions &o)
     }
     Scenario s = defaultScenario();
     s.model = *spec;
-    s.name = std::filesystem::path(path).parent_path().filename().string();
+    // The name comes from the folder (a model's name, as Hugging Face downloads lay them out),
+    // whose bytes may be in any encoding: made valid UTF-8 first.
+    s.name = validUtf8(std::filesystem::path(path).parent_path().filename().string());
     if (s.name.empty())
         s.name = "Imported model";
     return writeImported(s, o.output);
@@ -577,26 +592,42 @@ int runExportConfig(const ExportConfigOptions &o)
     std::string problem;
     const auto exported = exportTrainingConfig(scenario, catalog, format, problem);
     if (!exported) {
-        std::cerr << o.file << ": " << problem << "\n";
+        print(std::cerr, escapeForTerminal(o.file, LineBreaks::Escape) + ": " + problem + "\n");
         return kExitBadInput;
     }
     // JSON has no comments: what the file cannot say is printed here, as the other formats'
     // headers say it.
     for (const std::string &note : exported->notes)
-        std::cerr << "note: " << note << "\n";
+        print(std::cerr, "note: " + escapeForTerminal(note, LineBreaks::Keep) + "\n");
     if (o.output.empty() || o.output == "-") {
-        std::cout << exported->text;
+        print(std::cout, exported->text);
         return kExitOk;
     }
-    QSaveFile file(QString::fromStdString(o.output));
-    const QByteArray bytes = QByteArray::fromStdString(exported->text);
-    if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit()) {
-        std::cerr << "cannot write " << o.output << ": " << file.errorString().toStdString()
-                  << "\n";
+    std::string why;
+    if (!writeFileAtomically(o.output, exported->text, why)) {
+        print(std::cerr, "membudget: " + escapeForTerminal(why, LineBreaks::Escape) + "\n");
         return kExitBadInput;
     }
-    std::cout << "wrote " << o.output << "\n";
+    print(std::cout, "wrote " + escapeForTerminal(o.output, LineBreaks::Escape) + "\n");
     return kExitOk;
+}
+
+int runExport(const std::string &self, const ExportOptions &o)
+{
+    // "--name=value" throughout: a value that starts with '-' (a title, a file name) stays a value.
+    std::vector<std::string> args = {"--export=" + o.scenario, "--output=" + o.output};
+    const std::pair<const char *, const std::optional<std::string> *> options[]
+        = {{"--width=", &o.width},
+           {"--height=", &o.height},
+           {"--scale=", &o.scale},
+           {"--title=", &o.title},
+           {"--caption=", &o.caption}};
+    for (const auto &[name, value] : options)
+        if (*value)
+            args.push_back(name + **value);
+    if (o.gib)
+        args.push_back("--gib");
+    return runGui(self, args);
 }
 
 int runGui(const std::string &self, const std::vector<std::string> &args)
@@ -616,7 +647,8 @@ int runGui(const std::string &self, const std::vector<std::string> &args)
         }
     }
     if (gui.empty()) {
-        std::cerr << "membudget-gui was not found beside " << exe.string()
+        std::cerr << "membudget: membudget-gui was not found beside "
+                  << escapeForTerminal(exe.string(), LineBreaks::Escape)
                   << "; build with -DMEMBUDGET_BUILD_GUI=ON for the desktop application and chart "
                      "export\n";
         return kExitUsage;
@@ -628,7 +660,8 @@ int runGui(const std::string &self, const std::vector<std::string> &args)
         argv.push_back(s.data());
     argv.push_back(nullptr);
     ::execv(gui.c_str(), argv.data());
-    std::cerr << "cannot start " << gui.string() << ": " << std::strerror(errno) << "\n";
+    std::cerr << "membudget: cannot start " << escapeForTerminal(gui.string(), LineBreaks::Escape)
+              << ": " << std::strerror(errno) << "\n";
     return kExitUsage;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,17 @@ struct ExportConfigOptions
     std::string output;             // empty or "-": standard output
 };
 int runExportConfig(const ExportConfigOptions &options);
+
+// `membudget export`: the options as given (membudget-gui checks the numbers, so that both
+// programs say the same).
+struct ExportOptions
+{
+    std::string scenario;
+    std::string output;
+    std::optional<std::string> width, height, scale, title, caption; // unset: not given
+    bool gib = false;
+};
+int runExport(const std::string &self, const ExportOptions &options);
 
 // Hands `args` to membudget-gui (installed beside this binary) and returns its exit code.
 int runGui(const std::string &self, const std::vector<std::string> &args);

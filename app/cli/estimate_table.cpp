@@ -8,19 +8,21 @@
 #include "throughput/throughput_model.h"
 
 #include <algorithm>
-#include <cstdio>
 
 namespace membudget::cli {
 
-namespace {
-
-std::string pad(const std::string &s, std::size_t width, bool right = false)
+std::string padded(const std::string &text, std::size_t width, bool right)
 {
-    if (s.size() >= width)
-        return s;
-    const std::string fill(width - s.size(), ' ');
-    return right ? fill + s : s + fill;
+    std::size_t length = 0;
+    for (char c : text)
+        length += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0; // lead bytes
+    if (length >= width)
+        return text;
+    const std::string fill(width - length, ' ');
+    return right ? fill + text : text + fill;
 }
+
+namespace {
 
 std::string describeTraining(const EstimateInput &in)
 {
@@ -71,35 +73,37 @@ std::string speedTable(const Scenario &scenario,
     const std::int64_t count = input.parallelism.gpus;
     std::string out = "\nSpeed (modelled, docs/throughput-model.md)";
     out += count > 1 ? ", " + std::to_string(count) + " GPUs of each:\n" : ":\n";
-    out += pad("GPU", 24) + pad(train ? "Step" : "Prefill", 12, true) + pad("Tokens/s", 12, true)
-           + pad("per GPU", 11, true) + pad("MFU", 6, true);
+    out += padded("GPU", 24) + padded(train ? "Step" : "Prefill", 12, true)
+           + padded("Tokens/s", 12, true) + padded("per GPU", 11, true) + padded("MFU", 6, true);
     if (!train)
-        out += pad("Decode tok/s", 14, true);
+        out += padded("Decode tok/s", 14, true);
     if (scenario.dataset)
-        out += pad("Run", 14, true) + pad("GPU-hours", 11, true) + pad("$/GPU-h", 9, true)
-               + pad("Cost", 11, true);
+        out += padded("Run", 14, true) + padded("GPU-hours", 11, true) + padded("$/GPU-h", 9, true)
+               + padded("Cost", 11, true);
     out += "\n";
     for (const GpuSpec &g : gpus) {
         const ThroughputEstimate t = estimateThroughput(input, g.performance);
-        out += pad(g.id, 24);
+        out += padded(g.id, 24);
         if (!t.valid) {
             out += "  no estimate: " + t.problem + "\n";
             continue;
         }
-        out += pad(formatDuration(t.step_seconds), 12, true)
-               + pad(formatRate(t.tokens_per_second), 12, true)
-               + pad(formatRate(t.tokens_per_second_per_gpu), 11, true)
-               + pad(percent(t.mfu), 6, true);
+        out += padded(formatDuration(t.step_seconds), 12, true)
+               + padded(formatRate(t.tokens_per_second), 12, true)
+               + padded(formatRate(t.tokens_per_second_per_gpu), 11, true)
+               + padded(percent(t.mfu), 6, true);
         if (!train)
-            out += pad(formatRate(t.decode_tokens_per_second), 14, true);
+            out += padded(formatRate(t.decode_tokens_per_second), 14, true);
         if (scenario.dataset) {
             const double price = gpuHourPrice(scenario, g.id, g.performance.price_per_hour);
             const RunEstimate run = estimateRun(t, input, *scenario.dataset, price);
             char hours[32];
             std::snprintf(hours, sizeof hours, "%.2f", run.gpu_hours);
-            out += pad(formatDuration(run.run_seconds), 14, true) + pad(hours, 11, true)
-                   + pad(run.has_price ? formatCost(price) : std::string("-"), 9, true)
-                   + pad(run.has_price ? formatCost(run.cost) : std::string("no price"), 11, true);
+            out += padded(formatDuration(run.run_seconds), 14, true) + padded(hours, 11, true)
+                   + padded(run.has_price ? formatCost(price) : std::string("-"), 9, true)
+                   + padded(run.has_price ? formatCost(run.cost) : std::string("no price"),
+                            11,
+                            true);
         }
         out += "\n";
     }
@@ -137,43 +141,47 @@ std::string estimateTable(const Scenario &scenario,
                                             : scenario.model.preset)
            + " · " + formatCount(static_cast<double>(est.parameters)) + " parameters";
     if (est.training) {
-        char share[32];
-        std::snprintf(share,
-                      sizeof share,
-                      "%.2f%%",
-                      100.0 * static_cast<double>(est.trainable_parameters)
-                          / std::max<double>(1.0, static_cast<double>(est.parameters)));
+        const std::string share
+            = formatFixed(100.0 * static_cast<double>(est.trainable_parameters)
+                              / std::max<double>(1.0, static_cast<double>(est.parameters)),
+                          2);
         out += ", " + formatCount(static_cast<double>(est.trainable_parameters)) + " trainable ("
-               + share + ")";
+               + share + "%)";
     }
-    out += "\n" + describeTraining(input) + "\n\n";
+    out += '\n';
+    out += describeTraining(input);
+    out += "\n\n";
 
     const int phaseCount = est.training ? kPhaseCount : 1;
-    out += pad("Per GPU", 19);
+    out += padded("Per GPU", 19);
     for (int p = 0; p < phaseCount; ++p) {
         std::string label = phaseLabel(static_cast<Phase>(p));
         if (!est.training)
             label = "Inference";
         if (static_cast<Phase>(p) == est.peak_phase)
             label += " *";
-        out += pad(label, 17, true);
+        out += padded(label, 17, true);
     }
     out += "\n";
     for (int c = 0; c < kComponentCount; ++c) {
         const auto comp = static_cast<Component>(c);
         const std::string name = componentLabel(comp);
-        out += pad(name, 19);
+        out += padded(name, 19);
         for (int p = 0; p < phaseCount; ++p)
-            out += pad(formatBytes(est.phases[static_cast<std::size_t>(p)][comp], unit), 17, true);
+            out += padded(formatBytes(est.phases[static_cast<std::size_t>(p)][comp], unit),
+                          17,
+                          true);
         out += "\n";
     }
-    out += pad("Allocated", 19);
+    out += padded("Allocated", 19);
     for (int p = 0; p < phaseCount; ++p)
-        out += pad(formatBytes(est.phases[static_cast<std::size_t>(p)].allocated(), unit), 17, true);
+        out += padded(formatBytes(est.phases[static_cast<std::size_t>(p)].allocated(), unit),
+                      17,
+                      true);
     out += "\n";
-    out += pad("Device total", 19);
+    out += padded("Device total", 19);
     for (int p = 0; p < phaseCount; ++p)
-        out += pad(formatBytes(est.phases[static_cast<std::size_t>(p)].total(), unit), 17, true);
+        out += padded(formatBytes(est.phases[static_cast<std::size_t>(p)].total(), unit), 17, true);
     out += "\n\n";
 
     out += "Peak: " + formatBytes(est.peak_allocated, unit)
@@ -192,7 +200,7 @@ std::string estimateTable(const Scenario &scenario,
     out += "\nHow each component at the peak comes about:\n";
     for (int c = 0; c < kComponentCount; ++c) {
         const auto comp = static_cast<Component>(c);
-        out += "  " + pad(componentLabel(comp), 18) + " "
+        out += "  " + padded(componentLabel(comp), 18) + " "
                + explainComponent(input, est, est.peak_phase, comp) + "\n";
     }
 
@@ -202,21 +210,21 @@ std::string estimateTable(const Scenario &scenario,
         out += "\nOn the device: " + formatBytes(band.expected, unit) + " expected, "
                + formatBytes(band.low, unit) + " to " + formatBytes(band.high, unit)
                + " (allocator, CUDA context and NCCL buffers at their low and high ends).\n";
-        out += "\n" + pad("GPU", 24) + pad("Capacity", 12, true) + pad("Verdict", 14, true)
-               + pad("Headroom", 12, true) + pad("Max batch", 11, true) + pad("Max seq", 10, true)
-               + "\n";
+        out += "\n" + padded("GPU", 24) + padded("Capacity", 12, true) + padded("Verdict", 14, true)
+               + padded("Headroom", 12, true) + padded("Max batch", 11, true)
+               + padded("Max seq", 10, true) + "\n";
         std::string reasons;
         for (const GpuSpec &g : gpus) {
             const GpuVerdict v = gpuVerdict(model, est, g.memory_bytes);
-            const Bytes head = g.memory_bytes - est.device_total;
-            out += pad(g.id, 24) + pad(formatBytes(g.memory_bytes, unit, 1), 12, true)
-                   + pad(verdictLabel(v.verdict), 14, true)
-                   + pad(std::string(head < 0 ? "-" : "")
-                             .append(formatBytes(head < 0 ? -head : head, unit, 1)),
-                         12,
-                         true)
-                   + pad(std::to_string(maxMicroBatch(input, g.memory_bytes)), 11, true)
-                   + pad(std::to_string(maxSequenceLength(input, g.memory_bytes)), 10, true) + "\n";
+            // Headroom is capacity minus need ("-3.2 GB" when over); "n/a" when the need is too
+            // large to represent.
+            const std::string head = formatByteChange(est.device_total, g.memory_bytes, unit, 1);
+            out += padded(g.id, 24) + padded(formatBytes(g.memory_bytes, unit, 1), 12, true)
+                   + padded(verdictLabel(v.verdict), 14, true)
+                   + padded(head.front() == '+' ? head.substr(1) : head, 12, true)
+                   + padded(std::to_string(maxMicroBatch(input, g.memory_bytes)), 11, true)
+                   + padded(std::to_string(maxSequenceLength(input, g.memory_bytes)), 10, true)
+                   + "\n";
             if (!v.reason.empty())
                 reasons += "  " + g.id + ": " + v.reason + ".\n";
         }

@@ -11,6 +11,10 @@
 
 namespace membudget::cli {
 
+// `text` padded with spaces to `width` characters (code points, not bytes), on the left when
+// `right` (numbers), on the right otherwise; longer text is left as it is.
+std::string padded(const std::string &text, std::size_t width, bool right = false);
+
 // The human-readable breakdown `membudget estimate` prints: components by phase, the peak, each
 // component's formula and the verdict for every GPU.
 std::string estimateTable(const Scenario &scenario,

@@ -153,18 +153,33 @@ int main(int argc, char **argv)
         "the settings cannot express; those notes are also printed on standard error (JSON "
         "has no comments).");
 
-    std::vector<std::string> exportArgs;
+    ExportOptions ex;
+    std::string exWidth, exHeight, exScale, exTitle, exCaption;
     auto *exportCmd
         = app.add_subcommand("export",
                              "Render a scenario's chart to PNG, SVG or PDF (no display needed)");
-    exportCmd->allow_extras();
-    exportCmd->prefix_command();
-    exportCmd->footer(
-        "membudget export SCENARIO -o OUT.png|.svg|.pdf [--width W] [--height H] [--scale S]\n"
-        "                 [--title T] [--caption C] [--gib]\n"
-        "Runs membudget-gui --export, offscreen. Defaults: 1200 x 700 pixels, scale 1, the "
-        "scenario's\n"
-        "name as title, a sentence stating the scenario as caption; --gib for binary units.");
+    exportCmd->add_option("scenario", ex.scenario, "Scenario YAML file")->required();
+    exportCmd->add_option("-o,--output", ex.output, "The file to write: .png, .svg or .pdf")
+        ->required();
+    // Passed on as given: membudget-gui checks them, so that both programs say the same.
+    const std::pair<CLI::Option *, std::pair<std::optional<std::string> *, std::string *>>
+        exportValues[]
+        = {{exportCmd->add_option("--width", exWidth, "Width in pixels (default 1200)"),
+            {&ex.width, &exWidth}},
+           {exportCmd->add_option("--height", exHeight, "Height in pixels (default 700)"),
+            {&ex.height, &exHeight}},
+           {exportCmd->add_option("--scale", exScale, "PNG pixel scale (default 1)"),
+            {&ex.scale, &exScale}},
+           {exportCmd->add_option("--title", exTitle, "Title (default: the scenario's name)"),
+            {&ex.title, &exTitle}},
+           {exportCmd->add_option("--caption",
+                                  exCaption,
+                                  "Caption (default: a sentence stating the scenario)"),
+            {&ex.caption, &exCaption}}};
+    exportCmd->add_flag("--gib", ex.gib, "Binary units (GiB) instead of GB");
+    exportCmd->footer("Runs membudget-gui --export, offscreen. Width and height are 16 to 20000 "
+                      "pixels, the scale 0.25 to 8, and a PNG at most 40 million pixels (width x "
+                      "height x scale squared).");
 
     auto *gui = app.add_subcommand("gui", "Start the desktop application");
     gui->allow_extras();
@@ -206,10 +221,10 @@ int main(int argc, char **argv)
     if (*exportConfigCmd)
         return runExportConfig(exportConfig);
     if (*exportCmd) {
-        std::vector<std::string> args = {"--export"};
-        for (const std::string &a : exportCmd->remaining())
-            args.push_back(a);
-        return runGui(argv[0], args);
+        for (const auto &[option, value] : exportValues)
+            if (*option)
+                *value.first = *value.second;
+        return runExport(argv[0], ex);
     }
     return runGui(argv[0], *gui ? gui->remaining() : std::vector<std::string>{});
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "headless.h"
 
+#include "base/terminal_text.h"
 #include "charts/budget_chart.h"
 #include "charts/chart_export.h"
 #include "document/scenario_document.h"
@@ -19,17 +20,22 @@ namespace membudget {
 
 namespace {
 
+// Texts from files reach the terminal only through escapeForTerminal (core/base/terminal_text.h).
 void printErr(const QString &text)
 {
-    std::fputs(qPrintable(text + QLatin1Char('\n')), stderr);
+    const std::string line = escapeForTerminal(text.toStdString(), LineBreaks::Escape) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
 }
 
 void printOut(const QString &text)
 {
-    const QByteArray utf8 = text.toUtf8();
-    std::fwrite(utf8.constData(), 1, static_cast<std::size_t>(utf8.size()), stdout);
+    const std::string out = escapeForTerminal(text.toStdString());
+    std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
 }
+
+// Export errors name the command a user typed (membudget export runs this program).
+const QString kExportPrefix = QStringLiteral("membudget export: ");
 
 bool positiveInt(const QCommandLineParser &parser, const QString &name, int min, int max, int &out)
 {
@@ -39,7 +45,7 @@ bool positiveInt(const QCommandLineParser &parser, const QString &name, int min,
     const int v = parser.value(name).toInt(&ok);
     if (!ok || v < min || v > max) {
         printErr(
-            QStringLiteral("membudget-gui: --%1 must be a whole number from %2 to %3, not '%4'")
+            QStringLiteral("membudget export: --%1 must be a whole number from %2 to %3, not '%4'")
                 .arg(name)
                 .arg(min)
                 .arg(max)
@@ -131,51 +137,63 @@ void addCommandLineOptions(QCommandLineParser &parser)
     });
 }
 
-int runExport(const QCommandLineParser &parser)
+int runExport(const QCommandLineParser &parser, const NativeArguments &native)
 {
     const QString input = parser.value(QStringLiteral("export"));
     const QString output = parser.value(QStringLiteral("output"));
     if (input.isEmpty()) {
-        printErr(QStringLiteral("membudget-gui: --export needs a scenario file"));
+        printErr(kExportPrefix + QStringLiteral("needs a scenario file"));
         return kExitUsage;
     }
     if (output.isEmpty()) {
-        printErr(QStringLiteral("membudget-gui: --export needs -o OUT.png|svg|pdf"));
+        printErr(kExportPrefix + QStringLiteral("needs -o OUT.png|svg|pdf"));
         return kExitUsage;
     }
-    if (!exportFormatForPath(output)) {
+    const auto format = exportFormatForPath(output);
+    if (!format) {
         printErr(
-            QStringLiteral("membudget-gui: cannot tell the format of '%1'; use .png, .svg or .pdf")
-                .arg(output));
+            kExportPrefix
+            + QStringLiteral("cannot tell the format of '%1'; use .png, .svg or .pdf").arg(output));
         return kExitUsage;
     }
     ExportOptions options;
-    if (!positiveInt(parser, QStringLiteral("width"), 16, 20000, options.width)
-        || !positiveInt(parser, QStringLiteral("height"), 16, 20000, options.height))
+    if (!positiveInt(parser, QStringLiteral("width"), kMinExportSide, kMaxExportSide, options.width)
+        || !positiveInt(parser,
+                        QStringLiteral("height"),
+                        kMinExportSide,
+                        kMaxExportSide,
+                        options.height))
         return kExitUsage;
     if (parser.isSet(QStringLiteral("scale"))) {
         bool ok = false;
         options.scale = parser.value(QStringLiteral("scale")).toDouble(&ok);
-        if (!ok || !(options.scale > 0) || options.scale > 16) {
-            printErr(QStringLiteral(
-                         "membudget-gui: --scale must be a number above 0 and at most 16, not '%1'")
-                         .arg(parser.value(QStringLiteral("scale"))));
+        if (!ok || !(options.scale >= kMinExportScale && options.scale <= kMaxExportScale)) {
+            printErr(kExportPrefix
+                     + QStringLiteral("--scale must be a number from %1 to %2, not '%3'")
+                           .arg(kMinExportScale)
+                           .arg(kMaxExportScale)
+                           .arg(parser.value(QStringLiteral("scale"))));
             return kExitUsage;
         }
     }
+    if (const QString problem = exportSizeProblem(options, *format); !problem.isEmpty()) {
+        printErr(kExportPrefix + problem);
+        return kExitUsage;
+    }
     const QStringList extra = parser.positionalArguments();
     if (!extra.isEmpty()) {
-        printErr(QStringLiteral("membudget-gui: unexpected argument '%1' with --export")
-                     .arg(extra.front()));
+        printErr(kExportPrefix + QStringLiteral("unexpected argument '%1'").arg(extra.front()));
         return kExitUsage;
     }
 
     std::vector<LoadError> problems;
     const PresetCatalog catalog = ScenarioDocument::loadCatalog(&problems);
     for (const LoadError &p : problems)
-        printErr(QStringLiteral("warning: %1").arg(QString::fromStdString(p.toString())));
+        printErr(QStringLiteral("warning: %1 (user preset skipped)")
+                     .arg(QString::fromStdString(p.toString())));
     LoadError error;
-    const auto scenario = loadScenarioFile(input.toStdString(), error, &catalog);
+    const std::string inputPath = native.path(input);
+    const auto scenario = loadScenarioFile(inputPath, error, &catalog);
     if (!scenario) {
         printErr(QString::fromStdString(error.toString()));
         return kExitBadInput;
@@ -183,7 +201,7 @@ int runExport(const QCommandLineParser &parser)
     std::string problem;
     if (!resolveScenario(*scenario, catalog, problem)) {
         LoadError e;
-        e.file = input.toStdString();
+        e.file = inputPath;
         e.message = problem;
         printErr(QString::fromStdString(e.toString()));
         return kExitBadInput;
@@ -196,8 +214,8 @@ int runExport(const QCommandLineParser &parser)
                           ? parser.value(QStringLiteral("caption"))
                           : scenarioCaption(*scenario, catalog, chart->bars().front().estimate);
     QString message;
-    if (!exportPlot(chart.get(), output, options, &message)) {
-        printErr(QStringLiteral("%1: %2").arg(output, message));
+    if (!exportPlot(chart.get(), native.path(output), options, &message)) {
+        printErr(kExportPrefix + message);
         return kExitBadInput;
     }
     return kExitOk;
@@ -208,7 +226,8 @@ int runWithoutDisplay()
     std::vector<LoadError> problems;
     const PresetCatalog catalog = ScenarioDocument::loadCatalog(&problems);
     for (const LoadError &p : problems)
-        printErr(QStringLiteral("warning: %1").arg(QString::fromStdString(p.toString())));
+        printErr(QStringLiteral("warning: %1 (user preset skipped)")
+                     .arg(QString::fromStdString(p.toString())));
     const Scenario scenario = defaultScenario();
     std::string problem;
     const auto input = resolveScenario(scenario, catalog, problem);
@@ -234,7 +253,7 @@ int runWithoutDisplay()
     options.caption = scenarioCaption(scenario, catalog, estimate);
     QString message;
     if (!exportPlot(chart.get(), path, options, &message)) {
-        printErr(QStringLiteral("%1: %2").arg(path, message));
+        printErr(QStringLiteral("membudget-gui: %1").arg(message));
         return kExitBadInput;
     }
     printOut(QStringLiteral("\nChart written to %1\n").arg(QDir::toNativeSeparators(path)));

@@ -7,6 +7,8 @@
 // and the fallback when there is no display at all (prints the default scenario's estimate and
 // writes membudget-chart.png in the current directory).
 
+#include "native_arguments.h"
+
 #include <QStringList>
 
 class QCommandLineParser;
@@ -27,8 +29,10 @@ bool displayAvailable(int argc, char **argv);
 // Declares the options of membudget-gui.
 void addCommandLineOptions(QCommandLineParser &parser);
 
-// Runs --export with the parsed options; prints errors to stderr.
-int runExport(const QCommandLineParser &parser);
+// Runs --export with the parsed options (file names as `native` has their bytes); prints errors,
+// prefixed "membudget export:", to stderr: exit 2 for a usage error, 1 for a file that cannot be
+// read or written.
+int runExport(const QCommandLineParser &parser, const NativeArguments &native);
 
 // No display: estimate the default scenario, print its table, write membudget-chart.png.
 int runWithoutDisplay();

@@ -3,6 +3,7 @@
 #include "document/scenario_document.h"
 #include "headless.h"
 #include "main_window.h"
+#include "number_format.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -108,10 +109,16 @@ int main(int argc, char **argv)
     initGuiResources();
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/membudget/membudget.svg")));
 
+    useOneNumberFormat();
+    const NativeArguments native(argc, argv); // argv without the options QApplication took
+
     QCommandLineParser parser;
     addCommandLineOptions(parser);
     if (!parser.parse(QApplication::arguments())) {
-        std::fprintf(stderr, "membudget-gui: %s\n", qPrintable(parser.errorText()));
+        std::fprintf(stderr,
+                     "%s: %s\n",
+                     exportMode ? "membudget export" : "membudget-gui",
+                     qPrintable(parser.errorText()));
         return kExitUsage;
     }
     if (parser.isSet(QStringLiteral("help")))
@@ -120,7 +127,7 @@ int main(int argc, char **argv)
         parser.showVersion();
 
     if (parser.isSet(QStringLiteral("export")))
-        return runExport(parser);
+        return runExport(parser, native);
     for (const char *exportOnly : {"output", "width", "height", "scale", "title", "caption"}) {
         if (parser.isSet(QLatin1String(exportOnly))) {
             std::fprintf(stderr, "membudget-gui: --%s only goes with --export\n", exportOnly);
@@ -144,6 +151,8 @@ int main(int argc, char **argv)
     window.show();
     const QStringList files = parser.positionalArguments();
     if (!files.isEmpty())
-        QTimer::singleShot(0, &window, [&window, file = files.front()] { window.openFile(file); });
+        QTimer::singleShot(0, &window, [&window, file = native.path(files.front())] {
+            window.openNativeFile(file);
+        });
     return QApplication::exec();
 }

@@ -9,6 +9,7 @@
 #include "dialogs/hub_model_dialog.h"
 #include "dialogs/training_export_dialog.h"
 #include "dialogs/user_guide_window.h"
+#include "document/file_writer.h"
 #include "document/scenario_document.h"
 #include "panels/breakdown_table.h"
 #include "panels/controls_panel.h"
@@ -638,9 +639,11 @@ void MainWindow::refresh()
     } else {
         m_peakLabel->setText(tr("Cannot estimate: %1").arg(m_doc->error()));
     }
+    // Only GPUs the catalog knows, as many as a scenario may list (AppSettings bounds them).
     QStringList ids;
     for (const std::string &id : m_doc->scenario().gpus)
-        ids << QString::fromStdString(id);
+        if (m_doc->catalog().findGpu(id))
+            ids << QString::fromStdString(id);
     m_settings->setSelectedGpus(ids);
 }
 
@@ -734,10 +737,16 @@ void MainWindow::openDialog()
 
 bool MainWindow::openFile(const QString &path)
 {
+    return openNativeFile(nativePath(path));
+}
+
+bool MainWindow::openNativeFile(const std::string &native)
+{
+    const QString path = displayPath(native);
     if (!maybeSave())
         return false;
     LoadError error;
-    if (!m_doc->open(path, error)) {
+    if (!m_doc->openNative(native, error)) {
         m_prompts->showError(this,
                              tr("Cannot Open Scenario"),
                              tr("The scenario could not be opened; the current one is kept.\n\n%1")
@@ -770,9 +779,9 @@ bool MainWindow::save()
 {
     if (!canSave())
         return false;
-    if (m_doc->filePath().isEmpty())
+    if (m_doc->nativeFilePath().empty())
         return saveAs();
-    return saveTo(m_doc->filePath());
+    return saveToNative(m_doc->nativeFilePath());
 }
 
 bool MainWindow::saveAs()
@@ -801,14 +810,20 @@ bool MainWindow::saveAs()
 
 bool MainWindow::saveTo(const QString &path)
 {
+    return saveToNative(nativePath(path));
+}
+
+bool MainWindow::saveToNative(const std::string &native)
+{
     if (!canSave())
         return false;
+    const QString path = displayPath(native);
     QString error;
-    if (!m_doc->saveAs(path, error)) {
-        m_prompts->showError(this,
-                             tr("Cannot Save Scenario"),
-                             tr("%1 could not be written: %2")
-                                 .arg(QDir::toNativeSeparators(path), error));
+    if (!m_doc->saveAsNative(native, error)) {
+        m_prompts
+            ->showError(this,
+                        tr("Cannot Save Scenario"),
+                        tr("The scenario was not saved; the file is as it was.\n\n%1").arg(error));
         return false;
     }
     rememberFile(path);

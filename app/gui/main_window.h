@@ -77,9 +77,11 @@ public:
     // File operations (the menu actions call these). Each asks before discarding changes.
     void newScenario();
     bool openFile(const QString &path);
+    bool openNativeFile(const std::string &path); // the bytes of a name that may not be UTF-8
     bool save();
     bool saveAs();
     bool saveTo(const QString &path);
+    bool saveToNative(const std::string &path);
     // False (after telling the user why) when the scenario cannot be estimated.
     bool canSave();
     bool importModelConfig(const QString &path);

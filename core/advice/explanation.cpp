@@ -6,7 +6,6 @@
 #include "model/timeline_live.h"
 
 #include <cmath>
-#include <cstdio>
 
 namespace membudget {
 
@@ -16,9 +15,7 @@ std::string num(double v, int decimals = 0)
 {
     if (decimals == 0)
         return formatCount(std::round(v));
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
+    return formatFixed(v, decimals);
 }
 
 std::string gb(double bytes)

@@ -1,69 +1,88 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "base/byte_format.h"
 
-#include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 
 namespace membudget {
 
+namespace {
+
+char asciiLower(char c)
+{
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool asciiSpace(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+} // namespace
+
+std::string formatFixed(double value, int decimals)
+{
+    if (!std::isfinite(value))
+        return "too large";
+    char buf[400];
+    const auto res = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
+    std::string s(buf, res.ec == std::errc() ? res.ptr : buf);
+    // No "-0.00": a value that rounds to zero has no sign.
+    if (!s.empty() && s.front() == '-' && s.find_first_not_of("-0.") == std::string::npos)
+        s.erase(0, 1);
+    return s;
+}
+
 std::string formatBytes(Bytes bytes, ByteUnit unit, int decimals)
 {
-    if (isSaturated(bytes))
+    if (isSaturated(bytes) || bytes <= -kBytesMax / 2)
         return "too large";
     const bool binary = unit == ByteUnit::GiB;
     const double base = binary ? 1024.0 : 1000.0;
     const double v = static_cast<double>(bytes);
-    const char *const names[2][5] = {{"B", "KB", "MB", "GB", "TB"},
-                                     {"B", "KiB", "MiB", "GiB", "TiB"}};
-    int idx = 3;
-    double scaled = v / (base * base * base);
-    if (std::fabs(scaled) >= 1000.0 * (binary ? 1.024 : 1.0)) {
-        idx = 4;
+    const char *const names[2][7] = {{"B", "KB", "MB", "GB", "TB", "PB", "EB"},
+                                     {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}};
+    // The largest unit the magnitude reaches: "999.00 MB", then "1.00 GB".
+    int idx = 0;
+    double scaled = v;
+    while (idx < 6 && std::fabs(scaled) >= base) {
         scaled /= base;
-    } else if (std::fabs(scaled) < 1.0) {
-        idx = 2;
-        scaled = v / (base * base);
-        if (std::fabs(scaled) < 1.0) {
-            idx = 1;
-            scaled = v / base;
-        }
-        if (std::fabs(scaled) < 1.0) {
-            idx = 0;
-            scaled = v;
-        }
+        ++idx;
     }
-    char buf[64];
-    std::snprintf(buf,
-                  sizeof buf,
-                  "%.*f %s",
-                  idx == 0 ? 0 : decimals,
-                  scaled,
-                  names[binary ? 1 : 0][idx]);
-    return buf;
+    return formatFixed(scaled, idx == 0 ? 0 : decimals) + " " + names[binary ? 1 : 0][idx];
+}
+
+std::string formatByteChange(Bytes from, Bytes to, ByteUnit unit, int decimals)
+{
+    if (isSaturated(from) || isSaturated(to))
+        return "n/a";
+    if (from == to)
+        return formatBytes(0, unit, decimals);
+    // Both are below 2^62 here, so the difference cannot overflow.
+    std::string change(1, to > from ? '+' : '-');
+    change += formatBytes(to > from ? to - from : from - to, unit, decimals);
+    return change;
 }
 
 std::string formatCount(double count)
 {
     if (!std::isfinite(count))
         return "too large";
-    char digits[40];
-    std::snprintf(digits, sizeof digits, "%.0f", std::fabs(count));
-    std::string s(digits), out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (i > 0 && (s.size() - i) % 3 == 0)
+    std::string digits = formatFixed(std::fabs(count), 0);
+    std::string out;
+    for (std::size_t i = 0; i < digits.size(); ++i) {
+        if (i > 0 && (digits.size() - i) % 3 == 0)
             out += ',';
-        out += s[i];
+        out += digits[i];
     }
-    return count < 0 ? "-" + out : out;
+    return count < 0 && out != "0" ? "-" + out : out;
 }
 
 bool parseByteSize(const std::string &text, Bytes &out)
 {
     std::size_t i = 0;
-    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i])))
+    while (i < text.size() && asciiSpace(text[i]))
         ++i;
     double value = 0;
     auto res = std::from_chars(text.data() + i, text.data() + text.size(), value);
@@ -72,8 +91,8 @@ bool parseByteSize(const std::string &text, Bytes &out)
     std::string unit(res.ptr, text.data() + text.size());
     std::string u;
     for (char c : unit)
-        if (!std::isspace(static_cast<unsigned char>(c)))
-            u += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (!asciiSpace(c))
+            u += asciiLower(c);
     double mult = 0;
     if (u.empty() || u == "b")
         mult = 1;

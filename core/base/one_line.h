@@ -7,9 +7,9 @@
 
 namespace membudget {
 
-// Text from a file made safe for one line of a terminal, a report or an error message: newlines and
-// other control characters escaped (\n, \r, \xNN), tabs as spaces, invalid UTF-8 bytes shown as
-// \xNN, and cut with "..." after `limit` bytes. Well-formed UTF-8 is kept as it is.
+// Text from a file made safe for one line of a terminal, a report or an error message:
+// escapeForTerminal (base/terminal_text.h) with line breaks escaped (\n, \r), tabs as spaces, and
+// cut with "..." after `limit` bytes. Printable UTF-8 is kept as it is.
 std::string oneLine(std::string_view text, std::size_t limit);
 
 } // namespace membudget

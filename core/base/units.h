@@ -29,6 +29,13 @@ inline Bytes toBytes(double value)
     return static_cast<Bytes>(std::llround(value));
 }
 
+// Converts a count held as a double (parameters, tokens) to int64 the same way: saturating at
+// kBytesMax, never the undefined out-of-range cast (-fsanitize=float-cast-overflow checks).
+inline std::int64_t toCount(double value)
+{
+    return toBytes(value);
+}
+
 inline Bytes addSat(Bytes a, Bytes b)
 {
     Bytes out = 0;

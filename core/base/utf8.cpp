@@ -40,4 +40,23 @@ std::size_t utf8SequenceLength(std::string_view s, std::size_t i, char32_t &code
     return n;
 }
 
+std::string validUtf8(const std::string &s)
+{
+    std::string out;
+    out.reserve(s.size());
+    std::size_t i = 0;
+    while (i < s.size()) {
+        char32_t cp = 0;
+        const std::size_t n = utf8SequenceLength(s, i, cp);
+        if (n == 0) {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        } else {
+            out.append(s, i, n);
+            i += n;
+        }
+    }
+    return out;
+}
+
 } // namespace membudget

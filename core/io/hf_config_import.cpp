@@ -29,6 +29,63 @@ struct JsonKeyPositions
     std::map<std::string, std::size_t> textConfig;
 };
 
+// The string a quoted JSON token (already accepted by json::parse) stands for.
+std::string decodedJsonString(const std::string &token)
+{
+    try {
+        return json::parse(token).get<std::string>();
+    } catch (const json::exception &) {
+        return token;
+    }
+}
+
+// json::parse, keeping the position of an error: the library reports a number it cannot hold
+// (1e400) as out_of_range without one. Its SAX interface hands every error to parse_error with
+// the position, so the DOM builder is wrapped to keep it.
+class PositionedDomParser : public nlohmann::detail::json_sax_dom_parser<json>
+{
+public:
+    explicit PositionedDomParser(json &result)
+        : json_sax_dom_parser(result, false)
+    {}
+    template<class Exception>
+    bool parse_error(std::size_t position, const std::string &token, const Exception &ex)
+    {
+        m_position = position;
+        m_token = token;
+        m_id = ex.id;
+        m_what = ex.what();
+        return false;
+    }
+    std::size_t m_position = 0; // bytes read when the error was found
+    std::string m_token;        // the token being read
+    int m_id = 0;               // the library's exception id (101 syntax, 406 number overflow)
+    std::string m_what;
+};
+
+bool parseJson(const std::string &text, json &root, LoadError &error)
+{
+    PositionedDomParser parser(root);
+    if (json::sax_parse(text, &parser) && !root.is_discarded())
+        return true;
+    if (parser.m_id == 406) {
+        // The number token ends where the error was found.
+        const std::size_t start = parser.m_position >= parser.m_token.size()
+                                      ? parser.m_position - parser.m_token.size()
+                                      : 0;
+        positionOf(text, start, error.line, error.column);
+        error.message = "the number " + parser.m_token
+                        + " is out of range (larger than any double-precision value)";
+        return false;
+    }
+    positionOf(text, parser.m_position > 0 ? parser.m_position - 1 : 0, error.line, error.column);
+    error.message = "invalid JSON";
+    const auto pos = parser.m_what.find("syntax error");
+    if (pos != std::string::npos)
+        error.message += ": " + parser.m_what.substr(pos);
+    return false;
+}
+
 bool scanJsonKeys(const std::string &text,
                   JsonKeyPositions &out,
                   std::size_t &badAt,
@@ -50,19 +107,23 @@ bool scanJsonKeys(const std::string &text,
             const std::size_t start = i++;
             while (i < text.size() && text[i] != '"')
                 i += text[i] == '\\' ? 2 : 1;
-            const std::string raw = text.substr(start + 1, std::min(i, text.size()) - start - 1);
+            const std::size_t end = std::min(i + 1, text.size());
             ++i;
             if (!stack.empty() && stack.back().object && stack.back().expectKey) {
+                // Keys are compared as json::parse decodes them: "text\u005fconfig" is
+                // text_config, and a second num_hidden_layers written with an escape is a
+                // duplicate.
+                const std::string key = decodedJsonString(text.substr(start, end - start));
                 Level &level = stack.back();
                 level.expectKey = false;
-                if (!level.keys.insert(raw).second) {
+                if (!level.keys.insert(key).second) {
                     badAt = start;
-                    problem = "duplicate key \"" + raw + "\"";
+                    problem = "duplicate key \"" + key + "\"";
                     return false;
                 }
                 if (level.record)
-                    level.record->emplace(raw, start);
-                lastKey = raw;
+                    level.record->emplace(key, start);
+                lastKey = key;
             }
             continue;
         }
@@ -219,15 +280,8 @@ std::optional<ModelSpec> importHfConfig(const std::string &text,
         return std::nullopt;
     json root;
     try {
-        root = json::parse(text);
-    } catch (const json::parse_error &e) {
-        positionOf(text, e.byte > 0 ? e.byte - 1 : 0, error.line, error.column);
-        error.message = "invalid JSON";
-        const std::string what = e.what();
-        const auto pos = what.find("syntax error");
-        if (pos != std::string::npos)
-            error.message += ": " + what.substr(pos);
-        return std::nullopt;
+        if (!parseJson(text, root, error))
+            return std::nullopt;
     } catch (const json::exception &e) {
         error.line = error.column = 1;
         error.message = std::string("invalid JSON: ") + e.what();
@@ -255,7 +309,8 @@ std::optional<ModelSpec> importHfConfig(const std::string &text,
         tc != root.end() && tc->is_object() && !root.contains("num_hidden_layers")) {
         cfg = &*tc; // multimodal wrappers (Gemma 3, Llama 3.2 Vision...) keep the decoder here
         cfgKeys = &keys.textConfig;
-        cfgStart = text.find('{', keys.root.at("text_config"));
+        const auto at = keys.root.find("text_config");
+        cfgStart = text.find('{', at != keys.root.end() ? at->second : 0);
     }
     Reader r{*cfg, text, *cfgKeys, cfgStart, error};
     Reader top{root, text, keys.root, rootStart, error};
@@ -306,8 +361,19 @@ std::optional<ModelSpec> importHfConfig(const std::string &text,
         || !r.integer({"head_dim"}, s.head_dim, false, 1, 100'000))
         return std::nullopt;
     const std::int64_t h = *s.hidden_size;
-    if (!s.head_dim)
+    if (!s.head_dim) {
+        // transformers divides hidden_size among the heads when head_dim is not given, and
+        // refuses a width that does not divide (the attention modules check it).
+        if (h % *s.attention_heads != 0) {
+            std::string headsKey = "num_attention_heads";
+            r.find({"num_attention_heads", "n_head"}, &headsKey);
+            r.fail(headsKey,
+                   "hidden_size (" + std::to_string(h) + ") is not a multiple of " + headsKey + " ("
+                       + std::to_string(*s.attention_heads) + ") and config.json gives no head_dim");
+            return std::nullopt;
+        }
         s.head_dim = h / *s.attention_heads;
+    }
 
     // MLP width.
     if (type == "qwen3_moe" || type == "mixtral") {

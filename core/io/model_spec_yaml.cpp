@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/model_spec_yaml.h"
 
+#include "base/utf8.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -13,9 +15,8 @@ const char *const kMlpList[] = {"gated-silu", "gated-gelu", "gelu", "gelu-tanh-p
 const char *const kNormList[] = {"rmsnorm", "rmsnorm-fp32", "layernorm", "layernorm-no-params"};
 const char *const kPositionList[] = {"rotary", "learned"};
 constexpr std::int64_t kMaxDim = 10'000'000;
-} // namespace
 
-bool readArchitectureKeys(YamlReader &r, const YAML::Node &m, ModelSpec &s)
+bool readKeys(YamlReader &r, const YAML::Node &m, ModelSpec &s)
 {
     return r.getEnum(m, "family", s.family, parseFamily, kFamilyList, 5)
            && r.getDouble(m, "parameters", s.parameters, 1e3, 1e14)
@@ -39,6 +40,22 @@ bool readArchitectureKeys(YamlReader &r, const YAML::Node &m, ModelSpec &s)
            && r.getInt(m, "experts_per_token", s.experts_per_token, 1, 100'000)
            && r.getDouble(m, "attention_dropout", s.attention_dropout, 0.0, 0.999)
            && r.getDouble(m, "hidden_dropout", s.hidden_dropout, 0.0, 0.999);
+}
+
+} // namespace
+
+bool readArchitectureKeys(YamlReader &r, const YAML::Node &m, ModelSpec &s)
+{
+    if (!readKeys(r, m, s))
+        return false;
+    // Quick mode sizes a model from its parameter count alone; with layers or hidden_size given
+    // the count would be silently ignored.
+    if (s.parameters && (s.layers || s.hidden_size))
+        return r.fail(m["parameters"],
+                      std::string("'parameters' is quick mode and would be ignored: ")
+                          + (s.layers ? "layers" : "hidden_size")
+                          + " is given too; remove 'parameters' or the shape");
+    return true;
 }
 
 std::string formatYamlNumber(double value)
@@ -75,9 +92,28 @@ std::string yamlString(const std::string &text)
     }
     if (plain)
         return text;
+    return yamlDoubleQuoted(text);
+}
+
+std::string yamlDoubleQuoted(const std::string &text)
+{
+    // What the reader refuses raw is written as an escape (YAML 1.2, section 5.7): C0 and C1
+    // controls and DEL (refused by checkInputText; NEL, U+0085, as \x85: yaml-cpp decodes \N to
+    // a lone byte), LS and PS (line breaks to YAML 1.1 and so to yaml-cpp, which folds them inside
+    // quotes: \L, \P), the BOM and the two non-characters outside YAML's printable set. Bytes that
+    // are not UTF-8 cannot be in a YAML file at all; they become U+FFFD so the file still loads.
     std::string out = "\"";
-    for (unsigned char c : text) {
-        switch (c) {
+    std::size_t i = 0;
+    while (i < text.size()) {
+        char32_t cp = 0;
+        const std::size_t n = utf8SequenceLength(text, i, cp);
+        if (n == 0) {
+            out += "\\uFFFD";
+            ++i;
+            continue;
+        }
+        char buf[16];
+        switch (cp) {
         case '"':
             out += "\\\"";
             break;
@@ -93,15 +129,24 @@ std::string yamlString(const std::string &text)
         case '\r':
             out += "\\r";
             break;
+        case 0x2028:
+            out += "\\L";
+            break;
+        case 0x2029:
+            out += "\\P";
+            break;
         default:
-            if (c < 0x20 || c == 0x7f) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\x%02x", c);
+            if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) {
+                std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(cp));
+                out += buf;
+            } else if (cp == 0xFEFF || cp == 0xFFFE || cp == 0xFFFF) {
+                std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
                 out += buf;
             } else {
-                out += static_cast<char>(c);
+                out.append(text, i, n);
             }
         }
+        i += n;
     }
     out += '"';
     return out;

@@ -44,7 +44,10 @@ void writeArchitectureKeys(const ModelSpec &spec, const std::string &indent, std
 
 // Shortest text that reads back as the same double ("7e+09" -> "7000000000" for whole numbers).
 std::string formatYamlNumber(double value);
-// A YAML scalar for any string: plain when safe, double-quoted with escapes otherwise.
+// A YAML scalar for any string: plain when safe, double-quoted with escapes otherwise. Any string
+// (any Unicode text) reads back equal: parseScenario(scenarioToYaml(s)) == s.
 std::string yamlString(const std::string &text);
+// Always double-quoted, every character the reader would refuse or change written as an escape.
+std::string yamlDoubleQuoted(const std::string &text);
 
 } // namespace membudget

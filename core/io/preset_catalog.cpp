@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/preset_catalog.h"
 
-#include "io/input_file.h"
-
 #include "io/bundled_presets.h"
+#include "io/format_line.h"
+#include "io/input_file.h"
 #include "io/model_spec_yaml.h"
 #include "io/scenario_yaml.h"
 #include "io/yaml_reader.h"
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <unordered_map>
 
 namespace membudget {
 
@@ -98,6 +97,17 @@ bool readModelPreset(YamlReader &r, const YAML::Node &node, ModelPreset &out)
     if (out.name.empty())
         out.name = out.id;
     out.arch = applyModelSpec(spec, ModelArchitecture{}, false);
+    // A preset no scenario could use is refused here, where the file can be blamed for it (a user
+    // preset overriding a bundled model would otherwise break every scenario that names it).
+    std::string key;
+    std::string problem = derivedHeadDimProblem(spec, out.arch, &key);
+    if (problem.empty())
+        problem = architectureProblem(out.arch, &key);
+    if (!problem.empty()) {
+        const std::string field = key.rfind("model.", 0) == 0 ? key.substr(6) : std::string();
+        const YAML::Node at = field.empty() ? YAML::Node() : node[field];
+        return r.fail(at.IsDefined() ? at : node, "model preset '" + out.id + "': " + problem);
+    }
     return true;
 }
 
@@ -192,7 +202,39 @@ std::string stemOf(const std::string &path)
     return std::filesystem::path(path).stem().string();
 }
 
+// A user preset folder is read on every start of every command: a bound on what it may cost.
+constexpr std::size_t kMaxUserPresetFiles = 1000;
+constexpr std::uintmax_t kMaxUserPresetBytes = 16 * 1024 * 1024;
+
 } // namespace
+
+std::string derivedHeadDimProblem(const ModelSpec &s, const ModelArchitecture &a, std::string *key)
+{
+    // applyModelSpec derives head_dim = hidden_size / attention_heads when the shape changed and
+    // head_dim is not given; rounding down would describe a model that cannot exist.
+    if (s.head_dim || !(s.hidden_size || s.attention_heads) || a.attention_heads < 1
+        || a.hidden_size % a.attention_heads == 0)
+        return {};
+    if (key)
+        *key = s.attention_heads ? "model.attention_heads" : "model.hidden_size";
+    return "hidden_size (" + std::to_string(a.hidden_size)
+           + ") is not a multiple of attention_heads (" + std::to_string(a.attention_heads)
+           + "): give head_dim, the width of one head";
+}
+
+std::string architectureProblem(const ModelArchitecture &arch, std::string *key)
+{
+    // The model checks of validateInput (the default training and one GPU pass the rest; should
+    // they not, that is no fault of the model).
+    const EstimateInput probe{arch, TrainingConfig{}, ParallelismConfig{}, OverheadConfig{}};
+    std::string where;
+    std::string problem = validateInput(probe, &where);
+    if (where.rfind("model", 0) != 0)
+        return {};
+    if (key)
+        *key = where;
+    return problem;
+}
 
 ModelArchitecture applyModelSpec(const ModelSpec &s, ModelArchitecture base, bool baseIsPreset)
 {
@@ -253,9 +295,7 @@ ModelArchitecture applyModelSpec(const ModelSpec &s, ModelArchitecture base, boo
         a.kv_heads = (a.family == ModelFamily::BigCode || a.family == ModelFamily::Falcon)
                          ? 1
                          : a.attention_heads;
-    if (a.experts_per_token > a.experts)
-        a.experts_per_token = a.experts;
-    return a;
+    return a; // experts_per_token > experts is refused by validateInput, not clamped
 }
 
 const PresetCatalog &PresetCatalog::bundled()
@@ -294,11 +334,12 @@ bool PresetCatalog::addFile(const std::string &fileName, const std::string &text
             putScenario(ScenarioPreset{stemOf(fileName), fileName, *scenario});
             return true;
         }
-        if (format != kPresetFormat && format.rfind("membudget-presets/", 0) == 0)
+        if (format.rfind("membudget/", 0) == 0)
             return r.fail(root["format"],
-                          "format '" + format
-                              + "' was written by a newer MemBudget; this version reads "
-                              + kPresetFormat);
+                          formatLineProblem(format, kScenarioFormat, "a MemBudget scenario"));
+        if (format.rfind("membudget-presets/", 0) == 0 && format != kPresetFormat)
+            return r.fail(root["format"],
+                          formatLineProblem(format, kPresetFormat, "a MemBudget preset file"));
         if (format != kPresetFormat)
             return r.fail(root["format"],
                           "format '" + format + "' is not " + kPresetFormat + " or "
@@ -336,86 +377,114 @@ bool PresetCatalog::addFile(const std::string &fileName, const std::string &text
 
 std::vector<LoadError> PresetCatalog::addFolder(const std::string &folder)
 {
+    namespace fs = std::filesystem;
     std::vector<LoadError> errors;
+    const auto problem = [&](const std::string &file, const std::string &message) {
+        LoadError e;
+        e.file = file;
+        e.message = message;
+        errors.push_back(e);
+    };
     std::error_code ec;
-    if (!std::filesystem::is_directory(folder, ec))
+    if (!fs::is_directory(folder, ec))
         return errors;
-    std::vector<std::filesystem::path> files;
-    for (auto it = std::filesystem::recursive_directory_iterator(
-             folder, std::filesystem::directory_options::skip_permission_denied, ec);
-         !ec && it != std::filesystem::recursive_directory_iterator();
-         it.increment(ec)) {
+    // Every *.yaml or *.yml entry is read through readInputFile, so that a link to a device, a
+    // dangling or looping link, an unreadable file or a read error is a warning about that file,
+    // never a reason to stop (links to regular files are followed: a dotfiles folder may use them).
+    std::vector<fs::path> files;
+    fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec);
+    for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
         if (it.depth() > 4)
             it.disable_recursion_pending();
-        const auto &p = it->path();
-        if (it->is_regular_file(ec) && (p.extension() == ".yaml" || p.extension() == ".yml"))
-            files.push_back(p);
+        const fs::path &p = it->path();
+        std::error_code typeEc;
+        if ((p.extension() != ".yaml" && p.extension() != ".yml") || it->is_directory(typeEc))
+            continue;
+        if (files.size() == kMaxUserPresetFiles) {
+            problem(folder,
+                    "more than " + std::to_string(kMaxUserPresetFiles)
+                        + " preset files; the rest are not read");
+            break;
+        }
+        files.push_back(p);
     }
+    if (ec)
+        problem(folder, "cannot list the folder: " + ec.message());
     std::sort(files.begin(), files.end());
+    std::uintmax_t total = 0;
     for (const auto &p : files) {
         LoadError error;
         std::string text;
-        if (!readInputFile(p.string(), "preset", text, error) || !addFile(p.string(), text, error))
+        if (!readInputFile(p.string(), "preset", text, error)) {
+            errors.push_back(error);
+            continue;
+        }
+        total += text.size();
+        if (total > kMaxUserPresetBytes) {
+            problem(p.string(),
+                    "the preset folder holds more than 16 MiB; this file and the rest are not "
+                    "read");
+            break;
+        }
+        if (!addFile(p.string(), text, error))
             errors.push_back(error);
     }
     return errors;
 }
 
+namespace {
+
+// Inserts or replaces (a later file overrides an id) in constant time: a user preset file may
+// hold tens of thousands of entries.
+template<typename T>
+void putById(std::vector<T> &items, std::unordered_map<std::string, std::size_t> &index, T item)
+{
+    const auto [it, inserted] = index.emplace(item.id, items.size());
+    if (inserted)
+        items.push_back(std::move(item));
+    else
+        items[it->second] = std::move(item);
+}
+
+template<typename T>
+const T *findById(const std::vector<T> &items,
+                  const std::unordered_map<std::string, std::size_t> &index,
+                  const std::string &id)
+{
+    const auto it = index.find(id);
+    return it == index.end() ? nullptr : &items[it->second];
+}
+
+} // namespace
+
 void PresetCatalog::putModel(ModelPreset preset)
 {
-    for (ModelPreset &m : m_models) {
-        if (m.id == preset.id) {
-            m = std::move(preset);
-            return;
-        }
-    }
-    m_models.push_back(std::move(preset));
+    putById(m_models, m_modelIndex, std::move(preset));
 }
 
 void PresetCatalog::putGpu(GpuSpec gpu)
 {
-    for (GpuSpec &g : m_gpus) {
-        if (g.id == gpu.id) {
-            g = std::move(gpu);
-            return;
-        }
-    }
-    m_gpus.push_back(std::move(gpu));
+    putById(m_gpus, m_gpuIndex, std::move(gpu));
 }
 
 void PresetCatalog::putScenario(ScenarioPreset scenario)
 {
-    for (ScenarioPreset &s : m_scenarios) {
-        if (s.id == scenario.id) {
-            s = std::move(scenario);
-            return;
-        }
-    }
-    m_scenarios.push_back(std::move(scenario));
+    putById(m_scenarios, m_scenarioIndex, std::move(scenario));
 }
 
 const ModelPreset *PresetCatalog::findModel(const std::string &id) const
 {
-    for (const ModelPreset &m : m_models)
-        if (m.id == id)
-            return &m;
-    return nullptr;
+    return findById(m_models, m_modelIndex, id);
 }
 
 const GpuSpec *PresetCatalog::findGpu(const std::string &id) const
 {
-    for (const GpuSpec &g : m_gpus)
-        if (g.id == id)
-            return &g;
-    return nullptr;
+    return findById(m_gpus, m_gpuIndex, id);
 }
 
 const ScenarioPreset *PresetCatalog::findScenario(const std::string &id) const
 {
-    for (const ScenarioPreset &s : m_scenarios)
-        if (s.id == id)
-            return &s;
-    return nullptr;
+    return findById(m_scenarios, m_scenarioIndex, id);
 }
 
 std::vector<std::string> PresetCatalog::suggestModels(const std::string &id, int count) const
@@ -429,20 +498,28 @@ std::vector<std::string> PresetCatalog::suggestGpus(const std::string &id, int c
 }
 
 std::optional<ModelArchitecture> PresetCatalog::resolveModel(const ModelSpec &spec,
-                                                             std::string &error) const
+                                                             std::string &error,
+                                                             std::string *key) const
 {
+    const ModelPreset *preset = nullptr;
     if (!spec.preset.empty()) {
-        const ModelPreset *preset = findModel(spec.preset);
+        preset = findModel(spec.preset);
         if (!preset) {
             error = "unknown model preset '" + spec.preset + "'";
             const auto near = suggestModels(spec.preset);
             if (!near.empty())
                 error += "; did you mean " + near.front() + "?";
+            if (key)
+                *key = "model.preset";
             return std::nullopt;
         }
-        return applyModelSpec(spec, preset->arch, true);
     }
-    return applyModelSpec(spec, ModelArchitecture{}, false);
+    ModelArchitecture arch = preset ? applyModelSpec(spec, preset->arch, true)
+                                    : applyModelSpec(spec, ModelArchitecture{}, false);
+    error = derivedHeadDimProblem(spec, arch, key);
+    if (!error.empty())
+        return std::nullopt;
+    return arch;
 }
 
 std::optional<EstimateInput> resolveScenario(const Scenario &scenario,
@@ -450,12 +527,9 @@ std::optional<EstimateInput> resolveScenario(const Scenario &scenario,
                                              std::string &error,
                                              std::string *key)
 {
-    auto arch = catalog.resolveModel(scenario.model, error);
-    if (!arch) {
-        if (key)
-            *key = "model.preset";
+    auto arch = catalog.resolveModel(scenario.model, error, key);
+    if (!arch)
         return std::nullopt;
-    }
     EstimateInput input{*arch, scenario.training, scenario.parallelism, scenario.overheads};
     error = validateInput(input, key);
     if (!error.empty())

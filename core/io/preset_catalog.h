@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace membudget {
@@ -60,8 +61,11 @@ public:
     std::vector<std::string> suggestGpus(const std::string &id, int count = 3) const;
 
     // The architecture a model section describes: preset, then quick mode, then explicit keys.
-    // Returns std::nullopt with a message for an unknown preset.
-    std::optional<ModelArchitecture> resolveModel(const ModelSpec &spec, std::string &error) const;
+    // Returns std::nullopt with a message (and in `key` the scenario key it is about, such as
+    // "model.preset") for an unknown preset or a head_dim it would have to round.
+    std::optional<ModelArchitecture> resolveModel(const ModelSpec &spec,
+                                                  std::string &error,
+                                                  std::string *key = nullptr) const;
 
 private:
     void putModel(ModelPreset preset);
@@ -71,16 +75,29 @@ private:
     std::vector<ModelPreset> m_models;
     std::vector<GpuSpec> m_gpus;
     std::vector<ScenarioPreset> m_scenarios;
+    // Position of each id in the vectors above.
+    std::unordered_map<std::string, std::size_t> m_modelIndex, m_gpuIndex, m_scenarioIndex;
 };
 
 // Applies a model section's explicit keys on top of `base` (family first, then each key).
 ModelArchitecture applyModelSpec(const ModelSpec &spec, ModelArchitecture base, bool baseIsPreset);
+
+// Why `arch` (applyModelSpec(spec, ...)) had to derive a head_dim by rounding: hidden_size not a
+// multiple of attention_heads while the spec changed the shape without giving head_dim. Empty when
+// it did not; `key` gets "model.attention_heads" or "model.hidden_size".
+std::string derivedHeadDimProblem(const ModelSpec &spec,
+                                  const ModelArchitecture &arch,
+                                  std::string *key = nullptr);
 
 } // namespace membudget
 
 #include "model/memory_estimator.h"
 
 namespace membudget {
+
+// Why no scenario could use `arch` (heads, KV heads, experts that do not fit together), from
+// validateInput; empty when it is usable. `key` gets the scenario key, such as "model.kv_heads".
+std::string architectureProblem(const ModelArchitecture &arch, std::string *key = nullptr);
 
 // Turns a scenario into the estimator's input (preset resolved, architecture complete) and checks it
 // with validateInput(). Returns std::nullopt with a message when that fails.

@@ -4,16 +4,14 @@
 #include "allocator/allocator_settings.h"
 
 #include "base/byte_format.h"
+#include "io/atomic_file.h"
+#include "io/format_line.h"
 #include "io/input_file.h"
 #include "io/model_spec_yaml.h"
 #include "io/preset_catalog.h"
 #include "io/yaml_reader.h"
 
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <unistd.h>
+#include <map>
 
 namespace membudget {
 
@@ -144,6 +142,10 @@ bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const Preset
     if (!r.getString(m, "preset", spec.preset) || !r.getString(m, "source", spec.source)
         || !readArchitectureKeys(r, m, spec))
         return false;
+    if (spec.parameters && !spec.preset.empty())
+        return r.fail(m["parameters"],
+                      "'parameters' is quick mode (a Llama-shaped model of that size) and cannot "
+                      "be combined with a preset; remove one of them");
     if (!spec.preset.empty() && catalog && !catalog->findModel(spec.preset)) {
         std::string msg = "unknown model preset '" + spec.preset + "'";
         const auto near = catalog->suggestModels(spec.preset);
@@ -151,6 +153,67 @@ bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const Preset
             msg += "; did you mean " + near.front() + "?";
         msg += " (membudget presets lists them)";
         return r.fail(m["preset"], msg);
+    }
+    return true;
+}
+
+// The node at a dotted key path ("model.kv_heads"); undefined when the file does not have it.
+YAML::Node nodeAt(const YAML::Node &root, const std::string &path)
+{
+    YAML::Node at;
+    at.reset(root);
+    std::size_t start = 0;
+    while (at.IsMap()) {
+        const std::size_t dot = path.find('.', start);
+        const YAML::Node &current = at;
+        const YAML::Node next = current[path.substr(start, dot - start)];
+        if (!next.IsDefined() || dot == std::string::npos)
+            return next;
+        at.reset(next);
+        start = dot + 1;
+    }
+    return YAML::Node(YAML::NodeType::Undefined);
+}
+
+// The GPUs to compare against: at most kMaxScenarioGpus ids, each once (every command's cost and
+// every chart's size grow with this list; a 1 MiB file could otherwise list 350,000).
+bool readGpuList(YamlReader &r,
+                 const YAML::Node &g,
+                 const PresetCatalog *catalog,
+                 std::vector<std::string> &out)
+{
+    if (!g.IsSequence() && !g.IsNull())
+        return r.fail(g, "'gpus' must be a list of GPU preset ids such as [a100-80gb, rtx-4090]");
+    if (g.IsNull())
+        return true;
+    if (g.size() > kMaxScenarioGpus) {
+        std::size_t index = 0;
+        for (const YAML::Node &item : g)
+            if (index++ == kMaxScenarioGpus)
+                return r.fail(item,
+                              "too many GPUs: at most " + std::to_string(kMaxScenarioGpus)
+                                  + " to compare against (this list has " + std::to_string(g.size())
+                                  + ")");
+    }
+    std::map<std::string, YAML::Mark> seen;
+    for (const YAML::Node &item : g) {
+        std::string id;
+        if (!r.scalarText(item, "gpus", id))
+            return false;
+        if (const auto it = seen.find(id); it != seen.end())
+            return r.fail(item,
+                          "GPU '" + id + "' is listed twice (first at line "
+                              + std::to_string(it->second.line + 1) + ", column "
+                              + std::to_string(it->second.column + 1) + ")");
+        if (catalog && !catalog->findGpu(id)) {
+            std::string msg = "unknown GPU '" + id + "'";
+            const auto near = catalog->suggestGpus(id);
+            if (!near.empty())
+                msg += "; did you mean " + near.front() + "?";
+            return r.fail(item, msg);
+        }
+        seen.emplace(id, item.Mark());
+        out.push_back(id);
     }
     return true;
 }
@@ -190,15 +253,11 @@ std::optional<Scenario> parseScenario(const std::string &text,
         std::string fmt;
         if (!r.scalarText(format, "format", fmt))
             return std::nullopt;
-        if (fmt != kScenarioFormat) {
-            if (fmt.rfind("membudget/", 0) == 0)
-                r.fail(format,
-                       "format '" + fmt + "' was written by a newer MemBudget; this version reads "
-                           + kScenarioFormat);
-            else
-                r.fail(format,
-                       "format '" + fmt + "' is not a MemBudget scenario; expected "
-                           + kScenarioFormat);
+        if (const std::string problem = formatLineProblem(fmt,
+                                                          kScenarioFormat,
+                                                          "a MemBudget scenario");
+            !problem.empty()) {
+            r.fail(format, problem);
             return std::nullopt;
         }
         Scenario s;
@@ -243,28 +302,8 @@ std::optional<Scenario> parseScenario(const std::string &text,
                 return std::nullopt;
             }
         }
-        if (const YAML::Node g = root["gpus"]; g.IsDefined()) {
-            if (!g.IsSequence() && !g.IsNull()) {
-                r.fail(g, "'gpus' must be a list of GPU preset ids such as [a100-80gb, rtx-4090]");
-                return std::nullopt;
-            }
-            if (g.IsSequence()) {
-                for (const YAML::Node &item : g) {
-                    std::string id;
-                    if (!r.scalarText(item, "gpus", id))
-                        return std::nullopt;
-                    if (catalog && !catalog->findGpu(id)) {
-                        std::string msg = "unknown GPU '" + id + "'";
-                        const auto near = catalog->suggestGpus(id);
-                        if (!near.empty())
-                            msg += "; did you mean " + near.front() + "?";
-                        r.fail(item, msg);
-                        return std::nullopt;
-                    }
-                    s.gpus.push_back(id);
-                }
-            }
-        }
+        if (const YAML::Node g = root["gpus"]; g.IsDefined() && !readGpuList(r, g, catalog, s.gpus))
+            return std::nullopt;
         if (const YAML::Node d = root["dataset"]; d.IsDefined()) {
             DatasetConfig data;
             if (!r.expectMap(d, "dataset", {"examples", "tokens_per_example", "epochs"})
@@ -302,6 +341,15 @@ std::optional<Scenario> parseScenario(const std::string &text,
         if (catalog) {
             std::string problem, key;
             if (!resolveScenario(s, *catalog, problem, &key)) {
+                // A problem between two keys is blamed on the one the file wrote when the other
+                // comes from a preset (experts: 1 under a mixture-of-experts preset).
+                static const std::map<std::string, std::string> partner
+                    = {{"model.experts_per_token", "model.experts"},
+                       {"model.kv_heads", "model.attention_heads"}};
+                if (const auto it = partner.find(key); it != partner.end()
+                                                       && !nodeAt(root, key).IsDefined()
+                                                       && nodeAt(root, it->second).IsDefined())
+                    key = it->second;
                 // Node::reset re-points the handle; assignment would rewrite the tree.
                 YAML::Node at;
                 at.reset(root);
@@ -424,30 +472,7 @@ std::string scenarioToYaml(const Scenario &s)
 
 bool saveScenarioFile(const Scenario &scenario, const std::string &path, std::string &error)
 {
-    const std::string text = scenarioToYaml(scenario);
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) {
-            error = "cannot write " + tmp;
-            return false;
-        }
-        out << text;
-        out.flush();
-        if (!out) {
-            error = "writing " + tmp + " failed";
-            std::remove(tmp.c_str());
-            return false;
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        error = "cannot replace " + path + ": " + ec.message();
-        std::remove(tmp.c_str());
-        return false;
-    }
-    return true;
+    return writeFileAtomically(path, scenarioToYaml(scenario), error);
 }
 
 } // namespace membudget

@@ -4,12 +4,18 @@
 #include "io/load_error.h"
 #include "model/scenario.h"
 
+#include <cstddef>
 #include <optional>
 #include <string>
 
 namespace membudget {
 
 class PresetCatalog;
+
+// A scenario compares against at most this many GPUs (`gpus:` in a file, --gpu on the command
+// line), each listed once: more would only slow every command and crowd every chart (the bundled
+// catalog has 32 GPUs).
+inline constexpr std::size_t kMaxScenarioGpus = 64;
 
 // Reads a scenario (format membudget/1). Unknown keys, wrong types, out-of-range values, unknown
 // enum names and (when `catalog` is given) unknown model or GPU presets are errors with the line
@@ -19,7 +25,7 @@ std::optional<Scenario> parseScenario(const std::string &text,
                                       LoadError &error,
                                       const PresetCatalog *catalog = nullptr);
 
-// Reads a file from disk (at most 16 MiB) and parses it.
+// Reads a file from disk (readInputFile: a regular file of at most 1 MiB) and parses it.
 std::optional<Scenario> loadScenarioFile(const std::string &path,
                                          LoadError &error,
                                          const PresetCatalog *catalog = nullptr);
@@ -28,7 +34,7 @@ std::optional<Scenario> loadScenarioFile(const std::string &path,
 // plus the essentials, numbers in their shortest round-trip form. parseScenario(toYaml(s)) == s.
 std::string scenarioToYaml(const Scenario &scenario);
 
-// Writes atomically: a temporary file beside `path`, flushed, then renamed over it.
+// Writes atomically (writeFileAtomically: the old file or the new one, never a mix).
 bool saveScenarioFile(const Scenario &scenario, const std::string &path, std::string &error);
 
 } // namespace membudget

@@ -2,6 +2,7 @@
 #include "io/yaml_reader.h"
 
 #include "base/byte_format.h"
+#include "base/utf8.h"
 #include "io/input_file.h"
 #include "model/training_options.h"
 
@@ -58,6 +59,29 @@ bool isInfOrNan(const std::string &s)
     return t == ".inf" || t == ".Inf" || t == ".INF" || t == ".nan" || t == ".NaN" || t == ".NAN";
 }
 
+// yaml-cpp 0.7 decodes the escapes \N and \_ to the single bytes 0x85 and 0xA0 (exp.cpp, Escape)
+// instead of U+0085 and U+00A0 in UTF-8. The file was valid UTF-8 (checkInputText), so such a byte
+// can only come from those escapes: the code points are put back.
+std::string withEscapesRepaired(const std::string &text)
+{
+    std::string out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        char32_t cp = 0;
+        const std::size_t n = utf8SequenceLength(text, i, cp);
+        const auto byte = static_cast<unsigned char>(text[i]);
+        if (n == 0 && (byte == 0x85 || byte == 0xA0)) {
+            out += '\xC2';
+            out += static_cast<char>(byte);
+            ++i;
+        } else {
+            out.append(text, i, n == 0 ? 1 : n);
+            i += n == 0 ? 1 : n;
+        }
+    }
+    return out;
+}
+
 std::string shortNumber(double v)
 {
     char buf[64];
@@ -104,17 +128,29 @@ bool YamlReader::parse(const std::string &text, YAML::Node &root)
     if (!checkInputText(text, m_file, m_error))
         return false;
     m_text = &text;
+    // yaml-cpp 0.7 reads a lone CR (old Mac line ends) as part of the line: the whole file would be
+    // one line and every position past its first line wrong. A CR not before an LF becomes an LF
+    // (same length, so positions in the text stay valid).
+    if (const std::size_t cr = text.find('\r'); cr != std::string::npos) {
+        m_normalized = text;
+        for (std::size_t i = cr; i < m_normalized.size(); ++i)
+            if (m_normalized[i] == '\r'
+                && (i + 1 == m_normalized.size() || m_normalized[i + 1] != '\n'))
+                m_normalized[i] = '\n';
+        m_text = &m_normalized;
+    }
+    const std::string &source = *m_text;
     try {
         // Only the first document is parsed (yaml-cpp 0.7's LoadAll can loop forever on a stray
         // ','; found by tests/fuzz); a second one is found by its marker instead.
-        if (const std::size_t at = secondDocumentStart(text); at != std::string::npos) {
+        if (const std::size_t at = secondDocumentStart(source); at != std::string::npos) {
             int line = 0, column = 0;
-            positionOf(text, at, line, column);
+            positionOf(source, at, line, column);
             return failAtPosition(line,
                                   column,
                                   "more than one YAML document (---); a MemBudget file holds one");
         }
-        root = YAML::Load(text);
+        root = YAML::Load(source);
     } catch (const YAML::DeepRecursion &e) {
         return failAt(e.mark, "nesting too deep (more than 500 levels)");
     } catch (const YAML::ParserException &e) {
@@ -245,7 +281,7 @@ bool YamlReader::scalarText(const YAML::Node &node, const std::string &what, std
         return false;
     if (!node.IsScalar())
         return fail(node, "'" + what + "' must be a single value, not " + describe(node));
-    out = node.Scalar();
+    out = withEscapesRepaired(node.Scalar());
     return true;
 }
 

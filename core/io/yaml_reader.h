@@ -116,8 +116,9 @@ public:
 private:
     std::string m_file;
     LoadError &m_error;
-    const std::string *m_text
-        = nullptr; // the text given to parse(); callers keep it alive while reading
+    // The text given to parse() (callers keep it alive while reading), or m_normalized.
+    const std::string *m_text = nullptr;
+    std::string m_normalized; // the text with lone CRs made LFs, when it had any
 };
 
 } // namespace membudget

@@ -71,7 +71,8 @@ MemoryEstimate StepModel::estimateWithRatio(std::int64_t microBatch,
         const Bytes held = std::max(allocated, toBytes(static_cast<double>(mostAllocated) * ratio));
         ph[Component::CudaContext] = toBytes(static_cast<double>(o.cuda_context_bytes));
         ph[Component::Communicator] = toBytes(communicator);
-        ph[Component::AllocatorReserve] = held - allocated;
+        // The reserve of a saturated total is saturated too (not a finite figure, nor 0).
+        ph[Component::AllocatorReserve] = isSaturated(allocated) ? kBytesMax : held - allocated;
         reserved = std::max(reserved, held);
         if (allocated > est.phases[static_cast<std::size_t>(peak)].allocated())
             peak = i;
@@ -83,7 +84,9 @@ MemoryEstimate StepModel::estimateWithRatio(std::int64_t microBatch,
     // torch's max_memory_reserved may peak in another phase than max_memory_allocated; the peak
     // phase's reserve is what lies between the two peaks.
     est.peak_reserved = std::max(reserved, est.peak_allocated);
-    est.components[Component::AllocatorReserve] = est.peak_reserved - est.peak_allocated;
+    est.components[Component::AllocatorReserve] = isSaturated(est.peak_allocated)
+                                                      ? kBytesMax
+                                                      : est.peak_reserved - est.peak_allocated;
     est.reserve_replayed = !o.allocator_reserve_fraction.has_value();
     est.device_total = addSat(addSat(est.peak_reserved, est.components[Component::CudaContext]),
                               est.components[Component::Communicator]);
@@ -102,8 +105,8 @@ void StepModel::fillDerivation(MemoryEstimate &est, double T, double s) const
     const bool train = tr.mode == Mode::Train;
     const bool full = tr.method == Method::Full;
     Derivation &d = est.derivation;
-    est.parameters = static_cast<std::int64_t>(m_layout.total);
-    est.trainable_parameters = static_cast<std::int64_t>(st.trainable_all);
+    est.parameters = toCount(m_layout.total); // saturating: past int64 the cast is undefined
+    est.trainable_parameters = toCount(st.trainable_all);
     d.parameters = m_layout.total;
     d.active_parameters = m_layout.active;
     d.trainable_parameters = st.trainable_all;

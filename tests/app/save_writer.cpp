@@ -3,6 +3,7 @@
 // fast as it can, until it is killed. `app` saves through the application's ScenarioDocument
 // (QSaveFile); `core` through the core's saveScenarioFile (what `membudget import-config -o` uses).
 //   save_writer app|core PATH
+// once-app and once-core save scenario B once and print the error, if any.
 #include "document/scenario_document.h"
 #include "io/scenario_yaml.h"
 #include "test_scenarios.h"
@@ -17,10 +18,21 @@ int main(int argc, char **argv)
     QCoreApplication app(argc, argv);
     if (argc != 3)
         return 2;
-    const bool viaApp = std::string(argv[1]) == "app";
+    const std::string mode = argv[1];
+    const bool viaApp = mode == "app" || mode == "once-app";
     const QString path = QString::fromLocal8Bit(argv[2]);
     const Scenario scenarios[2] = {savedScenarioA(), savedScenarioB()};
     ScenarioDocument doc(PresetCatalog::bundled());
+    if (mode == "once-app" || mode == "once-core") {
+        // One save of scenario B; the error, if any, on stderr (tst_safe_save, full disk).
+        QString appError;
+        std::string coreError;
+        doc.reset(scenarios[1]);
+        const bool ok = viaApp ? doc.saveAs(path, appError)
+                               : saveScenarioFile(scenarios[1], path.toStdString(), coreError);
+        std::fputs((viaApp ? appError.toStdString() : coreError).c_str(), stderr);
+        return ok ? 0 : 1;
+    }
     std::puts("saving");
     std::fflush(stdout);
     for (unsigned long i = 0;; ++i) {

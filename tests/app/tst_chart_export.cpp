@@ -8,6 +8,7 @@
 #include "document/scenario_document.h"
 #include "main_window.h"
 
+#include <QElapsedTimer>
 #include <QFile>
 #include <QImage>
 #include <QProcess>
@@ -15,6 +16,11 @@
 #include <QSvgRenderer>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QXmlStreamReader>
+
+#include <clocale>
+
+#include <unistd.h>
 
 using namespace membudget;
 
@@ -99,6 +105,13 @@ private Q_SLOTS:
     void commandLineExportErrors_data();
     void commandLineExportErrors();
     void withoutDisplayPrintsTableAndWritesChart();
+    void svgHoldsNoMarkupFromTexts();
+    void pixelCountIsBounded();
+    void membudgetExportTakesOptionsInAnyOrder();
+    void namesThatAreNotUtf8();
+    void fullDiskKeepsTheOldFile_data();
+    void fullDiskKeepsTheOldFile();
+    void sizesReadTheSameInTurkish();
 
 private:
     QTemporaryDir m_dir;
@@ -330,22 +343,22 @@ void TestChartExport::commandLineExportErrors_data()
                                                      out}
                                       << 1 << QStringLiteral("nope.yaml");
     QTest::newRow("no output") << QStringList{QStringLiteral("--export"), good} << 2
-                               << QStringLiteral("-o");
+                               << QStringLiteral("^membudget export: needs -o");
     QTest::newRow("unknown format") << QStringList{QStringLiteral("--export"),
                                                    good,
                                                    QStringLiteral("-o"),
                                                    QStringLiteral("x.gif")}
-                                    << 2 << QStringLiteral("gif");
+                                    << 2 << QStringLiteral("^membudget export: .*gif");
     QTest::newRow("bad width") << QStringList{QStringLiteral("--export"),
                                               good,
                                               QStringLiteral("-o"),
                                               out,
                                               QStringLiteral("--width"),
                                               QStringLiteral("wide")}
-                               << 2 << QStringLiteral("--width");
+                               << 2 << QStringLiteral("^membudget export: --width");
     QTest::newRow("unknown option")
         << QStringList{QStringLiteral("--export"), good, QStringLiteral("--colour")} << 2
-        << QStringLiteral("colour");
+        << QStringLiteral("^membudget export: .*colour");
     QTest::newRow("option without export")
         << QStringList{QStringLiteral("-o"), out} << 2 << QStringLiteral("--export");
 }
@@ -385,6 +398,255 @@ void TestChartExport::withoutDisplayPrintsTableAndWritesChart()
     const QString chart = QDir(work).filePath(QStringLiteral("membudget-chart.png"));
     QVERIFY2(out.contains(chart), qPrintable(out));
     QVERIFY(!QImage(chart).isNull());
+}
+
+namespace {
+
+QProcess *startExport(QProcess &process,
+                      const QString &program,
+                      const QStringList &arguments,
+                      const QString &home)
+{
+    process.setProcessEnvironment(offscreenEnvironment(home));
+    process.start(program, arguments);
+    return &process;
+}
+
+} // namespace
+
+// QSvgGenerator writes title and description as given: a title "</title><script>..." was live
+// markup in the file, and a control character made it malformed XML.
+void TestChartExport::svgHoldsNoMarkupFromTexts()
+{
+    const QString scenario = m_dir.filePath(QStringLiteral("hostile.yaml"));
+    QFile f(scenario);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("format: membudget/1\nname: \"Name <&> \\x01 \\x0b end\"\n"
+            "model: {preset: llama-2-7b}\ngpus: [rtx-4090]\n");
+    f.close();
+    const QString title = QStringLiteral("</title><script>alert(1)</script><title>");
+    for (const QStringList &extra :
+         {QStringList{QStringLiteral("--title"), title},
+          QStringList{QStringLiteral("--caption"),
+                      QStringLiteral("]]></desc><script>x</script>\x01")},
+          QStringList()}) {
+        const QString out = m_dir.filePath(QStringLiteral("hostile.svg"));
+        QProcess process;
+        startExport(process,
+                    QStringLiteral(MEMBUDGET_GUI_EXE),
+                    QStringList{QStringLiteral("--export"), scenario, QStringLiteral("-o"), out}
+                        + extra,
+                    m_dir.path());
+        QVERIFY(process.waitForFinished(30000));
+        QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
+        QFile svg(out);
+        QVERIFY(svg.open(QIODevice::ReadOnly));
+        QXmlStreamReader xml(&svg);
+        QStringList elements;
+        QString titleText;
+        while (!xml.atEnd()) {
+            if (xml.readNext() == QXmlStreamReader::StartElement) {
+                elements << xml.name().toString();
+                if (xml.name() == QLatin1String("title") && titleText.isEmpty())
+                    titleText = xml.readElementText();
+            }
+        }
+        QVERIFY2(!xml.hasError(), qPrintable(xml.errorString()));
+        QVERIFY2(!elements.contains(QStringLiteral("script")), qPrintable(elements.join(' ')));
+        QCOMPARE(elements.count(QStringLiteral("title")), 1);
+        if (extra.isEmpty())
+            QCOMPARE(titleText, QStringLiteral("Name <&>   end")); // controls dropped
+        else if (extra.front() == QLatin1String("--title"))
+            QCOMPARE(titleText, title);
+    }
+    QCOMPARE(escapeForSvg(QStringLiteral("a<b>&\"c\x01\x1f\uFFFE")),
+             QStringLiteral("a&lt;b&gt;&amp;&quot;c"));
+}
+
+// 20000 x 20000 at scale 2 took 45 s and 6.3 GB, scale 16 failed with Qt warnings and "cannot
+// write", scale 1e-300 exited 1: every size outside the bounds is a usage error (2) saying why.
+void TestChartExport::pixelCountIsBounded()
+{
+    const QString good = QStringLiteral(MEMBUDGET_TEST_DATA "/qlora-7b.yaml");
+    const QString out = m_dir.filePath(QStringLiteral("bounded.png"));
+    const QList<QPair<QStringList, QString>> cases
+        = {{{QStringLiteral("--width=20000"),
+             QStringLiteral("--height=20000"),
+             QStringLiteral("--scale=2")},
+            QStringLiteral(
+                "^membudget export: 20000 x 20000 at scale 2 is 1,600,000,000 pixels; an "
+                "export has at most 40,000,000")},
+           {{QStringLiteral("--scale=16")},
+            QStringLiteral("^membudget export: --scale must be a number from 0.25 to 8, not '16'")},
+           {{QStringLiteral("--scale=1e-300")},
+            QStringLiteral("^membudget export: --scale must be")},
+           {{QStringLiteral("--width=20000"), QStringLiteral("--height=20000")},
+            QStringLiteral("400,000,000 pixels")}};
+    for (const auto &[options, message] : cases) {
+        QProcess process;
+        QElapsedTimer timer;
+        timer.start();
+        startExport(process,
+                    QStringLiteral(MEMBUDGET_GUI_EXE),
+                    QStringList{QStringLiteral("--export"), good, QStringLiteral("-o"), out}
+                        + options,
+                    m_dir.path());
+        QVERIFY(process.waitForFinished(30000));
+        const QString err = QString::fromUtf8(process.readAllStandardError());
+        QCOMPARE(process.exitCode(), 2);
+        QVERIFY2(err.contains(QRegularExpression(message)), qPrintable(err));
+        QVERIFY2(timer.elapsed() < 5000, qPrintable(QString::number(timer.elapsed())));
+        QVERIFY(!QFile::exists(out));
+    }
+    ExportOptions o;
+    o.width = 8000;
+    o.height = 5000;
+    QVERIFY(exportSizeProblem(o, ExportFormat::Png).isEmpty());
+    o.scale = 1.01;
+    QVERIFY(!exportSizeProblem(o, ExportFormat::Png).isEmpty());
+    QVERIFY(exportSizeProblem(o, ExportFormat::Svg).isEmpty()); // the scale is PNG only
+}
+
+// `membudget export -o out.png s.yaml` gave membudget-gui "--export -o out.png s.yaml": the
+// scenario was "-o". The command line parses its options itself now.
+void TestChartExport::membudgetExportTakesOptionsInAnyOrder()
+{
+    const QString good = QStringLiteral(MEMBUDGET_TEST_DATA "/qlora-7b.yaml");
+    const QString out = m_dir.filePath(QStringLiteral("order.png"));
+    QProcess process;
+    startExport(process,
+                QStringLiteral(MEMBUDGET_CLI),
+                {QStringLiteral("export"),
+                 QStringLiteral("-o"),
+                 out,
+                 QStringLiteral("--title"),
+                 QStringLiteral("-a title that starts with a dash"),
+                 good,
+                 QStringLiteral("--width"),
+                 QStringLiteral("640")},
+                m_dir.path());
+    QVERIFY(process.waitForFinished(30000));
+    QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
+    QCOMPARE(QImage(out).size(), QSize(640, 700));
+    QProcess bad;
+    startExport(bad,
+                QStringLiteral(MEMBUDGET_CLI),
+                {QStringLiteral("export"), QStringLiteral("nope.yaml"), QStringLiteral("-o"), out},
+                m_dir.path());
+    QVERIFY(bad.waitForFinished(30000));
+    QCOMPARE(bad.exitCode(), 1);
+    QVERIFY(!bad.readAllStandardError().contains("membudget-gui"));
+}
+
+// Qt decodes arguments as UTF-8: a Latin-1 name became U+FFFD and "no such file". The export reads
+// and writes the bytes the command line gave, and so does the app opening a file.
+void TestChartExport::namesThatAreNotUtf8()
+{
+    QProcess process;
+    process.setProcessEnvironment(offscreenEnvironment(m_dir.path()));
+    process.setWorkingDirectory(m_dir.path());
+    process.start(QStringLiteral("sh"),
+                  {QStringLiteral("-c"),
+                   QStringLiteral(
+                       "in=$(printf 'caf\\351.yaml'); out=$(printf 'r\\351sum\\351.png'); "
+                       "cp \"$2\" \"$in\" && \"$1\" export \"$in\" -o \"$out\" "
+                       "&& test -s \"$out\" && \"$3\" --export \"$in\" -o \"x$out\" "
+                       "&& test -s \"x$out\""),
+                   QStringLiteral("sh"),
+                   QStringLiteral(MEMBUDGET_CLI),
+                   QStringLiteral(MEMBUDGET_TEST_DATA "/qlora-7b.yaml"),
+                   QStringLiteral(MEMBUDGET_GUI_EXE)});
+    QVERIFY(process.waitForFinished(60000));
+    QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
+
+    // The document keeps the bytes: it opens such a file and saves back to it, not to a name
+    // with U+FFFD in it.
+    const std::string dir = QFile::encodeName(m_dir.path()).toStdString();
+    const std::string latin1 = dir + "/caf\xe9.yaml";
+    ScenarioDocument doc(PresetCatalog::bundled());
+    LoadError error;
+    QVERIFY2(doc.openNative(latin1, error), error.toString().c_str());
+    doc.edit(QStringLiteral("rename"), [](Scenario &s) { s.name = "renamed"; });
+    QString saveError;
+    QVERIFY2(doc.saveAsNative(doc.nativeFilePath(), saveError), qPrintable(saveError));
+    ScenarioDocument again(PresetCatalog::bundled());
+    QVERIFY(again.openNative(latin1, error));
+    QCOMPARE(again.scenario().name, std::string("renamed"));
+    QVERIFY(!QFile::exists(m_dir.filePath(QString::fromUtf8("caf\uFFFD.yaml"))));
+    // QTemporaryDir cannot remove names Qt cannot spell.
+    for (const char *name : {"/caf\xe9.yaml", "/r\xe9sum\xe9.png", "/xr\xe9sum\xe9.png"})
+        ::unlink((dir + name).c_str());
+}
+
+void TestChartExport::fullDiskKeepsTheOldFile_data()
+{
+    QTest::addColumn<QString>("file");
+    QTest::newRow("png") << QStringLiteral("chart.png");
+    QTest::newRow("pdf") << QStringLiteral("chart.pdf");
+    QTest::newRow("svg") << QStringLiteral("chart.svg");
+}
+
+// On a full disk a PNG export replaced the old chart with a truncated file, a PDF export exited 0
+// with a truncated file, and SVG said "Unknown error". A 96 KiB tmpfs in a private mount namespace
+// (unshare -rm), skipped where it cannot be made.
+void TestChartExport::fullDiskKeepsTheOldFile()
+{
+    QFETCH(QString, file);
+    const QString mnt = m_dir.filePath(QStringLiteral("full-") + file);
+    QVERIFY(QDir().mkpath(mnt));
+    QProcess process;
+    process.setProcessEnvironment(offscreenEnvironment(m_dir.path()));
+    process
+        .start(QStringLiteral("unshare"),
+               {QStringLiteral("-rm"),
+                QStringLiteral("sh"),
+                QStringLiteral("-c"),
+                QStringLiteral(
+                    "mount -t tmpfs -o size=96k tmpfs \"$1\" || exit 77; "
+                    "printf 'the old chart' > \"$1/$4\"; head -c 200000 /dev/zero > \"$1/filler\" "
+                    "2>/dev/null; \"$2\" --export \"$3\" -o \"$1/$4\" --width 2000 --height 1500; "
+                    "rc=$?; cat \"$1/$4\"; echo; ls -A \"$1\" | tr '\\n' ' '; exit $rc"),
+                QStringLiteral("sh"),
+                mnt,
+                QStringLiteral(MEMBUDGET_GUI_EXE),
+                QStringLiteral(MEMBUDGET_TEST_DATA "/qlora-7b.yaml"),
+                file});
+    if (!process.waitForFinished(60000) || process.exitCode() == 77
+        || process.error() == QProcess::FailedToStart)
+        QSKIP("cannot mount a small tmpfs here (unshare -rm)");
+    const QString out = QString::fromUtf8(process.readAllStandardOutput());
+    const QString err = QString::fromUtf8(process.readAllStandardError());
+    QVERIFY2(process.exitCode() == 1, qPrintable(err));
+    QVERIFY2(err.contains(QStringLiteral("membudget export: cannot write ") + mnt + QLatin1Char('/')
+                          + file + QStringLiteral(": No space left on device")),
+             qPrintable(err));
+    // The old file whole, and nothing left beside it.
+    QCOMPARE(out, QStringLiteral("the old chart\n") + file + QStringLiteral(" filler "));
+}
+
+// Under tr_TR, tolower('I') is not 'i': "1GIB" was refused by export (Qt sets the user's locale)
+// and accepted by the command line.
+void TestChartExport::sizesReadTheSameInTurkish()
+{
+    if (!std::setlocale(LC_ALL, "tr_TR.UTF-8"))
+        QSKIP("the tr_TR.UTF-8 locale is not installed");
+    std::setlocale(LC_ALL, "C");
+    const QString scenario = m_dir.filePath(QStringLiteral("turkish.yaml"));
+    QFile f(scenario);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("format: membudget/1\nmodel: {preset: llama-2-7b}\noverheads: {cuda_context: 1GIB}\n");
+    f.close();
+    QProcess process;
+    QProcessEnvironment env = offscreenEnvironment(m_dir.path());
+    env.insert(QStringLiteral("LC_ALL"), QStringLiteral("tr_TR.UTF-8"));
+    process.setProcessEnvironment(env);
+    process.start(QStringLiteral(MEMBUDGET_GUI_EXE),
+                  {QStringLiteral("--export"),
+                   scenario,
+                   QStringLiteral("-o"),
+                   m_dir.filePath(QStringLiteral("turkish.png"))});
+    QVERIFY(process.waitForFinished(30000));
+    QVERIFY2(process.exitCode() == 0, process.readAllStandardError().constData());
 }
 
 QTEST_MAIN(TestChartExport)

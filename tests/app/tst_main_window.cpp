@@ -9,7 +9,9 @@
 #include "charts/budget_chart.h"
 #include "charts/sweep_chart.h"
 #include "document/scenario_document.h"
+#include "io/scenario_yaml.h"
 #include "main_window.h"
+#include "number_format.h"
 #include "panels/controls_panel.h"
 #include "panels/fit_panel.h"
 #include "panels/verdict_panel.h"
@@ -25,8 +27,11 @@
 #include <QClipboard>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QLabel>
 #include <QListWidget>
 #include <QMimeData>
+#include <QRegularExpression>
+#include <QSettings>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTabWidget>
@@ -36,6 +41,7 @@
 #include <QTreeWidget>
 #include <QUndoStack>
 
+#include <clocale>
 #include <functional>
 
 using namespace membudget;
@@ -152,6 +158,9 @@ private Q_SLOTS:
     void recentFilesAndPresetScenarios();
     void copyBreakdown();
     void parallelismArrowsOfferOnlyValidDegrees();
+    void settingsHoldABoundedGpuList();
+    void numbersFollowOneFormat();
+    void importsAConfigWithEscapedKeys();
 
 private:
     MainWindow *m_window = nullptr;
@@ -632,6 +641,22 @@ void TestMainWindow::ladderView()
     const Bytes first = ladder->bars().front().estimate.device_total;
     static_cast<QSpinBox *>(child<LogSliderSpin>(m_window, "microBatch")->spinBox())->setValue(1);
     QVERIFY(ladder->bars().front().estimate.device_total < first);
+    // A step that changes nothing says "0 B" ("−0 B" before): with one-token sequences the
+    // optimizer step is the peak, which checkpointing and flash attention leave as it was.
+    m_window->document()->edit(QStringLiteral("one token"), [](Scenario &s) {
+        s.model = ModelSpec{};
+        s.model.preset = "llama-2-7b";
+        s.training.method = Method::Full;
+        s.training.sequence_length = 1;
+        s.training.micro_batch_size = 1;
+    });
+    int unchanged = 0;
+    for (const ChartBar &bar : ladder->bars()) {
+        QVERIFY2(!bar.detail.startsWith(QStringLiteral("−0")) && !bar.detail.startsWith('-'),
+                 qPrintable(bar.detail));
+        unchanged += bar.detail.section(QLatin1Char('\n'), 0, 0) == QStringLiteral("0 B") ? 1 : 0;
+    }
+    QVERIFY(unchanged >= 1);
 }
 
 void TestMainWindow::sweepView()
@@ -961,6 +986,82 @@ void TestMainWindow::copyBreakdown()
     QVERIFY(weights.startsWith(QStringLiteral("weights,")));
     QCOMPARE(weights.section(QLatin1Char(','), 4, 4).toLongLong(),
              m_window->document()->estimate().components[Component::Weights]);
+}
+
+// An earlier version stored every scenario's GPU list in the settings: one 1 MiB scenario with
+// 350,000 GPUs made every later start take a minute. The settings hold at most kMaxScenarioGpus
+// known ids, whatever a file or an old settings file held.
+void TestMainWindow::settingsHoldABoundedGpuList()
+{
+    QTemporaryDir dir;
+    const QString ini = dir.filePath(QStringLiteral("poisoned.ini"));
+    {
+        QSettings raw(ini, QSettings::IniFormat);
+        QStringList ids;
+        for (int i = 0; i < 5000; ++i)
+            ids << QStringLiteral("rtx-4090") << QStringLiteral("no-such-gpu-%1").arg(i);
+        raw.setValue(QStringLiteral("scenario/gpus"), ids);
+    }
+    {
+        MainWindow window(PresetCatalog::bundled(), std::make_unique<AppSettings>(ini));
+        QCOMPARE(window.document()->scenario().gpus, std::vector<std::string>{"rtx-4090"});
+        QCOMPARE(window.chart()->capacityLineCount(), 1);
+    }
+    QSettings after(ini, QSettings::IniFormat);
+    QCOMPARE(after.value(QStringLiteral("scenario/gpus")).toStringList(),
+             QStringList{QStringLiteral("rtx-4090")});
+    AppSettings settings(dir.filePath(QStringLiteral("other.ini")));
+    QStringList many;
+    for (int i = 0; i < 100; ++i)
+        many << QStringLiteral("gpu-%1").arg(i % 70);
+    settings.setSelectedGpus(many);
+    QCOMPARE(settings.selectedGpus().size(), static_cast<qsizetype>(kMaxScenarioGpus));
+}
+
+// Under de_DE the app mixed "4,096 tokens" (the core) with "16,23 GB" (printf under the user's
+// locale) and "4.096" (QLocale): one format now, the command line's.
+void TestMainWindow::numbersFollowOneFormat()
+{
+    if (!std::setlocale(LC_ALL, "de_DE.UTF-8"))
+        QSKIP("the de_DE.UTF-8 locale is not installed");
+    const QLocale before;
+    QLocale::setDefault(QLocale(QLocale::German, QLocale::Germany)); // as the user's would be
+    useOneNumberFormat();                                            // as main() does
+    QStringList texts;
+    {
+        MainWindow window(PresetCatalog::bundled(),
+                          std::make_unique<AppSettings>(m_dir->filePath(QStringLiteral("de.ini"))));
+        window.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&window));
+        for (const QLabel *label : window.findChildren<QLabel *>())
+            texts << label->text();
+        for (const QAbstractSpinBox *spin : window.findChildren<QAbstractSpinBox *>())
+            texts << spin->text();
+    }
+    std::setlocale(LC_ALL, "C");
+    QLocale::setDefault(before);
+    const QString all = texts.join(QLatin1Char('\n'));
+    QVERIFY2(!all.contains(QRegularExpression(QStringLiteral("\\d,\\d\\d? (GB|GiB|MB|MiB|B)\\b"))),
+             qPrintable(all));
+    QVERIFY2(all.contains(QRegularExpression(QStringLiteral("\\d\\.\\d\\d (GB|GiB)"))),
+             qPrintable(all));
+    QVERIFY2(all.contains(QStringLiteral("hidden 4,096")), qPrintable(all));
+}
+
+// "text\u005fconfig" was found by the key scanner as written and looked up decoded: an uncaught
+// std::out_of_range aborted the app and the unsaved scenario was lost.
+void TestMainWindow::importsAConfigWithEscapedKeys()
+{
+    const QString path = m_dir->filePath(QStringLiteral("config.json"));
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(R"({"text\u005fconfig": {"model_type": "llama", "hidden_size": 2048,
+      "intermediate_size": 5632, "num_attention_heads": 32, "num_hidden_layers": 22,
+      "num_key_value_heads": 4, "vocab_size": 32000}, "model_type": "llava"})");
+    f.close();
+    QVERIFY(m_window->importModelConfig(path));
+    QCOMPARE(m_window->document()->scenario().model.layers, std::optional<std::int64_t>(22));
+    QVERIFY2(m_prompts->errors.isEmpty(), qPrintable(m_prompts->errors.join('\n')));
 }
 
 QTEST_MAIN(TestMainWindow)

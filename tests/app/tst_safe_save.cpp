@@ -80,11 +80,14 @@ struct ScenarioGenerator
         if (pick(4) == 0)
             s.overheads.allocator_conf = "expandable_segments:True";
         s.gpus.clear();
-        for (int i = pick(4); i > 0; --i)
-            s.gpus.push_back(
-                catalog
-                    .gpus()[static_cast<std::size_t>(pick(static_cast<int>(catalog.gpus().size())))]
-                    .id);
+        for (int i = pick(4); i > 0; --i) {
+            const std::string &id
+                = catalog
+                      .gpus()[static_cast<std::size_t>(pick(static_cast<int>(catalog.gpus().size())))]
+                      .id;
+            if (std::find(s.gpus.begin(), s.gpus.end(), id) == s.gpus.end())
+                s.gpus.push_back(id); // a scenario lists each GPU once
+        }
         return s;
     }
 };
@@ -176,6 +179,42 @@ private slots:
             ++saved;
         }
         QVERIFY2(saved >= 1000, qPrintable(QString::number(saved)));
+    }
+
+    // A save onto a full disk keeps the old file and says why, in the system's words. A 64 KiB
+    // tmpfs in a private mount namespace (unshare -rm), skipped where it cannot be made.
+    void fullDiskKeepsTheOldFile_data()
+    {
+        QTest::addColumn<QString>("mode");
+        QTest::newRow("app (QSaveFile)") << QStringLiteral("once-app");
+        QTest::newRow("core (temporary file + rename)") << QStringLiteral("once-core");
+    }
+    void fullDiskKeepsTheOldFile()
+    {
+        QFETCH(QString, mode);
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        QProcess p;
+        p.start(QStringLiteral("unshare"),
+                {QStringLiteral("-rm"),
+                 QStringLiteral("sh"),
+                 QStringLiteral("-c"),
+                 QStringLiteral("mount -t tmpfs -o size=64k tmpfs \"$1\" || exit 77; "
+                                "printf 'old scenario' > \"$1/s.yaml\"; "
+                                "head -c 200000 /dev/zero > \"$1/filler\" 2>/dev/null; "
+                                "\"$2\" \"$3\" \"$1/s.yaml\"; rc=$?; cat \"$1/s.yaml\"; echo; "
+                                "ls -A \"$1\" | tr '\\n' ' '; exit $rc"),
+                 QStringLiteral("sh"),
+                 dir.path(),
+                 QStringLiteral(MEMBUDGET_SAVE_WRITER),
+                 mode});
+        if (!p.waitForFinished(20000) || p.exitCode() == 77 || p.error() == QProcess::FailedToStart)
+            QSKIP("cannot mount a small tmpfs here (unshare -rm)");
+        const QString err = QString::fromUtf8(p.readAllStandardError());
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains(QStringLiteral("s.yaml: No space left on device")), qPrintable(err));
+        QCOMPARE(QString::fromUtf8(p.readAllStandardOutput()),
+                 QStringLiteral("old scenario\nfiller s.yaml "));
     }
 };
 

@@ -26,6 +26,7 @@ private Q_SLOTS:
     void badFileKeepsTheScenario();
     void unknownPresetIsInvalidNotFatal();
     void importConfigIsUndoable();
+    void anyNameSavesAndReopens();
 
 private:
     static PresetCatalog catalog() { return PresetCatalog::bundled(); }
@@ -236,6 +237,37 @@ void TestScenarioDocument::importConfigIsUndoable()
     QVERIFY(
         !doc.importModelConfig(QStringLiteral(MEMBUDGET_TEST_DATA "/bad-precision.yaml"), error));
     QCOMPARE(doc.scenario(), defaultScenario());
+}
+
+// A name with a C1 control (U+0090, as an escape in the file) was written back raw, and the file
+// the app had just saved could not be opened again: the user's file was lost.
+void TestScenarioDocument::anyNameSavesAndReopens()
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("names.yaml"));
+    for (const char *name : {"C1 \xc2\x90 control",
+                             "CSI \xc2\x9b"
+                             "31m",
+                             "NEL \xc2\x85 LS \xe2\x80\xa8 PS \xe2\x80\xa9",
+                             "BOM \xef\xbb\xbf and \xef\xbf\xbe",
+                             "tab\tand\x01\x1b[2J"}) {
+        ScenarioDocument doc(catalog());
+        doc.edit(QStringLiteral("name"), [&](Scenario &s) { s.name = name; });
+        QString error;
+        QVERIFY2(doc.saveAs(path, error), qPrintable(error));
+        QFile first(path);
+        QVERIFY(first.open(QIODevice::ReadOnly));
+        const QByteArray saved = first.readAll();
+        ScenarioDocument reopened(catalog());
+        LoadError loadError;
+        QVERIFY2(reopened.open(path, loadError),
+                 (loadError.toString() + "\n" + saved.toStdString()).c_str());
+        QCOMPARE(reopened.scenario().name, std::string(name));
+        QVERIFY(reopened.saveAs(path, error));
+        QFile second(path);
+        QVERIFY(second.open(QIODevice::ReadOnly));
+        QCOMPARE(second.readAll(), saved);
+    }
 }
 
 QTEST_GUILESS_MAIN(TestScenarioDocument)

@@ -245,6 +245,24 @@ private slots:
             QVERIFY(s.has_value());
         }
     }
+
+    // A user preset file of 1 MiB (35,000 GPUs): parse and insert. Inserting by scanning every id
+    // made three such files cost tens of seconds (issue 15); indexed, reading is what it costs.
+    void userPresetFileOf1MiB()
+    {
+        std::string text = "format: membudget-presets/1\ngpus:\n";
+        for (int i = 0; text.size() < 1000 * 1000; ++i)
+            text += "- {id: a" + std::to_string(i) + ", memory_gib: 1}\n";
+        std::size_t count = 0;
+        QBENCHMARK
+        {
+            PresetCatalog catalog = PresetCatalog::bundled();
+            LoadError error;
+            QVERIFY2(catalog.addFile("gpus.yaml", text, error), error.toString().c_str());
+            count = catalog.gpus().size();
+        }
+        QVERIFY(count > 30000);
+    }
 };
 
 QTEST_APPLESS_MAIN(BenchCore)

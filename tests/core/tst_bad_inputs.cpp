@@ -6,6 +6,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QLocale>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QStandardPaths>
@@ -16,6 +17,7 @@
 
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 namespace {
 
@@ -174,9 +176,13 @@ private slots:
                   .repeated(16384);
         while (f.size() < 100 * 1024 * 1024)
             QVERIFY(f.write(chunk) == chunk.size());
+        const qint64 size = f.size();
         f.close();
         const QString line = expectOneLineFailure(runCli({QStringLiteral("validate"), path}));
-        QVERIFY2(line.startsWith(path + QStringLiteral(":1:1: the file is 100 MiB")),
+        QLocale withCommas = QLocale::c();
+        withCommas.setNumberOptions(QLocale::DefaultNumberOptions);
+        QVERIFY2(line.startsWith(path + QStringLiteral(":1:1: the file is larger than 1 MiB (")
+                                 + withCommas.toString(size) + QStringLiteral(" bytes)")),
                  qPrintable(line));
         QFile::remove(path);
     }
@@ -213,6 +219,176 @@ private slots:
         const QString dev = QStringLiteral("/dev/zero");
         QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), dev})),
                  dev + QStringLiteral(": not a regular file"));
+    }
+
+    // What the system says about a path reaches the user: not "no such file" for everything.
+    void systemErrorsSayWhy()
+    {
+        const QString loop = m_tmp.filePath(QStringLiteral("loop.yaml"));
+        QVERIFY(QFile::link(m_tmp.filePath(QStringLiteral("loop-b.yaml")), loop));
+        QVERIFY(QFile::link(loop, m_tmp.filePath(QStringLiteral("loop-b.yaml"))));
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), loop})),
+                 loop
+                     + QStringLiteral(
+                         ": too many levels of symbolic links (a symbolic link loop?)"));
+        const QString longName = m_tmp.filePath(QString(300, QLatin1Char('x')) + ".yaml");
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("estimate"), longName})),
+                 longName + QStringLiteral(": the file name is too long"));
+        if (::geteuid() != 0) { // root reads any file
+            const QString locked = m_tmp.filePath(QStringLiteral("locked.yaml"));
+            QFile f(locked);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("format: membudget/1\n");
+            f.close();
+            QVERIFY(f.setPermissions(QFileDevice::Permissions()));
+            QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), locked})),
+                     locked + QStringLiteral(": permission denied"));
+        }
+        // A read error after the checks (a failing disk gives EIO; so does /proc/self/mem, a
+        // "regular file" of size 0) was an uncaught std::ios_base::failure: abort, exit 134.
+        const QString mem = QStringLiteral("/proc/self/mem");
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), mem})),
+                 mem + QStringLiteral(": cannot read the file: Input/output error"));
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("estimate"), mem})),
+                 mem + QStringLiteral(": cannot read the file: Input/output error"));
+        // Between 1 and 2 MiB: "the file is 1 MiB ... at most 1 MiB" said nothing.
+        const QString big = m_tmp.filePath(QStringLiteral("one-and-a-half.yaml"));
+        QFile f(big);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray(1536 * 1024, '#'));
+        f.close();
+        QCOMPARE(expectOneLineFailure(runCli({QStringLiteral("validate"), big})),
+                 big
+                     + QStringLiteral(":1:1: the file is larger than 1 MiB (1,572,864 bytes); a "
+                                      "scenario or preset file is a few kilobytes"));
+    }
+
+    // A file that holds more than its size says (one that grows while it is read; here
+    // /proc/kallsyms, 0 bytes to stat and megabytes to read) is read to the limit and no further:
+    // the whole file was read before (2.4 GB for a file that kept growing).
+    void fileLargerThanItsSizeIsReadToTheLimitOnly()
+    {
+        const QString symbols = QStringLiteral("/proc/kallsyms");
+        QFile f(symbols);
+        if (!f.open(QIODevice::ReadOnly) || f.read(2 * 1024 * 1024).size() <= 1024 * 1024)
+            QSKIP("no /proc/kallsyms larger than 1 MiB here");
+        const QString line = expectOneLineFailure(runCli({QStringLiteral("validate"), symbols}));
+        QVERIFY2(line.startsWith(symbols + QStringLiteral(":1:1: the file grew past 1 MiB")),
+                 qPrintable(line));
+    }
+
+    // A user preset folder is read by every command: a bad file in it is a warning about that
+    // file, never an abort (a symlink to /proc/self/mem aborted every command and app start).
+    void badUserPresetFilesAreSkippedWithAWarning()
+    {
+        QTemporaryDir folder;
+        QVERIFY(folder.isValid());
+        const QString dir = folder.path();
+        QVERIFY(QFile::link(QStringLiteral("/proc/self/mem"), dir + "/mem.yaml"));
+        QVERIFY(QFile::link(dir + "/missing-target.yaml", dir + "/dangling.yaml"));
+        QVERIFY(QFile::link(dir + "/loop2.yaml", dir + "/loop1.yaml"));
+        QVERIFY(QFile::link(dir + "/loop1.yaml", dir + "/loop2.yaml"));
+        QCOMPARE(::mkfifo(QFile::encodeName(dir + "/fifo.yaml").constData(), 0600), 0);
+        QVERIFY(QFile::copy(corpusDir() + "/presets-invalid-shape.yaml", dir + "/shape.yaml"));
+        QFile good(dir + "/good.yaml");
+        QVERIFY(good.open(QIODevice::WriteOnly));
+        good.write("format: membudget-presets/1\ngpus:\n  - {id: my-gpu, memory_gib: 48}\n");
+        good.close();
+        QVERIFY(QFile::link(dir + "/good.yaml", dir + "/linked-good.yml"));
+        const QString scenario = QStringLiteral(MEMBUDGET_SOURCE_DIR
+                                                "/presets/scenarios/qlora-llama-2-7b-24gb.yaml");
+
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("MEMBUDGET_PRESETS"), dir);
+        for (const QStringList &args :
+             {QStringList{QStringLiteral("presets"), QStringLiteral("gpus")},
+              QStringList{QStringLiteral("estimate"), scenario},
+              QStringList{QStringLiteral("validate"), scenario}}) {
+            QProcess p;
+            p.setProcessEnvironment(env);
+            p.start(QStringLiteral(MEMBUDGET_CLI), args);
+            QVERIFY(p.waitForFinished(10000));
+            const QString err = QString::fromUtf8(p.readAllStandardError());
+            const QString out = QString::fromUtf8(p.readAllStandardOutput());
+            QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+            QVERIFY2(p.exitCode() == 0, qPrintable(err));
+            for (const QString &expected :
+                 {dir + "/mem.yaml: cannot read the file: Input/output error (user preset skipped)",
+                  dir + "/dangling.yaml: no such file (user preset skipped)",
+                  dir + "/loop1.yaml: too many levels of symbolic links",
+                  dir + "/fifo.yaml: not a regular file (user preset skipped)",
+                  dir
+                      + "/shape.yaml:10:15: model preset 'llama-2-7b': attention_heads must be a "
+                        "multiple of kv_heads"})
+                QVERIFY2(err.contains(QStringLiteral("warning: ") + expected), qPrintable(err));
+            if (args.front() == QLatin1String("presets"))
+                QVERIFY2(out.contains(QStringLiteral("my-gpu")), qPrintable(out));
+            if (args.front() == QLatin1String("estimate")) // the bundled Llama 2 7B, unbroken
+                QVERIFY2(out.contains(QStringLiteral("6,738,415,616 parameters")), qPrintable(out));
+        }
+    }
+
+    // A valid-looking 1 MiB scenario listing one GPU 80,000 times was accepted, and `fit`, `export`
+    // and the app then spent minutes on it: the list is bounded. (256 KiB here: parsing a whole
+    // 1 MiB list takes yaml-cpp most of the one second a failure may take on a loaded machine.)
+    void hugeGpuListIsRefused()
+    {
+        const QString path = m_tmp.filePath(QStringLiteral("many-gpus.yaml"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("format: membudget/1\nmodel: {preset: llama-2-7b}\ngpus:\n");
+        const QByteArray item = "  - rtx-4090\n";
+        while (f.size() + item.size() < 256 * 1024)
+            f.write(item);
+        f.close();
+        for (const char *command : {"validate", "estimate", "fit"}) {
+            const QString line = expectOneLineFailure(runCli({QLatin1String(command), path}));
+            QVERIFY2(line.startsWith(path
+                                     + QStringLiteral(":68:5: too many GPUs: at most 64 to compare "
+                                                      "against (this list has ")),
+                     qPrintable(line));
+        }
+        const Result twice = runCli(
+            {QStringLiteral("estimate"),
+             QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/qlora-llama-2-7b-24gb.yaml"),
+             QStringLiteral("--gpu"),
+             QStringLiteral("rtx-4090"),
+             QStringLiteral("--gpu"),
+             QStringLiteral("rtx-4090")});
+        QCOMPARE(twice.code, 2);
+        QVERIFY2(twice.err.contains("--gpu rtx-4090 is given twice"), twice.err.constData());
+    }
+
+    // Three 1 MiB user preset files (here 100,000 GPUs with short ids) took every command tens of
+    // seconds: inserting an id scanned every id before it. The bound is generous, several times
+    // the linear cost (parsing 3 MiB of YAML, about 4 s) and a fraction of the quadratic one; the
+    // speed itself is measured by bench_core::userPresetFileOf1MiB.
+    void largeUserPresetFilesDoNotSlowEveryCommand()
+    {
+        QTemporaryDir folder;
+        QVERIFY(folder.isValid());
+        for (int file = 0; file < 3; ++file) {
+            QFile f(folder.filePath(QStringLiteral("gpus-%1.yaml").arg(file)));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write("format: membudget-presets/1\ngpus:\n");
+            for (int i = 0; f.size() < 1000 * 1000; ++i)
+                f.write(QStringLiteral("- {id: %1%2, memory_gib: 1}\n")
+                            .arg(QChar(u'a' + file))
+                            .arg(i)
+                            .toUtf8());
+        }
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(QStringLiteral("MEMBUDGET_PRESETS"), folder.path());
+        QProcess p;
+        p.setProcessEnvironment(env);
+        QElapsedTimer timer;
+        timer.start();
+        p.start(QStringLiteral(MEMBUDGET_CLI), {QStringLiteral("presets"), QStringLiteral("gpus")});
+        QVERIFY(p.waitForFinished(120000));
+        const qint64 ms = timer.elapsed();
+        QCOMPARE(p.exitCode(), 0);
+        QVERIFY(p.readAllStandardOutput().contains("c30000"));
+        QVERIFY2(ms < 20000, qPrintable(QString::number(ms) + " ms"));
     }
 
     // Loading reads the chosen file and nothing else a user owns: no includes, no paths taken from

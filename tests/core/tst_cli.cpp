@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Runs the membudget command line as a user would and checks its output and exit codes.
+#include <QDir>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QRegularExpression>
 #include <QtTest>
+
+#include <limits>
+
+#include <sys/stat.h>
 
 class TestCli : public QObject
 {
@@ -142,6 +149,245 @@ private slots:
         r = run({"--version"});
         QCOMPARE(r.code, 0);
         QVERIFY(r.out.startsWith("membudget "));
+    }
+
+    // Names, descriptions and ids from files reach the terminal escaped: no ESC/OSC sequence, C1
+    // control (CSI U+009B) or bidi override is printed raw; JSON output is ASCII.
+    void textFromFilesIsEscapedForTheTerminal()
+    {
+        const QByteArray hostile = "\\e]0;pwned\\a \\x9b31m \\u202Eevil \\u200B";
+        const QString file = write("hostile.yaml",
+                                   "format: membudget/1\nname: \"Name " + hostile
+                                       + "\"\ndescription: \"Desc " + hostile
+                                       + "\"\nmodel: {preset: llama-2-7b}\ngpus: [rtx-4090]\n");
+        QDir().mkpath(m_dir + "/hostile-presets");
+        QFile presets(m_dir + "/hostile-presets/p.yaml");
+        QVERIFY(presets.open(QIODevice::WriteOnly));
+        presets.write("format: membudget-presets/1\ngpus:\n  - {id: \"evil\\e[2J\", name: \"GPU "
+                      + hostile + "\", memory_gib: 24}\nmodels:\n  - {id: m, name: \"Model "
+                      + hostile
+                      + "\", layers: 2, hidden_size: 64, intermediate_size: 128, "
+                        "attention_heads: 4, vocab_size: 100}\n");
+        presets.close();
+        qputenv("MEMBUDGET_PRESETS", (m_dir + "/hostile-presets").toUtf8());
+        const auto raw = [](const QByteArray &out) {
+            return out.contains('\x1b') || out.contains("\xc2\x9b") || out.contains("\xe2\x80\xae")
+                   || out.contains("\xe2\x80\x8b") || out.contains('\x07');
+        };
+        for (const QStringList &args : {QStringList{"estimate", file},
+                                        QStringList{"estimate", file, "--gpu", "evil\x1b[2J"},
+                                        QStringList{"presets"},
+                                        QStringList{"ladder", file},
+                                        QStringList{"fit", file, "--gpu", "evil\x1b[2J"}}) {
+            const Result r = run(args);
+            QVERIFY2(r.code == 0, r.err.constData());
+            QVERIFY2(!raw(r.out) && !raw(r.err), qPrintable(args.join(' ')));
+        }
+        const Result table = run({"estimate", file});
+        QVERIFY2(table.out.contains("Name \\x1B]0;pwned\\x07 \\u009B31m \\u202Eevil \\u200B"),
+                 table.out.constData());
+        const Result listed = run({"presets", "gpus"});
+        QVERIFY2(listed.out.contains("evil\\x1B[2J"), listed.out.constData());
+        for (const QStringList &args :
+             {QStringList{"estimate", file, "--json"}, QStringList{"presets", "--json"}}) {
+            const Result r = run(args);
+            QCOMPARE(r.code, 0);
+            for (const char c : r.out)
+                QVERIFY2(static_cast<unsigned char>(c) < 0x80 && (c >= 0x20 || c == '\n'),
+                         qPrintable(args.join(' ')));
+            QVERIFY(!QJsonDocument::fromJson(r.out).isNull());
+        }
+        const QJsonObject j
+            = QJsonDocument::fromJson(run({"estimate", file, "--json"}).out).object();
+        QCOMPARE(j["name"].toString(),
+                 QString::fromUtf8("Name \x1b]0;pwned\x07 \xc2\x9b"
+                                   "31m \xe2\x80\xae"
+                                   "evil \xe2\x80\x8b"));
+        // Error lines too: a C1 control or bidi override in an unknown key.
+        const QString bad = write("bad-key.yaml",
+                                  "format: membudget/1\nmodel:\n  preset: llama-2-7b\n  "
+                                  "\xe2\x80\xaelayers: 3\n");
+        const Result e = run({"validate", bad});
+        QCOMPARE(e.code, 1);
+        QVERIFY2(!raw(e.err) && e.err.contains("'\\u202Elayers'"), e.err.constData());
+        qputenv("MEMBUDGET_PRESETS", (m_dir + "/no-user-presets").toUtf8());
+    }
+
+    // validate decides the kind of a file by its top-level format key: a scenario whose name
+    // mentions the preset format was called "ok (preset)" and never checked as a scenario.
+    void validateTellsTheKindByTheFormatKey()
+    {
+        const QString named = write("named.yaml",
+                                    "format: membudget/1\nname: \"format: membudget-presets/1\"\n"
+                                    "model: {preset: llama-2-7b}\n");
+        Result r = run({"validate", named});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("named.yaml: ok (scenario)"), r.out.constData());
+        const QString unknownGpu = QStringLiteral(
+            MEMBUDGET_SOURCE_DIR "/tests/data/bad/scenario-name-mentions-presets-format.yaml");
+        QCOMPARE(run({"validate", unknownGpu}).code, 1);
+        QCOMPARE(run({"estimate", unknownGpu}).code, 1);
+        const QString flow
+            = write("flow.yaml", "{format: membudget-presets/1, gpus: [{id: x, memory_gib: 8}]}\n");
+        r = run({"validate", flow});
+        QVERIFY2(r.out.contains("flow.yaml: ok (preset)"), r.out.constData());
+    }
+
+    // Saturated figures: no negative parameter count (a double past int64 cast to it), no finite
+    // reserve of a saturated total, no "-too large", no "-0 B".
+    void saturatedAndZeroFiguresPrintSanely()
+    {
+        const QString huge
+            = write("huge.yaml",
+                    "format: membudget/1\nmodel: {layers: 100000, hidden_size: 10000000, "
+                    "attention_heads: 100, intermediate_size: 10000000, vocab_size: 100000000}\n"
+                    "gpus: [rtx-4090]\n");
+        Result r = run({"estimate", huge, "--json"});
+        QCOMPARE(r.code, 0);
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        QCOMPARE(j["parameters"].toInteger(), std::numeric_limits<qint64>::max());
+        const QJsonObject comps = j["per_gpu"].toObject()["components"].toObject();
+        QCOMPARE(comps["allocator_reserve"].toInteger(), std::numeric_limits<qint64>::max());
+        r = run({"estimate", huge});
+        QCOMPARE(r.code, 0);
+        const QString table = QString::fromUtf8(r.out);
+        QVERIFY2(!table.contains("-too large"), r.out.constData());
+        QVERIFY2(table.contains(QRegularExpression("Allocator reserve +too large")),
+                 r.out.constData());
+        QVERIFY2(table.contains(QRegularExpression("rtx-4090 +25.8 GB +does not fit +n/a")),
+                 r.out.constData());
+        // One-token sequences: the optimizer step is the peak, so checkpointing and flash
+        // attention leave the device total as it was ("-0 B" before).
+        const QString inference = write("one-token.yaml",
+                                        "format: membudget/1\nmodel: {preset: llama-2-7b}\n"
+                                        "training: {sequence_length: 1, micro_batch_size: 1}\n");
+        for (const char *unit : {"", "--gib"}) {
+            QStringList args{"ladder", inference};
+            if (*unit)
+                args << unit;
+            r = run(args);
+            QCOMPARE(r.code, 0);
+            QVERIFY2(!r.out.contains("-0 ") && !r.out.contains("-0.0"), r.out.constData());
+            QVERIFY2(r.out.contains(" 0 B "), r.out.constData());
+        }
+    }
+
+    // import-config -o writes through an exclusive temporary file with an unpredictable name: a
+    // link planted where the old writer put "<out>.tmp-<pid>" redirected the write to any file the
+    // user can write. It keeps the old file's mode, refuses a link or a read-only file at the
+    // destination, and leaves nothing behind.
+    void importConfigWritesSafely()
+    {
+        const QString cfg = QStringLiteral(MEMBUDGET_SOURCE_DIR
+                                           "/tests/fuzz/seeds/hf_config/mistral-7b.json");
+        const QString dir = m_dir + "/safe-write";
+        QVERIFY(QDir().mkpath(dir));
+        const QString out = dir + "/out.yaml";
+        const QString victim = dir + "/victim.txt";
+        write("safe-write/victim.txt", "precious\n");
+        // Links for the next few hundred process ids, where the old writer would have written.
+        QFile lastPid(QStringLiteral("/proc/sys/kernel/ns_last_pid"));
+        if (lastPid.open(QIODevice::ReadOnly)) {
+            const int last = lastPid.readAll().trimmed().toInt();
+            for (int pid = last + 1; pid < last + 400; ++pid)
+                QFile::link(victim, out + ".tmp-" + QString::number(pid));
+        }
+        Result r = run({"import-config", cfg, "-o", out});
+        QVERIFY2(r.code == 0, r.err.constData());
+        QFile v(victim);
+        QVERIFY(v.open(QIODevice::ReadOnly));
+        QCOMPARE(v.readAll(), QByteArray("precious\n"));
+        QVERIFY(QFileInfo(out).isFile() && !QFileInfo(out).isSymLink());
+        QCOMPARE(run({"validate", out}).code, 0);
+        for (const QString &name : QDir(dir).entryList(QDir::Files | QDir::Hidden | QDir::System))
+            QVERIFY2(!name.startsWith(".out.yaml.tmp-"), qPrintable(name)); // nothing left behind
+        // The mode of the file it replaces stays.
+        QVERIFY(QFile::setPermissions(out, QFileDevice::ReadOwner | QFileDevice::WriteOwner));
+        QCOMPARE(run({"import-config", cfg, "-o", out}).code, 0);
+        struct stat st = {};
+        QCOMPARE(::stat(QFile::encodeName(out).constData(), &st), 0);
+        QCOMPARE(st.st_mode & 0777, 0600u);
+        // A read-only destination is not replaced (rename would, whatever its mode).
+        QVERIFY(QFile::setPermissions(out, QFileDevice::ReadOwner | QFileDevice::ReadUser));
+        const QByteArray before = [&] {
+            QFile f(out);
+            return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+        }();
+        write("safe-write/other.json",
+              R"({"model_type": "gpt2", "n_embd": 768, "n_head": 12, "n_layer": 2, "vocab_size": 50257})");
+        r = run({"import-config", dir + "/other.json", "-o", out});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("out.yaml: the file is read-only"), r.err.constData());
+        QFile again(out);
+        QVERIFY(again.open(QIODevice::ReadOnly));
+        QCOMPARE(again.readAll(), before);
+        // A symbolic link at the destination: neither the link nor its target is replaced.
+        const QString link = dir + "/link.yaml";
+        QVERIFY(QFile::link(victim, link));
+        r = run({"import-config", cfg, "-o", link});
+        QCOMPARE(r.code, 1);
+        QVERIFY2(r.err.contains("link.yaml: it is a symbolic link"), r.err.constData());
+        QVERIFY(QFileInfo(link).isSymLink());
+        QVERIFY(v.seek(0));
+        QCOMPARE(v.readAll(), QByteArray("precious\n"));
+    }
+
+    // On a full disk the old file stays and the reason is the system's. A 64 KiB tmpfs in a private
+    // mount namespace (unshare -rm: no root needed where user namespaces are allowed).
+    void importConfigOnAFullDiskKeepsTheOldFile()
+    {
+        const QString cfg = QStringLiteral(MEMBUDGET_SOURCE_DIR
+                                           "/tests/fuzz/seeds/hf_config/mistral-7b.json");
+        const QString mnt = m_dir + "/full";
+        QVERIFY(QDir().mkpath(mnt));
+        QProcess p;
+        p.start(
+            QStringLiteral("unshare"),
+            {"-rm",
+             "sh",
+             "-c",
+             "mount -t tmpfs -o size=64k tmpfs \"$1\" || exit 77; printf 'old\\n' > \"$1/s.yaml\"; "
+             "head -c 200000 /dev/zero > \"$1/filler\" 2>/dev/null; "
+             "\"$2\" import-config \"$3\" -o \"$1/s.yaml\"; rc=$?; cat \"$1/s.yaml\"; "
+             "ls -a \"$1\"; exit $rc",
+             "sh",
+             mnt,
+             MEMBUDGET_CLI,
+             cfg});
+        if (!p.waitForFinished(20000) || p.exitCode() == 77
+            || (p.exitCode() != 1 && p.readAllStandardError().contains("unshare")))
+            QSKIP("cannot mount a small tmpfs here (unshare -rm)");
+        const QByteArray out = p.readAllStandardOutput();
+        const QByteArray err = p.readAllStandardError();
+        QCOMPARE(p.exitCode(), 1);
+        QVERIFY2(err.contains("s.yaml: No space left on device"), err.constData());
+        QVERIFY2(out.startsWith("old\n"), out.constData());
+        QVERIFY2(!out.contains(".tmp-"), out.constData());
+    }
+
+    // The scenario's name comes from the folder: Latin-1 bytes or a C1 control (U+009B) there gave
+    // a file that could not be read back.
+    void importConfigNameFromAnyFolderLoadsBack()
+    {
+        const QString cfg = QStringLiteral(MEMBUDGET_SOURCE_DIR
+                                           "/tests/fuzz/seeds/hf_config/mistral-7b.json");
+        for (const char *folder :
+             {"caf\\351", "csi-\\302\\233-x", "nel-\\302\\205-ls-\\342\\200\\250"}) {
+            QProcess p;
+            p.setWorkingDirectory(m_dir);
+            p.start(QStringLiteral("sh"),
+                    {"-c",
+                     QStringLiteral(
+                         "d=$(printf '%1'); mkdir -p \"$d\" && cp \"$2\" \"$d/config.json\" && "
+                         "\"$1\" import-config \"$d/config.json\" -o \"$d/out.yaml\" && "
+                         "\"$1\" validate \"$d/out.yaml\"")
+                         .arg(QLatin1String(folder)),
+                     "sh",
+                     MEMBUDGET_CLI,
+                     cfg});
+            QVERIFY(p.waitForFinished(20000));
+            QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+        }
     }
 
     void importConfig()

@@ -17,6 +17,39 @@ private:
     }
 
 private slots:
+    // Keys are compared as JSON decodes them: "text\\u005fconfig" is text_config (its lookup
+    // threw std::out_of_range and aborted the program), and an escaped second num_hidden_layers is
+    // a duplicate (it silently won).
+    void escapedKeys()
+    {
+        const char *wrapped = R"({"text\u005fconfig": {"model_type": "llama", "hidden_size": 2048,
+  "intermediate_size": 5632, "num_attention_heads": 32, "num_hidden_layers": 22,
+  "num_key_value_heads": 4, "vocab_size": 32000}, "model_type": "llava"})";
+        LoadError error;
+        auto spec = importHfConfig(wrapped, "config.json", error);
+        QVERIFY2(spec.has_value(), error.toString().c_str());
+        QCOMPARE(*spec->layers, std::int64_t(22));
+        const char *duplicate = R"({"model_type": "llama", "hidden_size": 2048,
+  "intermediate_size": 5632, "num_attention_heads": 32, "num_hidden_layers": 22,
+  "num_hidden\u005flayers": 2, "vocab_size": 32000})";
+        QVERIFY(!importHfConfig(duplicate, "config.json", error));
+        QCOMPARE(error.toString(),
+                 std::string("config.json:3:3: duplicate key \"num_hidden_layers\""));
+        // A number no double holds, at its own position and in our words.
+        QVERIFY(!importHfConfig(R"({"model_type": "llama",
+  "rope_theta": -1e400})",
+                                "config.json",
+                                error));
+        QCOMPARE(error.toString(),
+                 std::string("config.json:2:17: the number -1e400 is out of range (larger than any "
+                             "double-precision value)"));
+        // Lone CRs end lines.
+        QVERIFY(!importHfConfig("{\r\"model_type\": \"llama\",\r\"num_hidden_layers\": true}",
+                                "config.json",
+                                error));
+        QCOMPARE(error.line, 3);
+    }
+
     void llama3()
     {
         const char *json = R"({

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <string>
 
 using namespace membudget;
 
@@ -29,7 +31,6 @@ private slots:
         Scenario s;
         s.name = "Quotes \" and: colons, # hashes\nand newlines";
         s.description = "true";
-        s.model.parameters = 7.25e9;
         s.model.family = ModelFamily::Gemma;
         s.model.layers = 28;
         s.model.hidden_size = 3072;
@@ -58,6 +59,96 @@ private slots:
         const auto back = parseScenario(scenarioToYaml(s), "all", error);
         QVERIFY2(back.has_value(), error.toString().c_str());
         QVERIFY(*back == s);
+        // Quick mode (parameters alone) round-trips too.
+        Scenario quick;
+        quick.model.parameters = 7.25e9;
+        quick.model.vocab_size = 50000;
+        const auto quickBack = parseScenario(scenarioToYaml(quick), "quick", error);
+        QVERIFY2(quickBack.has_value(), error.toString().c_str());
+        QVERIFY(*quickBack == quick);
+    }
+
+    // Any Unicode name or description saves, loads back equal and saves again to the same bytes.
+    // A C1 control (U+0090) was written raw and the file refused on reopening; NEL, LS and PS
+    // (U+0085, U+2028, U+2029) read from \\N, \\L, \\P escapes were written raw and folded into
+    // spaces on the next load.
+    void anyNameRoundTrips()
+    {
+        std::mt19937 rng(15);
+        const char32_t special[] = {0x00,   0x01,   0x09,   0x0A,   0x0D,   0x1B,   0x7F,
+                                    0x80,   0x85,   0x90,   0x9B,   0x9F,   0xA0,   0xAD,
+                                    0x2028, 0x2029, 0x202E, 0x200B, 0xFEFF, 0xFFFE, 0xFFFF,
+                                    0xFFFD, 0xE000, '"',    '\\',   '\'',   '#',    ':',
+                                    '-',    ' ',    '&',    '*',    '!',    '%',    '@'};
+        const auto randomText = [&](std::size_t length) {
+            std::u32string text;
+            for (std::size_t i = 0; i < length; ++i) {
+                const unsigned kind = rng() % 4;
+                char32_t c = 0;
+                if (kind == 0)
+                    c = special[rng() % std::size(special)];
+                else if (kind == 1)
+                    c = static_cast<char32_t>(0x20 + rng() % 0x5F); // ASCII
+                else
+                    do
+                        c = static_cast<char32_t>(rng() % 0x110000);
+                    while (c >= 0xD800 && c <= 0xDFFF); // surrogates are not characters
+                text += c;
+            }
+            return QString::fromUcs4(text.data(), static_cast<qsizetype>(text.size())).toStdString();
+        };
+        for (int i = 0; i < 10000; ++i) {
+            Scenario s = defaultScenario();
+            s.name = randomText(rng() % 40);
+            s.description = randomText(rng() % 80);
+            const std::string yaml = scenarioToYaml(s);
+            LoadError error;
+            const auto back = parseScenario(yaml, "names.yaml", error, &PresetCatalog::bundled());
+            QVERIFY2(back.has_value(), (error.toString() + "\n" + yaml).c_str());
+            QVERIFY2(back->name == s.name && back->description == s.description, yaml.c_str());
+            QCOMPARE(scenarioToYaml(*back), yaml);
+        }
+        // Names written with YAML's escapes for NEL, NBSP, LS and PS (yaml-cpp decodes \\N and \\_
+        // to lone bytes) read as those characters and stay them through a save.
+        LoadError escapeError;
+        const auto escaped = parseScenario("format: membudget/1\nname: \"a\\N b\\_c\\Ld\\Pe\"\n",
+                                           "escapes.yaml",
+                                           escapeError);
+        QVERIFY2(escaped.has_value(), escapeError.toString().c_str());
+        QCOMPARE(escaped->name,
+                 std::string("a\xc2\x85 b\xc2\xa0"
+                             "c\xe2\x80\xa8"
+                             "d\xe2\x80\xa9"
+                             "e"));
+        const auto again = parseScenario(scenarioToYaml(*escaped), "again.yaml", escapeError);
+        QVERIFY2(again.has_value() && again->name == escaped->name, escapeError.toString().c_str());
+        // Bytes that are not UTF-8 (a name from a Latin-1 folder) still give a loadable file.
+        Scenario latin1 = defaultScenario();
+        latin1.name = "caf\xe9 \xff\xfe";
+        LoadError error;
+        const auto back = parseScenario(scenarioToYaml(latin1), "latin1.yaml", error);
+        QVERIFY2(back.has_value(), error.toString().c_str());
+        QCOMPARE(back->name, std::string("caf\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd"));
+    }
+
+    // A GPU list is bounded and each GPU listed once; the position of the first is named.
+    void gpuListBounds()
+    {
+        std::string text = "format: membudget/1\ngpus: [";
+        for (int i = 0; i < 64; ++i)
+            text += (i ? ", g" : "g") + std::to_string(i);
+        text += "]\n";
+        LoadError error;
+        QVERIFY2(parseScenario(text, "64.yaml", error).has_value(), error.toString().c_str());
+        text.insert(text.size() - 2, ", g64");
+        QVERIFY(!parseScenario(text, "65.yaml", error));
+        QCOMPARE(error.message,
+                 std::string("too many GPUs: at most 64 to compare against (this "
+                             "list has 65)"));
+        QVERIFY(!parseScenario("format: membudget/1\ngpus:\n- a\n- b\n- a\n", "dup.yaml", error));
+        QCOMPARE(error.toString(),
+                 std::string("dup.yaml:5:3: GPU 'a' is listed twice (first at line "
+                             "3, column 3)"));
     }
 
     void documentedExample()
@@ -66,7 +157,6 @@ private slots:
 name: Mistral-7B LoRA, bf16, flash attention
 model:
   family: llama
-  parameters: 7.0e9
   layers: 32
   hidden_size: 4096
   intermediate_size: 14336

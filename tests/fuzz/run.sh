@@ -13,8 +13,8 @@ cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz --target "fuzz_$target" >/dev/null
 
 case "$target" in
-scenario) seeds=(presets/scenarios tests/calibration tests/data/bad) dict=tests/fuzz/yaml.dict ;;
-presets) seeds=(presets/models presets/gpus.yaml tests/data/bad) dict=tests/fuzz/yaml.dict ;;
+scenario) seeds=(presets/scenarios tests/calibration tests/fuzz/seeds/scenario tests/data/bad) dict=tests/fuzz/yaml.dict ;;
+presets) seeds=(presets/models presets/gpus.yaml tests/fuzz/seeds/presets tests/data/bad) dict=tests/fuzz/yaml.dict ;;
 hf_config) seeds=(tests/fuzz/seeds/hf_config tests/data/bad) dict=tests/fuzz/json.dict ;;
 # Snapshots are binary and larger: the smallest real ones (17 to 110 KB) are whole seeds.
 snapshot) seeds=(tests/data/snapshots tests/data/bad) dict=tests/fuzz/pickle.dict max_len=262144 ;;

@@ -28,9 +28,10 @@ std::vector<ChartBar> ladderBars(const EstimateInput &current, ByteUnit unit, co
         bar.estimate = estimateMemory(step.input);
         const Bytes now = bar.estimate.device_total;
         if (previous >= 0 && !bar.estimate.too_large) {
-            const Bytes delta = now <= previous ? previous - now : now - previous;
-            bar.detail = (now <= previous ? QStringLiteral("−") : QStringLiteral("+"))
-                         + QString::fromStdString(formatBytes(delta, unit, 1));
+            // "−1.2 GB", "+0.3 GB", "0 B" when the step changes nothing (not "−0 B").
+            bar.detail = QString::fromStdString(formatByteChange(previous, now, unit, 1));
+            if (bar.detail.startsWith(QLatin1Char('-')))
+                bar.detail.replace(0, 1, QStringLiteral("−")); // a typographic minus
         }
         previous = now;
         // Time per token on the GPU, against the step before (the model of core/throughput).

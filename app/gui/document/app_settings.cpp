@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "document/app_settings.h"
 
+#include "io/scenario_yaml.h"
+
 namespace membudget {
 
 namespace {
@@ -62,16 +64,36 @@ void AppSettings::setUnit(ByteUnit unit)
     m_settings.setValue(kUnit, unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB"));
 }
 
+namespace {
+
+// At most kMaxScenarioGpus ids, each once, none empty: what a scenario file may hold. A settings
+// file is read on every start, so nothing unbounded may reach it (an earlier version stored a
+// scenario's 350,000-entry list there, and every start took a minute).
+QStringList boundedGpuIds(const QStringList &ids)
+{
+    QStringList out;
+    for (const QString &id : ids) {
+        if (static_cast<std::size_t>(out.size()) == kMaxScenarioGpus)
+            break;
+        if (!id.isEmpty() && id.size() <= 200 && !out.contains(id))
+            out << id;
+    }
+    return out;
+}
+
+} // namespace
+
 QStringList AppSettings::selectedGpus() const
 {
-    return m_settings.value(kGpus).toStringList();
+    return boundedGpuIds(m_settings.value(kGpus).toStringList());
 }
 void AppSettings::setSelectedGpus(const QStringList &ids)
 {
     // Called after every edit (each slider step): only a real change may make QSettings rewrite
     // its file, which it does (lock, write, fsync, rename) on the next pass of the event loop.
-    if (ids != selectedGpus())
-        m_settings.setValue(kGpus, ids);
+    const QStringList bounded = boundedGpuIds(ids);
+    if (bounded != m_settings.value(kGpus).toStringList())
+        m_settings.setValue(kGpus, bounded);
 }
 
 QString AppSettings::lastDirectory() const

@@ -31,7 +31,8 @@ public:
     ByteUnit unit() const;
     void setUnit(ByteUnit unit);
 
-    // The GPUs a new scenario compares against.
+    // The GPUs a new scenario compares against: at most kMaxScenarioGpus distinct ids, whatever the
+    // settings file or the caller holds.
     QStringList selectedGpus() const;
     void setSelectedGpus(const QStringList &ids);
 

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "document/scenario_document.h"
 
-#include "user_presets.h"
-
+#include "document/file_writer.h"
 #include "io/hf_config_import.h"
 #include "io/scenario_yaml.h"
+#include "user_presets.h"
 
 #include <QDir>
 #include <QFileInfo>
-#include <QSaveFile>
 #include <QStandardPaths>
 #include <QUndoCommand>
+
+#include <filesystem>
 
 namespace membudget {
 
@@ -119,6 +120,7 @@ void ScenarioDocument::setScenario(const Scenario &scenario, const QString &text
 void ScenarioDocument::reset(const Scenario &scenario, const QString &filePath)
 {
     m_undoStack.clear();
+    m_nativePath = nativePath(filePath);
     m_scenario = scenario;
     recompute();
     if (filePath != m_filePath) {
@@ -132,34 +134,37 @@ void ScenarioDocument::reset(const Scenario &scenario, const QString &filePath)
 
 bool ScenarioDocument::open(const QString &path, LoadError &error)
 {
-    auto scenario = loadScenarioFile(path.toStdString(), error, &m_catalog);
+    return openNative(nativePath(path), error);
+}
+
+bool ScenarioDocument::openNative(const std::string &path, LoadError &error)
+{
+    auto scenario = loadScenarioFile(path, error, &m_catalog);
     if (!scenario)
         return false;
-    reset(*scenario, QFileInfo(path).absoluteFilePath());
+    std::error_code ec;
+    const std::string absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
+    reset(*scenario, displayPath(ec ? path : absolute));
+    m_nativePath = ec ? path : absolute;
     return true;
 }
 
 bool ScenarioDocument::saveAs(const QString &path, QString &error)
 {
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
-        error = file.errorString();
-        return false;
-    }
+    return saveAsNative(nativePath(path), error);
+}
+
+bool ScenarioDocument::saveAsNative(const std::string &path, QString &error)
+{
     const std::string text = scenarioToYaml(m_scenario);
-    if (file.write(text.data(), static_cast<qint64>(text.size()))
-        != static_cast<qint64>(text.size())) {
-        error = file.errorString();
-        file.cancelWriting();
+    if (!writeFileSafely(path, QByteArray::fromStdString(text), error))
         return false;
-    }
-    if (!file.commit()) {
-        error = file.errorString();
-        return false;
-    }
-    const QString absolute = QFileInfo(path).absoluteFilePath();
-    if (absolute != m_filePath) {
-        m_filePath = absolute;
+    std::error_code ec;
+    const std::string absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
+    m_nativePath = ec ? path : absolute;
+    const QString shown = displayPath(m_nativePath);
+    if (shown != m_filePath) {
+        m_filePath = shown;
         Q_EMIT filePathChanged(m_filePath);
     }
     m_undoStack.setClean();
@@ -168,7 +173,7 @@ bool ScenarioDocument::saveAs(const QString &path, QString &error)
 
 bool ScenarioDocument::importModelConfig(const QString &path, LoadError &error)
 {
-    auto spec = importHfConfigFile(path.toStdString(), error);
+    auto spec = importHfConfigFile(nativePath(path), error);
     if (!spec)
         return false;
     edit(tr("Import %1").arg(QFileInfo(path).fileName()), [&](Scenario &s) { s.model = *spec; });

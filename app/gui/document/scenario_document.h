@@ -47,6 +47,8 @@ public:
     std::vector<GpuSpec> selectedGpus() const;
 
     QString filePath() const { return m_filePath; }
+    // The file's path as the system spells it (bytes; see file_writer.h); empty for a new one.
+    const std::string &nativeFilePath() const { return m_nativePath; }
     // The file name, or "Untitled" for a new scenario.
     QString displayName() const;
     bool isModified() const { return !m_undoStack.isClean(); }
@@ -64,9 +66,11 @@ public:
 
     // Reads a scenario file; on failure the document is unchanged and `error` says where and why.
     bool open(const QString &path, LoadError &error);
-    // Writes the scenario atomically (QSaveFile). On success the document becomes clean and takes
+    bool openNative(const std::string &path, LoadError &error);
+    // Writes the scenario atomically (writeFileSafely). On success the document becomes clean and takes
     // the path.
     bool saveAs(const QString &path, QString &error);
+    bool saveAsNative(const std::string &path, QString &error);
 
     // Replaces the model section with a Hugging Face config.json (undoable).
     bool importModelConfig(const QString &path, LoadError &error);
@@ -91,6 +95,7 @@ private:
     MemoryEstimate m_estimate;
     QString m_error;
     QString m_filePath;
+    std::string m_nativePath;
     QUndoStack m_undoStack;
     int m_lastMergeToken = 0;
 };
