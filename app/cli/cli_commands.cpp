@@ -18,6 +18,7 @@
 #include "throughput/throughput_model.h"
 #include "user_presets.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -36,14 +37,22 @@ void printProblems(const std::vector<LoadError> &problems)
         std::cerr << "warning: " << e.toString() << " (user preset skipped)\n";
 }
 
-// Loads and resolves a scenario; prints `file:line:col: message` and returns false on any problem.
+// Loads and resolves a scenario file, or the bundled (or user) scenario of that id when no such
+// file exists (`membudget presets scenarios` lists the ids); prints `file:line:col: message` and
+// returns false on any problem.
 bool loadResolved(const std::string &file,
                   const PresetCatalog &catalog,
                   Scenario &scenario,
                   EstimateInput &input)
 {
     LoadError error;
-    auto loaded = loadScenarioFile(file, error, &catalog);
+    std::optional<Scenario> loaded;
+    std::error_code ec;
+    const ScenarioPreset *preset = catalog.findScenario(file);
+    if (preset && !std::filesystem::exists(file, ec))
+        loaded = preset->scenario;
+    else
+        loaded = loadScenarioFile(file, error, &catalog);
     if (!loaded) {
         std::cerr << error.toString() << "\n";
         return false;
@@ -115,7 +124,7 @@ int runEstimate(const EstimateOptions &o)
     if (o.json)
         std::cout << estimateToJson(scenario, input, est, gpus, o.timeline).dump(2) << "\n";
     else
-        std::cout << estimateTable(scenario, input, est, gpus, o.gib ? ByteUnit::GiB : ByteUnit::GB);
+        std::cout << estimateTable(scenario, input, est, gpus, o.unit);
     return kExitOk;
 }
 
@@ -136,11 +145,15 @@ int runFit(const FitOptions &o)
         return kExitUsage;
     }
     const MemoryEstimate est = estimateMemory(input);
+    const ByteUnit unit = o.unit;
+    const auto bytes = [unit](Bytes b) { return formatBytes(b, unit); };
     nlohmann::json all = nlohmann::json::array();
+    bool someGpuWithoutFit = false;
     for (const GpuSpec &g : gpus) {
         const bool fits = est.device_total <= g.memory_bytes;
         const auto suggestions = fits ? std::vector<FitSuggestion>{}
                                       : suggestFits(input, g, o.limit);
+        someGpuWithoutFit = someGpuWithoutFit || (!fits && suggestions.empty());
         if (o.json) {
             nlohmann::json j;
             j["gpu"] = g.id;
@@ -150,45 +163,60 @@ int runFit(const FitOptions &o)
             nlohmann::json list = nlohmann::json::array();
             for (const FitSuggestion &s : suggestions)
                 list.push_back({{"changes", s.changes},
+                                {"changes_result", s.result_changes},
                                 {"slowdown", s.slowdown},
                                 {"step_seconds", s.step_seconds},
                                 {"tokens_per_second", s.tokens_per_second},
                                 {"device_total", s.device_total},
-                                {"headroom", s.headroom}});
+                                {"headroom", s.headroom},
+                                {"cpu_offload_bytes", s.cpu_offload_bytes}});
             j["suggestions"] = list;
             all.push_back(j);
             continue;
         }
-        std::cout << g.id << " (" << formatBytes(g.memory_bytes) << "): ";
+        std::cout << g.id << " (" << formatCapacity(g.memory_bytes, unit) << "): ";
         if (fits) {
-            std::cout << "fits already, " << formatBytes(g.memory_bytes - est.device_total)
+            std::cout << "fits already, " << bytes(g.memory_bytes - est.device_total)
                       << " to spare.\n";
             continue;
         }
-        std::cout << "needs " << formatBytes(est.device_total) << ", "
-                  << formatBytes(est.device_total - g.memory_bytes) << " too much.\n";
+        std::cout << "needs " << bytes(est.device_total) << ", "
+                  << bytes(est.device_total - g.memory_bytes) << " too much.\n";
         if (suggestions.empty()) {
             std::cout << "  No combination of techniques makes it fit: use more GPUs, a smaller "
                          "model or shorter sequences.\n";
             continue;
         }
         int i = 1;
+        bool resultHeading = false;
         for (const FitSuggestion &s : suggestions) {
+            if (s.changesResult() && !resultHeading) {
+                std::cout << "  These change what is trained, not only how fast:\n";
+                resultHeading = true;
+            }
             char line[96];
             std::snprintf(line, sizeof line, "  %d. %.2fx time per token, ", i++, s.slowdown);
             std::cout << line << formatRate(s.tokens_per_second) << " tokens/s, "
-                      << formatBytes(s.device_total) << " (" << formatBytes(s.headroom)
-                      << " spare):\n";
-            for (const std::string &c : s.changes)
-                std::cout << "       - " << c << "\n";
+                      << bytes(s.device_total) << " (" << bytes(s.headroom) << " spare)";
+            if (s.cpu_offload_bytes > 0)
+                std::cout << ", " << bytes(s.cpu_offload_bytes) << " of CPU RAM";
+            std::cout << ":\n";
+            for (const std::string &c : s.changes) {
+                const bool changesResult = std::find(s.result_changes.begin(),
+                                                     s.result_changes.end(),
+                                                     c)
+                                           != s.result_changes.end();
+                std::cout << "       - " << c << (changesResult ? " [changes the result]" : "")
+                          << "\n";
+            }
         }
     }
     if (o.json)
         std::cout << all.dump(2) << "\n";
-    return kExitOk;
+    return someGpuWithoutFit ? kExitNoFit : kExitOk;
 }
 
-int runLadder(const std::string &file, bool json, bool gib, const std::string &gpuId)
+int runLadder(const std::string &file, bool json, ByteUnit unit, const std::string &gpuId)
 {
     std::vector<LoadError> problems;
     const PresetCatalog catalog = loadCatalog(problems);
@@ -204,7 +232,6 @@ int runLadder(const std::string &file, bool json, bool gib, const std::string &g
         return kExitBadInput;
     const GpuSpec *gpu = gpus.empty() ? nullptr : &gpus.front();
     const auto steps = techniqueLadder(input);
-    const ByteUnit unit = gib ? ByteUnit::GiB : ByteUnit::GB;
     nlohmann::json list = nlohmann::json::array();
     Bytes previous = 0;
     double previousRate = 0;
@@ -333,12 +360,7 @@ int runSnapshot(const SnapshotOptions &o)
         beside = EstimateBeside{o.scenario, scenario.name, estimateMemory(input)};
     }
     if (!o.json) {
-        std::cout << snapshotReport(o.file,
-                                    *snap,
-                                    analysis,
-                                    replay,
-                                    beside,
-                                    o.gib ? ByteUnit::GiB : ByteUnit::GB);
+        std::cout << snapshotReport(o.file, *snap, analysis, replay, beside, o.unit);
         return kExitOk;
     }
     nlohmann::json j = snapshot::snapshotToJson(o.file, *snap, analysis);
@@ -351,7 +373,7 @@ int runSnapshot(const SnapshotOptions &o)
     return kExitOk;
 }
 
-int runPresets(const std::string &what, bool json)
+int runPresets(const std::string &what, bool json, ByteUnit unit)
 {
     std::vector<LoadError> problems;
     const PresetCatalog catalog = loadCatalog(problems);
@@ -411,7 +433,7 @@ int runPresets(const std::string &what, bool json)
                           sizeof line,
                           "  %-22s %10s  %s\n",
                           g.id.c_str(),
-                          formatBytes(g.memory_bytes, ByteUnit::GiB, 1).c_str(),
+                          formatCapacity(g.memory_bytes, unit).c_str(),
                           g.name.c_str());
             std::cout << line;
         }

@@ -161,6 +161,8 @@ std::string estimateTable(const Scenario &scenario,
     out += "\n";
     for (int c = 0; c < kComponentCount; ++c) {
         const auto comp = static_cast<Component>(c);
+        if (!componentApplies(comp, est.training))
+            continue; // no gradient rows in inference, no KV cache row in training
         const std::string name = componentLabel(comp);
         out += pad(name, 19);
         for (int p = 0; p < phaseCount; ++p)
@@ -182,18 +184,27 @@ std::string estimateTable(const Scenario &scenario,
     if (est.training)
         out += std::string(", in the ") + phaseLabel(est.peak_phase) + " phase";
     out += ".\n";
-    out += explainPhase(input, est, est.peak_phase) + "\n";
+    out += explainPhase(input, est, est.peak_phase, unit) + "\n";
     if (est.cpu_offload_total > 0)
         out += "CPU RAM for offload: " + formatBytes(est.cpu_offload_bytes, unit) + " per GPU, "
                + formatBytes(est.cpu_offload_total, unit) + " in all.\n";
     if (est.too_large)
         out += "Warning: some figures are too large to represent (over 8 EiB).\n";
 
+    const std::int64_t context = input.arch.context_length;
+    if (context > 0 && input.training.sequence_length > context)
+        out += "Warning: " + formatCount(static_cast<double>(input.training.sequence_length))
+               + " tokens is beyond the model's context length of "
+               + formatCount(static_cast<double>(context))
+               + " (max_position_embeddings); set model.rope_scaling_factor if you extend it.\n";
+
     out += "\nHow each component at the peak comes about:\n";
     for (int c = 0; c < kComponentCount; ++c) {
         const auto comp = static_cast<Component>(c);
+        if (!componentApplies(comp, est.training))
+            continue;
         out += "  " + pad(componentLabel(comp), 18) + " "
-               + explainComponent(input, est, est.peak_phase, comp) + "\n";
+               + explainComponent(input, est, est.peak_phase, comp, unit) + "\n";
     }
 
     if (!gpus.empty()) {
@@ -202,24 +213,35 @@ std::string estimateTable(const Scenario &scenario,
         out += "\nOn the device: " + formatBytes(band.expected, unit) + " expected, "
                + formatBytes(band.low, unit) + " to " + formatBytes(band.high, unit)
                + " (allocator, CUDA context and NCCL buffers at their low and high ends).\n";
+        // Max batch and Max seq.: "none" where even 1 does not fit, thousands separators, and a
+        // mark where the model's context length, not the memory, is the limit.
+        const auto count = [](std::int64_t v) {
+            return v > 0 ? formatCount(static_cast<double>(v)) : std::string("none");
+        };
+        bool contextMarked = false;
         out += "\n" + pad("GPU", 24) + pad("Capacity", 12, true) + pad("Verdict", 14, true)
-               + pad("Headroom", 12, true) + pad("Max batch", 11, true) + pad("Max seq", 10, true)
+               + pad("Headroom", 12, true) + pad("Max batch", 11, true) + pad("Max seq", 12, true)
                + "\n";
         std::string reasons;
         for (const GpuSpec &g : gpus) {
             const GpuVerdict v = gpuVerdict(model, est, g.memory_bytes);
             const Bytes head = g.memory_bytes - est.device_total;
-            out += pad(g.id, 24) + pad(formatBytes(g.memory_bytes, unit, 1), 12, true)
+            const std::int64_t seq = maxSequenceLength(model, g.memory_bytes);
+            const bool atContext = context > 0 && seq == context;
+            contextMarked = contextMarked || atContext;
+            out += pad(g.id, 24) + pad(formatCapacity(g.memory_bytes, unit), 12, true)
                    + pad(verdictLabel(v.verdict), 14, true)
                    + pad(std::string(head < 0 ? "-" : "")
                              .append(formatBytes(head < 0 ? -head : head, unit, 1)),
                          12,
                          true)
-                   + pad(std::to_string(maxMicroBatch(input, g.memory_bytes)), 11, true)
-                   + pad(std::to_string(maxSequenceLength(input, g.memory_bytes)), 10, true) + "\n";
+                   + pad(count(maxMicroBatch(model, g.memory_bytes)), 11, true)
+                   + pad(count(seq) + (atContext ? "*" : ""), 12, true) + "\n";
             if (!v.reason.empty())
                 reasons += "  " + g.id + ": " + v.reason + ".\n";
         }
+        if (contextMarked)
+            out += "* the model's context length (max_position_embeddings x rope_scaling_factor)\n";
         out += reasons;
         out += speedTable(scenario, input, gpus);
     }

@@ -111,6 +111,35 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
     return true;
 }
 
+// A list of GPU preset ids (`gpus`, `expected.fits`); absent or null is an empty list.
+bool readGpuList(YamlReader &r,
+                 const YAML::Node &g,
+                 const char *key,
+                 const PresetCatalog *catalog,
+                 std::vector<std::string> &out)
+{
+    if (!g.IsDefined() || g.IsNull())
+        return true;
+    if (!g.IsSequence())
+        return r.fail(g,
+                      std::string("'") + key
+                          + "' must be a list of GPU preset ids such as [a100-80gb, rtx-4090]");
+    for (const YAML::Node &item : g) {
+        std::string id;
+        if (!r.scalarText(item, key, id))
+            return false;
+        if (catalog && !catalog->findGpu(id)) {
+            std::string msg = "unknown GPU '" + id + "'";
+            const auto near = catalog->suggestGpus(id);
+            if (!near.empty())
+                msg += "; did you mean " + near.front() + "?";
+            return r.fail(item, msg);
+        }
+        out.push_back(id);
+    }
+    return true;
+}
+
 bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const PresetCatalog *catalog)
 {
     std::initializer_list<const char *> keys = {"preset",
@@ -137,10 +166,12 @@ bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const Preset
                                                 "experts",
                                                 "experts_per_token",
                                                 "attention_dropout",
-                                                "hidden_dropout"};
+                                                "hidden_dropout",
+                                                "rope_scaling_factor"};
     if (!r.expectMap(m, "model", keys))
         return false;
-    if (!r.getString(m, "preset", spec.preset) || !readArchitectureKeys(r, m, spec))
+    if (!r.getString(m, "preset", spec.preset) || !readArchitectureKeys(r, m, spec)
+        || !r.getDouble(m, "rope_scaling_factor", spec.rope_scaling_factor, 1.0, 1024.0))
         return false;
     if (!spec.preset.empty() && catalog && !catalog->findModel(spec.preset)) {
         std::string msg = "unknown model preset '" + spec.preset + "'";
@@ -176,7 +207,8 @@ std::optional<Scenario> parseScenario(const std::string &text,
                           "gpus",
                           "overheads",
                           "dataset",
-                          "prices"}))
+                          "prices",
+                          "expected"}))
             return std::nullopt;
         const YAML::Node format = root["format"];
         if (!format.IsDefined()) {
@@ -241,27 +273,17 @@ std::optional<Scenario> parseScenario(const std::string &text,
                 return std::nullopt;
             }
         }
-        if (const YAML::Node g = root["gpus"]; g.IsDefined()) {
-            if (!g.IsSequence() && !g.IsNull()) {
-                r.fail(g, "'gpus' must be a list of GPU preset ids such as [a100-80gb, rtx-4090]");
+        if (!readGpuList(r, root["gpus"], "gpus", catalog, s.gpus))
+            return std::nullopt;
+        if (const YAML::Node e = root["expected"]; e.IsDefined()) {
+            if (!r.expectMap(e, "expected", {"fits", "does_not_fit"})
+                || !readGpuList(r, e["fits"], "expected.fits", catalog, s.expected_fits)
+                || !readGpuList(r,
+                                e["does_not_fit"],
+                                "expected.does_not_fit",
+                                catalog,
+                                s.expected_not_fits))
                 return std::nullopt;
-            }
-            if (g.IsSequence()) {
-                for (const YAML::Node &item : g) {
-                    std::string id;
-                    if (!r.scalarText(item, "gpus", id))
-                        return std::nullopt;
-                    if (catalog && !catalog->findGpu(id)) {
-                        std::string msg = "unknown GPU '" + id + "'";
-                        const auto near = catalog->suggestGpus(id);
-                        if (!near.empty())
-                            msg += "; did you mean " + near.front() + "?";
-                        r.fail(item, msg);
-                        return std::nullopt;
-                    }
-                    s.gpus.push_back(id);
-                }
-            }
         }
         if (const YAML::Node d = root["dataset"]; d.IsDefined()) {
             DatasetConfig data;
@@ -355,6 +377,8 @@ std::string scenarioToYaml(const Scenario &s)
     if (!s.model.preset.empty())
         out += "  preset: " + yamlString(s.model.preset) + "\n";
     writeArchitectureKeys(s.model, "  ", out);
+    if (s.model.rope_scaling_factor)
+        out += "  rope_scaling_factor: " + formatYamlNumber(*s.model.rope_scaling_factor) + "\n";
     if (s.model == ModelSpec{})
         out.resize(out.size() - 1), out += " {}\n";
     out += "training:\n";
@@ -411,10 +435,16 @@ std::string scenarioToYaml(const Scenario &s)
         for (const auto &[id, price] : s.prices)
             out += "  " + yamlString(id) + ": " + formatYamlNumber(price) + "\n";
     }
-    out += "gpus: [";
-    for (std::size_t i = 0; i < s.gpus.size(); ++i)
-        out += (i ? ", " : "") + yamlString(s.gpus[i]);
-    out += "]\n";
+    auto list = [](const std::vector<std::string> &ids) {
+        std::string text = "[";
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            text += (i ? ", " : "") + yamlString(ids[i]);
+        return text + "]";
+    };
+    out += "gpus: " + list(s.gpus) + "\n";
+    if (!s.expected_fits.empty() || !s.expected_not_fits.empty())
+        out += "expected: {fits: " + list(s.expected_fits)
+               + ", does_not_fit: " + list(s.expected_not_fits) + "}\n";
     return out;
 }
 
