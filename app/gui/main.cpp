@@ -7,6 +7,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFile>
+#include <QFileInfo>
 #include <QIcon>
 #include <QTabWidget>
 #include <QTimer>
@@ -144,6 +145,13 @@ int main(int argc, char **argv)
     window.show();
     const QStringList files = parser.positionalArguments();
     if (!files.isEmpty())
-        QTimer::singleShot(0, &window, [&window, file = files.front()] { window.openFile(file); });
+        QTimer::singleShot(0, &window, [&window, file = files.front()] {
+            // A file, or the id of a bundled scenario when no such file exists.
+            if (!QFileInfo::exists(file)
+                && window.document()->catalog().findScenario(file.toStdString()))
+                window.loadPresetScenario(file);
+            else
+                window.openFile(file);
+        });
     return QApplication::exec();
 }

@@ -3,6 +3,8 @@
 
 #include "user_presets.h"
 
+#include "document/scenario_name.h"
+
 #include "io/hf_config_import.h"
 #include "io/scenario_yaml.h"
 
@@ -97,7 +99,46 @@ std::vector<GpuSpec> ScenarioDocument::selectedGpus() const
 
 QString ScenarioDocument::displayName() const
 {
-    return m_filePath.isEmpty() ? tr("Untitled") : QFileInfo(m_filePath).fileName();
+    return m_filePath.isEmpty() ? scenarioName() : QFileInfo(m_filePath).fileName();
+}
+
+bool ScenarioDocument::hasOwnName() const
+{
+    if (m_scenario.name.empty())
+        return false;
+    // A template's own name describes the template's settings only.
+    return !(m_template && m_scenario.name == m_template->name
+             && !sameSettings(m_scenario, *m_template));
+}
+
+QString ScenarioDocument::scenarioName() const
+{
+    return hasOwnName() ? QString::fromStdString(m_scenario.name)
+                        : derivedScenarioName(m_scenario, m_catalog);
+}
+
+void ScenarioDocument::rename(const QString &name)
+{
+    const std::string text = name.simplified().toStdString();
+    edit(text.empty() ? tr("Forget the scenario's name") : tr("Rename to %1").arg(name.simplified()),
+         [&text](Scenario &s) { s.name = text; });
+}
+
+Scenario ScenarioDocument::scenarioToSave() const
+{
+    Scenario s = m_scenario;
+    if (!hasOwnName())
+        s.name.clear();
+    if (m_template && !sameSettings(s, *m_template)) {
+        if (s.description == m_template->description)
+            s.description.clear();
+        if (s.expected_fits == m_template->expected_fits
+            && s.expected_not_fits == m_template->expected_not_fits) {
+            s.expected_fits.clear();
+            s.expected_not_fits.clear();
+        }
+    }
+    return s;
 }
 
 void ScenarioDocument::edit(const QString &text,
@@ -120,6 +161,7 @@ void ScenarioDocument::reset(const Scenario &scenario, const QString &filePath)
 {
     m_undoStack.clear();
     m_scenario = scenario;
+    m_template = filePath.isEmpty() ? std::optional<Scenario>(scenario) : std::nullopt;
     recompute();
     if (filePath != m_filePath) {
         m_filePath = filePath;
@@ -146,7 +188,10 @@ bool ScenarioDocument::saveAs(const QString &path, QString &error)
         error = file.errorString();
         return false;
     }
-    const std::string text = scenarioToYaml(m_scenario);
+    // The file says what the scenario is now: a bundled name or description it outgrew is left out
+    // (and so leaves the document too, without an undo step: nothing about the settings changed).
+    const Scenario saved = scenarioToSave();
+    const std::string text = scenarioToYaml(saved);
     if (file.write(text.data(), static_cast<qint64>(text.size()))
         != static_cast<qint64>(text.size())) {
         error = file.errorString();
@@ -157,12 +202,16 @@ bool ScenarioDocument::saveAs(const QString &path, QString &error)
         error = file.errorString();
         return false;
     }
+    const bool renamed = !(saved == m_scenario);
+    m_scenario = saved;
     const QString absolute = QFileInfo(path).absoluteFilePath();
     if (absolute != m_filePath) {
         m_filePath = absolute;
         Q_EMIT filePathChanged(m_filePath);
     }
     m_undoStack.setClean();
+    if (renamed)
+        Q_EMIT changed();
     return true;
 }
 
