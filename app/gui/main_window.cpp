@@ -272,6 +272,16 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
 
 MainWindow::~MainWindow() = default;
 
+void MainWindow::showEvent(QShowEvent *event)
+{
+    QMainWindow::showEvent(event);
+    // The window frame is known once the window exists: fit again, title bar and borders included.
+    if (!m_shownOnce) {
+        m_shownOnce = true;
+        fitToScreen();
+    }
+}
+
 void MainWindow::fitToScreen()
 {
     // The size it opens at (or had on a larger screen last time), never more than the screen

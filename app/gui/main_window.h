@@ -112,6 +112,7 @@ public:
 
 protected:
     void closeEvent(QCloseEvent *event) override;
+    void showEvent(QShowEvent *event) override;
     void dragEnterEvent(QDragEnterEvent *event) override;
     void dropEvent(QDropEvent *event) override;
 
@@ -166,6 +167,7 @@ private:
     bool m_ladderDirty = true;
     bool m_sweepDirty = true;
     bool m_breakdownDirty = true;
+    bool m_shownOnce = false;
 };
 
 } // namespace membudget

@@ -221,6 +221,7 @@ public:
     using CachedTextItem::CachedTextItem;
     double low = 0;
     double high = 0;
+    QColor fill;        // the segment's colour, behind the text
     bool inUse = false; // holds a segment of the current bars
 };
 
@@ -283,6 +284,7 @@ BudgetChart::BudgetChart(QWidget *parent)
     m_body->addElement(0, 0, rect);
     rect->insetLayout()->take(legend);
     auto *side = new QCPLayoutGrid;
+    m_side = side;
     m_body->addElement(0, 1, side);
     side->addElement(0, 0, legend);
     side->addElement(1, 0, new QCPLayoutElement(this)); // spacer keeps the legend at the top
@@ -458,12 +460,13 @@ bool BudgetChart::wrapBarNames(double axisWidth)
         return false;
     m_wrappedFor = axisWidth;
     const double span = std::max(xAxis->range().size(), 1.0);
-    const int width = std::max(24, static_cast<int>(axisWidth / span) - 8);
+    // Narrower than the slot by a gap; on a very narrow chart down to an ellipsis.
+    const int width = std::max(6, static_cast<int>(axisWidth / span) - 6);
     const QFontMetrics fm(xAxis->tickLabelFont());
     std::vector<QString> wrapped;
     for (const QString &name : m_barNames) {
         const QStringList parts = name.split(QLatin1Char('\n'));
-        QString text = wrapText(parts.front(), fm, width, 1);
+        QString text = wrapText(parts.front(), fm, width, 2);
         if (parts.size() > 1)
             text += QLatin1Char('\n') + wrapText(parts.mid(1).join(QLatin1Char(' ')), fm, width, 3);
         wrapped.push_back(text);
@@ -478,8 +481,37 @@ bool BudgetChart::wrapBarNames(double axisWidth)
     return true;
 }
 
+void BudgetChart::setCompact(bool compact)
+{
+    if (compact == m_compact)
+        return;
+    m_compact = compact;
+    // Narrow: the legend goes under the plot in rows, giving the bars the width beside it.
+    if (compact) {
+        m_side->take(legend);
+        m_body->addElement(1, 0, legend);
+        m_body->setRowStretchFactor(1, 0.001); // as tall as its rows, the plot takes the rest
+        legend->setWrap(std::max(1, viewport().width() / 170));
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    } else {
+        m_body->take(legend);
+        m_body->simplify();
+        m_side->addElement(0, 0, legend);
+        legend->setWrap(0);
+        legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);
+    }
+    updateCapacityLines();
+}
+
 void BudgetChart::updateLayout()
 {
+    // Below about 760 pixels a legend and capacity labels beside the plot would leave the bars
+    // too little width (a docked, narrow window; a small export).
+    setCompact(viewport().width() < 760);
+    if (m_compact && legend->wrap() != std::max(1, viewport().width() / 170)) {
+        legend->setWrap(std::max(1, viewport().width() / 170));
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    }
     wrapBarNames(axisRect()->width());
     QCustomPlot::updateLayout();
     // The first pass at a new size (an export, a resized window) sets the width the names wrap to;
@@ -530,10 +562,14 @@ void BudgetChart::updateCapacityLines()
         line->point2->setCoords(1, y);
         line->setPen(QPen(color, 1.6, Qt::DashLine));
         m_capacityLeaders[i]->setPen(QPen(color, 1));
-        const QString text = QStringLiteral("%1  %2").arg(shortGpuName(gpu),
-                                                          QString::fromStdString(
-                                                              formatCapacity(gpu.memory_bytes,
-                                                                             m_unit)));
+        // A narrow chart names the GPU only (its name carries the marketed size; the hover text
+        // the capacity).
+        const QString text = m_compact
+                                 ? shortGpuName(gpu)
+                                 : QStringLiteral("%1  %2").arg(shortGpuName(gpu),
+                                                                QString::fromStdString(
+                                                                    formatCapacity(gpu.memory_bytes,
+                                                                                   m_unit)));
         QCPItemText *label = labelAt(m_capacityLabels, i); // reused: its text stays cached
         label->setClipToAxisRect(false);
         label->position->setType(QCPItemPosition::ptAbsolute);
@@ -647,11 +683,13 @@ void BudgetChart::updateLabels()
             variants = {value + QStringLiteral("\n✗ ") + names,
                         value + QStringLiteral("\n✗ ") + counted,
                         value + QStringLiteral("\n✗"),
-                        number + QStringLiteral("\n✗")};
+                        number + QStringLiteral("\n✗"),
+                        number};
         } else if (count > 0) {
             variants = {value + QStringLiteral("\n✓ ") + tr("fits"),
                         value + QStringLiteral("\n✓"),
-                        number + QStringLiteral("\n✓")};
+                        number + QStringLiteral("\n✓"),
+                        number};
         } else {
             variants = {value, number};
         }
@@ -697,7 +735,8 @@ void BudgetChart::updateLabels()
                                              : base + v / 2);
             label->setPositionAlignment(Qt::AlignCenter);
             label->setFont(small);
-            label->setColor(textOn(componentColor(comp, colors.dark)));
+            label->fill = componentColor(comp, colors.dark);
+            label->setColor(textOn(label->fill));
             label->setText(QString::number(v, 'f', v < 10 ? 1 : 0));
             base += v;
         }
@@ -792,16 +831,20 @@ void BudgetChart::layoutLabels()
         PlacedLabel placed;
         placed.kind = PlacedLabel::BarName;
         placed.text = m_wrappedBarNames[i];
+        placed.color = xAxis->tickLabelColor();
+        placed.background = chartColors(palette()).background;
         placed.rect = QRectF(x - box.width() / 2.0, top, box.width(), box.height());
         if (placed.text.contains(QChar(0x2026)) && i < m_bars.size())
             placed.toolTip = m_barNames[i];
-        m_placed.push_back(placed);
+        if (!placed.text.trimmed().isEmpty())
+            m_placed.push_back(placed);
     }
 }
 
 void BudgetChart::placeCapacityLabels(QRectF &occupied)
 {
     const QRect rect = axisRect()->rect();
+    const QColor background = chartColors(palette()).background;
     std::vector<double> wanted, heights;
     std::vector<std::size_t> shown;
     for (std::size_t i = 0; i < m_gpus.size(); ++i) {
@@ -836,18 +879,29 @@ void BudgetChart::placeCapacityLabels(QRectF &occupied)
             leader->start->setCoords(x, wanted[k]);
             leader->end->setCoords(x + 7, y[k]);
         }
-        m_placed.push_back({PlacedLabel::Capacity, label->text(), m_capacityToolTips[i], r});
+        m_placed.push_back({PlacedLabel::Capacity,
+                            label->text(),
+                            m_capacityToolTips[i],
+                            r,
+                            label->color(),
+                            background});
     }
 }
 
 void BudgetChart::placeTotals()
 {
+    // Each bar's total above it, in the longest wording that fits the bar's slot. Where even the
+    // shortest does not (many bars on a narrow export), a total moves up above its neighbour's;
+    // with no room left it is not drawn (the bar's hover text has it).
     const QRect rect = axisRect()->rect();
-    const int slot = static_cast<int>(slotWidth()) - 6;
+    std::vector<QRectF> placed;
     for (std::size_t i = 0; i < m_bars.size() && i < m_totalVariants.size(); ++i) {
         auto *total = static_cast<CachedTextItem *>(m_totalLabels[i]);
         const std::vector<QString> &variants = m_totalVariants[i];
         const QFontMetrics fm(total->font());
+        // The text and its padding within the slot, a few pixels apart from the next.
+        const int slot = static_cast<int>(slotWidth()) - 6 - total->padding().left()
+                         - total->padding().right();
         const int chosen = firstThatFits(variants, fm, std::max(slot, 8));
         total->setText(variants[static_cast<std::size_t>(chosen)]);
         const ChartBar &bar = m_bars[i];
@@ -863,12 +917,28 @@ void BudgetChart::placeTotals()
         left = std::clamp(left,
                           rect.left() + 1.0,
                           std::max(rect.left() + 1.0, rect.right() - 1.0 - box.width()));
-        total->position->setCoords(left + box.width() / 2.0, bottom);
-        PlacedLabel placed{PlacedLabel::Total,
-                           total->text(),
-                           chosen > 0 ? variants.front() : QString(),
-                           QRectF(left, bottom - box.height(), box.width(), box.height())};
-        m_placed.push_back(placed);
+        QRectF r(left, bottom - box.height(), box.width(), box.height());
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (const QRectF &other : placed) {
+                if (other.intersects(r)) {
+                    r.moveBottom(other.top() - 1);
+                    moved = true;
+                }
+            }
+        }
+        const bool shown = r.top() >= rect.top() + 1;
+        total->setVisible(shown);
+        if (!shown)
+            continue;
+        placed.push_back(r);
+        total->position->setCoords(r.center().x(), r.bottom());
+        m_placed.push_back({PlacedLabel::Total,
+                            total->text(),
+                            chosen > 0 ? variants.front() : QString(),
+                            r,
+                            total->color(),
+                            total->brush().color()});
     }
 }
 
@@ -901,7 +971,8 @@ void BudgetChart::placeSegmentLabels()
         label->setPen(Qt::NoPen);
         label->setVisible(show);
         if (show)
-            m_placed.push_back({PlacedLabel::Segment, label->text(), QString(), r});
+            m_placed.push_back(
+                {PlacedLabel::Segment, label->text(), QString(), r, label->color(), label->fill});
     }
 }
 

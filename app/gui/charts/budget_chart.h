@@ -104,6 +104,7 @@ private:
     void applyTheme();
     QCPItemText *labelAt(std::vector<QCPItemText *> &pool, std::size_t i);
     bool wrapBarNames(double axisWidth);
+    void setCompact(bool compact);
     void layoutLabels();
     void placeCapacityLabels(QRectF &occupied);
     void placeTotals();
@@ -128,6 +129,8 @@ private:
     std::vector<QCPItemText *> m_segmentLabels;
     std::vector<QCPItemRect *> m_overFrames;
     QCPLayoutGrid *m_body = nullptr;
+    QCPLayoutGrid *m_side = nullptr; // beside the plot: the legend, unless compact
+    bool m_compact = false;          // narrow: legend under the plot, GPU names only
     double m_upper = 0;
     double m_lower = 0; // above 0 only on a logarithmic axis
     bool m_log = false;

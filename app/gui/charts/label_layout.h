@@ -4,6 +4,7 @@
 // Where chart labels go so that they never overlap: pure functions over pixel sizes, and the record
 // of what a chart placed (for hover texts and for tests that check no two labels intersect).
 
+#include <QColor>
 #include <QFontMetrics>
 #include <QRectF>
 #include <QString>
@@ -16,9 +17,11 @@ struct PlacedLabel
 {
     enum Kind { Capacity, Total, Segment, BarName };
     Kind kind = Total;
-    QString text;    // as drawn
-    QString toolTip; // the whole text where the drawn one is shortened, else empty
-    QRectF rect;     // in the pixels of the surface last painted (screen or export)
+    QString text;      // as drawn
+    QString toolTip;   // the whole text where the drawn one is shortened, else empty
+    QRectF rect;       // in the pixels of the surface last painted (screen or export)
+    QColor color;      // of the text
+    QColor background; // what the text sits on (the chart, a backdrop or a bar's segment)
 };
 
 // Centres for labels of `heights` that want their centres at `wanted` (pixels, y down): each as

@@ -28,6 +28,7 @@
 #include <QLocale>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QScrollArea>
 #include <QScrollBar>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -216,7 +217,13 @@ bool ControlsPanel::eventFilter(QObject *watched, QEvent *event)
     if (event->type() == QEvent::Wheel) {
         auto *w = qobject_cast<QWidget *>(watched);
         if (w && !w->hasFocus()) {
-            // Not delivered to the control; not accepted, so it goes on to the scroll area.
+            // Not for the control: for the scroll area around the panel, which scrolls.
+            for (QWidget *p = parentWidget(); p; p = p->parentWidget()) {
+                if (auto *area = qobject_cast<QAbstractScrollArea *>(p)) {
+                    QCoreApplication::sendEvent(area->viewport(), event);
+                    return true;
+                }
+            }
             event->ignore();
             return true;
         }
