@@ -449,6 +449,22 @@ void BudgetChart::updateData()
     xAxis->setRange(-0.6, std::max(n - 0.4, 2.9));
 }
 
+int BudgetChart::widestLine(const QFont &font, const QString &text)
+{
+    const QString key = font.key() + QLatin1Char('\x1f') + text;
+    auto it = m_widthCache.constFind(key);
+    if (it == m_widthCache.constEnd()) {
+        if (m_widthCache.size() > 1024)
+            m_widthCache.clear();
+        const QFontMetrics fm(font);
+        int widest = 0;
+        for (const QString &line : text.split(QLatin1Char('\n')))
+            widest = std::max(widest, fm.horizontalAdvance(line));
+        it = m_widthCache.insert(key, widest);
+    }
+    return *it;
+}
+
 double BudgetChart::slotWidth() const
 {
     return std::abs(xAxis->coordToPixel(1.0) - xAxis->coordToPixel(0.0));
@@ -464,12 +480,23 @@ bool BudgetChart::wrapBarNames(double axisWidth)
     const int width = std::max(6, static_cast<int>(axisWidth / span) - 6);
     const QFontMetrics fm(xAxis->tickLabelFont());
     std::vector<QString> wrapped;
+    const QString fontKey = xAxis->tickLabelFont().key();
     for (const QString &name : m_barNames) {
-        const QStringList parts = name.split(QLatin1Char('\n'));
-        QString text = wrapText(parts.front(), fm, width, 2);
-        if (parts.size() > 1)
-            text += QLatin1Char('\n') + wrapText(parts.mid(1).join(QLatin1Char(' ')), fm, width, 3);
-        wrapped.push_back(text);
+        // Most names stay as they were from one slider step to the next: wrapped once.
+        const QString key = fontKey + QLatin1Char('\x1f') + QString::number(width)
+                            + QLatin1Char('\x1f') + name;
+        auto it = m_wrapCache.constFind(key);
+        if (it == m_wrapCache.constEnd()) {
+            if (m_wrapCache.size() > 512)
+                m_wrapCache.clear();
+            const QStringList parts = name.split(QLatin1Char('\n'));
+            QString text = wrapText(parts.front(), fm, width, 2);
+            if (parts.size() > 1)
+                text += QLatin1Char('\n')
+                        + wrapText(parts.mid(1).join(QLatin1Char(' ')), fm, width, 3);
+            it = m_wrapCache.insert(key, text);
+        }
+        wrapped.push_back(*it);
     }
     if (wrapped == m_wrappedBarNames)
         return false;
@@ -821,12 +848,22 @@ void BudgetChart::layoutLabels()
     placeTotals();
     placeSegmentLabels();
     // Bar names under the axis (QCustomPlot draws them): recorded for hover texts and tests.
-    const QFontMetrics fm(xAxis->tickLabelFont());
+    const QFont font = xAxis->tickLabelFont();
+    const QString fontKey = font.key() + QLatin1Char('\x1f');
     const double top = axisRect()->bottom() + xAxis->offset() + xAxis->tickLabelPadding();
     for (std::size_t i = 0; i < m_wrappedBarNames.size(); ++i) {
-        const QRect box = fm.boundingRect(QRect(),
-                                          Qt::AlignHCenter | Qt::TextDontClip,
-                                          m_wrappedBarNames[i]);
+        auto it = m_sizeCache.constFind(fontKey + m_wrappedBarNames[i]);
+        if (it == m_sizeCache.constEnd()) {
+            if (m_sizeCache.size() > 512)
+                m_sizeCache.clear();
+            it = m_sizeCache.insert(fontKey + m_wrappedBarNames[i],
+                                    QFontMetrics(font)
+                                        .boundingRect(QRect(),
+                                                      Qt::AlignHCenter | Qt::TextDontClip,
+                                                      m_wrappedBarNames[i])
+                                        .size());
+        }
+        const QSize box = *it;
         const double x = xAxis->coordToPixel(static_cast<double>(i));
         PlacedLabel placed;
         placed.kind = PlacedLabel::BarName;
@@ -898,11 +935,16 @@ void BudgetChart::placeTotals()
     for (std::size_t i = 0; i < m_bars.size() && i < m_totalVariants.size(); ++i) {
         auto *total = static_cast<CachedTextItem *>(m_totalLabels[i]);
         const std::vector<QString> &variants = m_totalVariants[i];
-        const QFontMetrics fm(total->font());
         // The text and its padding within the slot, a few pixels apart from the next.
         const int slot = static_cast<int>(slotWidth()) - 6 - total->padding().left()
                          - total->padding().right();
-        const int chosen = firstThatFits(variants, fm, std::max(slot, 8));
+        int chosen = static_cast<int>(variants.size()) - 1;
+        for (std::size_t v = 0; v < variants.size(); ++v) {
+            if (widestLine(total->font(), variants[v]) <= std::max(slot, 8)) {
+                chosen = static_cast<int>(v);
+                break;
+            }
+        }
         total->setText(variants[static_cast<std::size_t>(chosen)]);
         const ChartBar &bar = m_bars[i];
         const double value = bar.valid && !bar.estimate.too_large

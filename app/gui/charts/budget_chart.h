@@ -110,6 +110,7 @@ private:
     void placeTotals();
     void placeSegmentLabels();
     double slotWidth() const;
+    int widestLine(const QFont &font, const QString &text); // measured once per text
 
     std::vector<ChartBar> m_bars;
     std::vector<GpuSpec> m_gpus;
@@ -126,6 +127,9 @@ private:
     std::vector<QString> m_wrappedBarNames;
     double m_wrappedFor = -1; // the axis width the bar names were wrapped for
     std::vector<PlacedLabel> m_placed;
+    QHash<QString, QString> m_wrapCache; // bar names wrapped, by font, width and name
+    QHash<QString, int> m_widthCache;    // widest line of a text, by font and text
+    QHash<QString, QSize> m_sizeCache;   // a bar name's box, by font and text
     std::vector<QCPItemText *> m_segmentLabels;
     std::vector<QCPItemRect *> m_overFrames;
     QCPLayoutGrid *m_body = nullptr;

@@ -28,9 +28,32 @@ QColor readableOn(QColor color, const std::initializer_list<QColor> &backgrounds
     return color;
 }
 
+ChartColors computeChartColors(const QPalette &palette);
+
 } // namespace
 
 ChartColors chartColors(const QPalette &palette)
+{
+    // Asked for on every slider step by several views; worked out once per palette (the contrast
+    // search is not free). A few recent palettes: the window's and the export's alternate.
+    struct Cached
+    {
+        qint64 key = -1;
+        ChartColors colors;
+    };
+    static thread_local std::array<Cached, 4> cache;
+    static thread_local std::size_t next = 0;
+    for (const Cached &entry : cache)
+        if (entry.key == palette.cacheKey())
+            return entry.colors;
+    Cached &entry = cache[next++ % cache.size()];
+    entry.key = palette.cacheKey();
+    entry.colors = computeChartColors(palette);
+    return entry.colors;
+}
+
+namespace {
+ChartColors computeChartColors(const QPalette &palette)
 {
     ChartColors c;
     c.background = palette.color(QPalette::Base);
@@ -51,6 +74,7 @@ ChartColors chartColors(const QPalette &palette)
     c.warning = readableOn(c.dark ? QColor(255, 190, 80) : QColor(160, 95, 0), behind, c.dark);
     return c;
 }
+} // namespace
 
 QColor componentColor(Component component, bool dark)
 {

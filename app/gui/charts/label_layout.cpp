@@ -84,16 +84,4 @@ QString wrapText(
     return lines.join(QLatin1Char('\n'));
 }
 
-int firstThatFits(const std::vector<QString> &variants, const QFontMetrics &fm, int width)
-{
-    for (std::size_t v = 0; v < variants.size(); ++v) {
-        int widest = 0;
-        for (const QString &line : variants[v].split(QLatin1Char('\n')))
-            widest = std::max(widest, fm.horizontalAdvance(line));
-        if (widest <= width)
-            return static_cast<int>(v);
-    }
-    return variants.empty() ? -1 : static_cast<int>(variants.size()) - 1;
-}
-
 } // namespace membudget

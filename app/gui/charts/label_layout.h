@@ -42,7 +42,4 @@ QString wrapText(const QString &text,
                  int maxLines,
                  bool *shortened = nullptr);
 
-// The first of `variants` (longest first) whose widest line fits in `width` pixels; else the last.
-int firstThatFits(const std::vector<QString> &variants, const QFontMetrics &metrics, int width);
-
 } // namespace membudget
