@@ -244,7 +244,10 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
         refreshLazyViews();
     });
 
-    resize(1480, 920);
+    // First start: the screen's room, up to 1920 x 1200 (a laptop gets the whole of it); later,
+    // the size it had, within the screen it opens on.
+    if (const QScreen *s = QGuiApplication::primaryScreen())
+        resize(s->availableGeometry().size().boundedTo(QSize(1920, 1200)));
     if (!m_settings->windowGeometry().isEmpty())
         restoreGeometry(m_settings->windowGeometry());
     fitToScreen();

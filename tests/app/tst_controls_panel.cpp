@@ -144,7 +144,7 @@ void TestControlsPanel::contextLengthIsWarnedAndCapped()
         s.model.preset = "mistral-7b-v0.1";
     });
     QTreeWidget *table = m_window->verdictPanel()->table();
-    QCOMPARE(table->topLevelItem(0)->text(4), QStringLiteral("32,768 (limit)"));
+    QCOMPARE(table->topLevelItem(0)->text(4), QStringLiteral("32,768*"));
     // The sweep stops at the context too.
     m_window->views()->setCurrentIndex(MainWindow::SweepViewIndex);
     SweepChart *sweep = m_window->sweepView()->chart();

@@ -668,6 +668,7 @@ QWidget *ControlsPanel::buildTechniquesGroup()
              [on](Scenario &s) { s.training.offload.parameters = on; });
     });
     auto *offload = new QHBoxLayout;
+    m_offloadRow = offload;
     offload->addWidget(m_offloadOptimizer);
     offload->addWidget(m_offloadParameters);
     offload->addStretch(1);
@@ -1046,6 +1047,8 @@ void ControlsPanel::syncFromDocument()
     const bool paramShard = s.parallelism.sharding == Sharding::Zero3
                             || s.parallelism.sharding == Sharding::FsdpFull;
     m_offloadParameters->setEnabled(paramShard || t.offload.parameters);
+    // Parameter offload needs ZeRO-3 or FSDP: in inference without them the row offers nothing.
+    m_techniquesForm->setRowVisible(m_offloadRow, train || paramShard || t.offload.parameters);
 
     // Parallelism and GPUs
     m_gpuCount->setValue(static_cast<int>(s.parallelism.gpus));

@@ -17,6 +17,7 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QFormLayout;
+class QLayout;
 class QGroupBox;
 class QLabel;
 class QLineEdit;
@@ -130,6 +131,7 @@ private:
     QComboBox *m_loss = nullptr;
     QCheckBox *m_offloadOptimizer = nullptr;
     QCheckBox *m_offloadParameters = nullptr;
+    QLayout *m_offloadRow = nullptr;
 
     QSpinBox *m_gpuCount = nullptr;
     QComboBox *m_sharding = nullptr;
