@@ -13,12 +13,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MEMBUDGET_BUILD_DIR:-$root/build}
 
 packages=(build-essential cmake pkg-config qt6-base-dev qt6-svg-dev libqcustomplot-dev libyaml-cpp-dev
-          nlohmann-json3-dev libcli11-dev libgl-dev fonts-dejavu-core xvfb xauth)
+          nlohmann-json3-dev libcli11-dev libgl-dev zlib1g-dev fonts-dejavu-core xvfb xauth)
 if [ "$mode" = test ]; then
     # The measurement harness checks the activation formulas against PyTorch's autograd on CPU;
     # the packaging tests (tests/packaging) validate the desktop entry, the AppStream metadata and
     # the man pages; strace checks from the outside that loading a file opens nothing else.
-    packages+=(python3 python3-yaml python3-torch desktop-file-utils appstream man-db strace)
+    # poppler-utils: tst_chart_labels has pdftoppm read the exported PDFs (it warns on bad paths).
+    packages+=(python3 python3-yaml python3-torch desktop-file-utils appstream man-db strace
+               poppler-utils)
 fi
 
 missing=()

@@ -26,6 +26,7 @@
 
 #include <QCoreApplication>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -62,14 +63,22 @@ void printProblems(const std::vector<LoadError> &problems)
         std::cerr << "warning: " << e.toString() << " (user preset skipped)\n";
 }
 
-// Loads and resolves a scenario; prints `file:line:col: message` and returns false on any problem.
+// Loads and resolves a scenario file, or the bundled (or user) scenario of that id when no such
+// file exists (`membudget presets scenarios` lists the ids); prints `file:line:col: message` and
+// returns false on any problem.
 bool loadResolved(const std::string &file,
                   const PresetCatalog &catalog,
                   Scenario &scenario,
                   EstimateInput &input)
 {
     LoadError error;
-    auto loaded = loadScenarioFile(file, error, &catalog);
+    std::optional<Scenario> loaded;
+    std::error_code ec;
+    const ScenarioPreset *preset = catalog.findScenario(file);
+    if (preset && !std::filesystem::exists(file, ec))
+        loaded = preset->scenario;
+    else
+        loaded = loadScenarioFile(file, error, &catalog);
     if (!loaded) {
         std::cerr << error.toString() << "\n";
         return false;
@@ -154,8 +163,7 @@ int runEstimate(const EstimateOptions &o)
     if (o.json)
         std::cout << jsonText(estimateToJson(scenario, input, est, gpus, o.timeline));
     else
-        print(std::cout,
-              estimateTable(scenario, input, est, gpus, o.gib ? ByteUnit::GiB : ByteUnit::GB));
+        print(std::cout, estimateTable(scenario, input, est, gpus, o.unit));
     return kExitOk;
 }
 
@@ -176,12 +184,16 @@ int runFit(const FitOptions &o)
         return kExitUsage;
     }
     const MemoryEstimate est = estimateMemory(input);
+    const ByteUnit unit = o.unit;
+    const auto bytes = [unit](Bytes b) { return formatBytes(b, unit); };
     nlohmann::json all = nlohmann::json::array();
     std::string text;
+    bool someGpuWithoutFit = false;
     for (const GpuSpec &g : gpus) {
         const bool fits = est.device_total <= g.memory_bytes;
         const auto suggestions = fits ? std::vector<FitSuggestion>{}
                                       : suggestFits(input, g, o.limit);
+        someGpuWithoutFit = someGpuWithoutFit || (!fits && suggestions.empty());
         if (o.json) {
             nlohmann::json j;
             j["gpu"] = g.id;
@@ -191,48 +203,62 @@ int runFit(const FitOptions &o)
             nlohmann::json list = nlohmann::json::array();
             for (const FitSuggestion &s : suggestions)
                 list.push_back({{"changes", s.changes},
+                                {"changes_result", s.result_changes},
                                 {"slowdown", s.slowdown},
                                 {"step_seconds", s.step_seconds},
                                 {"tokens_per_second", s.tokens_per_second},
                                 {"device_total", s.device_total},
-                                {"headroom", s.headroom}});
+                                {"headroom", s.headroom},
+                                {"cpu_offload_bytes", s.cpu_offload_bytes}});
             j["suggestions"] = list;
             all.push_back(j);
             continue;
         }
-        text += g.id + " (" + formatBytes(g.memory_bytes) + "): ";
+        text += g.id + " (" + formatCapacity(g.memory_bytes, unit) + "): ";
         if (fits) {
-            text += "fits already, " + formatBytes(g.memory_bytes - est.device_total)
-                    + " to spare.\n";
+            text += "fits already, " + bytes(g.memory_bytes - est.device_total) + " to spare.\n";
             continue;
         }
         if (isSaturated(est.device_total))
             text += "needs more than can be represented (over 4 EiB).\n";
         else
-            text += "needs " + formatBytes(est.device_total) + ", "
-                    + formatBytes(est.device_total - g.memory_bytes) + " too much.\n";
+            text += "needs " + bytes(est.device_total) + ", "
+                    + bytes(est.device_total - g.memory_bytes) + " too much.\n";
         if (suggestions.empty()) {
             text += "  No combination of techniques makes it fit: use more GPUs, a smaller model "
                     "or shorter sequences.\n";
             continue;
         }
         int i = 1;
+        bool resultHeading = false;
         for (const FitSuggestion &s : suggestions) {
+            if (s.changesResult() && !resultHeading) {
+                text += "  These change what is trained, not only how fast:\n";
+                resultHeading = true;
+            }
             text += "  " + std::to_string(i++) + ". " + formatFixed(s.slowdown, 2)
                     + "x time per token, " + formatRate(s.tokens_per_second) + " tokens/s, "
-                    + formatBytes(s.device_total) + " (" + formatBytes(s.headroom) + " spare):\n";
-            for (const std::string &c : s.changes)
-                text += "       - " + c + "\n";
+                    + bytes(s.device_total) + " (" + bytes(s.headroom) + " spare)";
+            if (s.cpu_offload_bytes > 0)
+                text += ", " + bytes(s.cpu_offload_bytes) + " of CPU RAM";
+            text += ":\n";
+            for (const std::string &c : s.changes) {
+                const bool changesResult = std::find(s.result_changes.begin(),
+                                                     s.result_changes.end(),
+                                                     c)
+                                           != s.result_changes.end();
+                text += "       - " + c + (changesResult ? " [changes the result]" : "") + "\n";
+            }
         }
     }
     if (o.json)
         std::cout << jsonText(all);
     else
         print(std::cout, text);
-    return kExitOk;
+    return someGpuWithoutFit ? kExitNoFit : kExitOk;
 }
 
-int runLadder(const std::string &file, bool json, bool gib, const std::string &gpuId)
+int runLadder(const std::string &file, bool json, ByteUnit unit, const std::string &gpuId)
 {
     std::vector<LoadError> problems;
     const PresetCatalog catalog = loadCatalog(problems);
@@ -249,7 +275,6 @@ int runLadder(const std::string &file, bool json, bool gib, const std::string &g
             return rc;
     const GpuSpec *gpu = gpus.empty() ? nullptr : &gpus.front();
     const auto steps = techniqueLadder(input);
-    const ByteUnit unit = gib ? ByteUnit::GiB : ByteUnit::GB;
     nlohmann::json list = nlohmann::json::array();
     Bytes previous = 0;
     double previousRate = 0;
@@ -362,13 +387,7 @@ int runSnapshot(const SnapshotOptions &o)
         beside = EstimateBeside{o.scenario, scenario.name, estimateMemory(input)};
     }
     if (!o.json) {
-        print(std::cout,
-              snapshotReport(o.file,
-                             *snap,
-                             analysis,
-                             replay,
-                             beside,
-                             o.gib ? ByteUnit::GiB : ByteUnit::GB));
+        print(std::cout, snapshotReport(o.file, *snap, analysis, replay, beside, o.unit));
         return kExitOk;
     }
     nlohmann::json j = snapshot::snapshotToJson(o.file, *snap, analysis);
@@ -381,7 +400,7 @@ int runSnapshot(const SnapshotOptions &o)
     return kExitOk;
 }
 
-int runPresets(const std::string &what, bool json)
+int runPresets(const std::string &what, bool json, ByteUnit unit)
 {
     std::vector<LoadError> problems;
     const PresetCatalog catalog = loadCatalog(problems);
@@ -432,8 +451,7 @@ int runPresets(const std::string &what, bool json)
                 + "):\n";
         for (const GpuSpec &g : catalog.gpus())
             text += "  " + padded(g.id, 22) + " "
-                    + padded(formatBytes(g.memory_bytes, ByteUnit::GiB, 1), 10, true) + "  "
-                    + g.name + "\n";
+                    + padded(formatCapacity(g.memory_bytes, unit), 10, true) + "  " + g.name + "\n";
     }
     if (scenarios) {
         text += std::string((models || gpus) ? "\n" : "") + "Scenarios ("
@@ -627,6 +645,8 @@ int runExport(const std::string &self, const ExportOptions &o)
             args.push_back(name + **value);
     if (o.gib)
         args.push_back("--gib");
+    if (o.gb)
+        args.push_back("--gb");
     return runGui(self, args);
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "base/byte_format.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,13 +14,15 @@ namespace membudget::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitBadInput = 1;
 inline constexpr int kExitUsage = 2;
+// `fit`: for at least one of the GPUs neither the scenario nor any suggestion fits.
+inline constexpr int kExitNoFit = 3;
 
 struct EstimateOptions
 {
     std::string file;
     bool json = false;
     std::vector<std::string> gpus; // override / extend the scenario's GPUs
-    bool gib = false;
+    ByteUnit unit = ByteUnit::GiB;
     bool timeline = false; // --json: add every allocation and free of the step
 };
 int runEstimate(const EstimateOptions &options);
@@ -29,7 +33,9 @@ struct FitOptions
     std::vector<std::string> gpus;
     int limit = 8;
     bool json = false;
+    ByteUnit unit = ByteUnit::GiB;
 };
+// Exit code kExitNoFit when some GPU has neither a fit nor a suggestion that fits.
 int runFit(const FitOptions &options);
 
 struct SnapshotOptions
@@ -39,13 +45,13 @@ struct SnapshotOptions
     std::string scenario; // estimate shown beside the measurement
     int top = 10;         // allocation sites listed
     int device = -1;      // -1: the device with the most trace events
-    bool gib = false;
+    ByteUnit unit = ByteUnit::GiB;
     std::int64_t capacity = INT64_MAX; // device memory for the allocator-model replay; max: no limit
 };
 int runSnapshot(const SnapshotOptions &options);
 
-int runPresets(const std::string &what, bool json);
-int runLadder(const std::string &file, bool json, bool gib, const std::string &gpu);
+int runPresets(const std::string &what, bool json, ByteUnit unit);
+int runLadder(const std::string &file, bool json, ByteUnit unit, const std::string &gpu);
 int runValidate(const std::vector<std::string> &files);
 struct ImportOptions
 {
@@ -74,6 +80,7 @@ struct ExportOptions
     std::string output;
     std::optional<std::string> width, height, scale, title, caption; // unset: not given
     bool gib = false;
+    bool gb = false;
 };
 int runExport(const std::string &self, const ExportOptions &options);
 

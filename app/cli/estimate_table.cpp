@@ -165,6 +165,8 @@ std::string estimateTable(const Scenario &scenario,
     out += "\n";
     for (int c = 0; c < kComponentCount; ++c) {
         const auto comp = static_cast<Component>(c);
+        if (!componentApplies(comp, est.training))
+            continue; // no gradient rows in inference, no KV cache row in training
         const std::string name = componentLabel(comp);
         out += padded(name, 19);
         for (int p = 0; p < phaseCount; ++p)
@@ -190,18 +192,27 @@ std::string estimateTable(const Scenario &scenario,
     if (est.training)
         out += std::string(", in the ") + phaseLabel(est.peak_phase) + " phase";
     out += ".\n";
-    out += explainPhase(input, est, est.peak_phase) + "\n";
+    out += explainPhase(input, est, est.peak_phase, unit) + "\n";
     if (est.cpu_offload_total > 0)
         out += "CPU RAM for offload: " + formatBytes(est.cpu_offload_bytes, unit) + " per GPU, "
                + formatBytes(est.cpu_offload_total, unit) + " in all.\n";
     if (est.too_large)
         out += "Warning: some figures are too large to represent (over 8 EiB).\n";
 
+    const std::int64_t context = input.arch.context_length;
+    if (context > 0 && input.training.sequence_length > context)
+        out += "Warning: " + formatCount(static_cast<double>(input.training.sequence_length))
+               + " tokens is beyond the model's context length of "
+               + formatCount(static_cast<double>(context))
+               + " (max_position_embeddings); set model.rope_scaling_factor if you extend it.\n";
+
     out += "\nHow each component at the peak comes about:\n";
     for (int c = 0; c < kComponentCount; ++c) {
         const auto comp = static_cast<Component>(c);
+        if (!componentApplies(comp, est.training))
+            continue;
         out += "  " + padded(componentLabel(comp), 18) + " "
-               + explainComponent(input, est, est.peak_phase, comp) + "\n";
+               + explainComponent(input, est, est.peak_phase, comp, unit) + "\n";
     }
 
     if (!gpus.empty()) {
@@ -210,24 +221,34 @@ std::string estimateTable(const Scenario &scenario,
         out += "\nOn the device: " + formatBytes(band.expected, unit) + " expected, "
                + formatBytes(band.low, unit) + " to " + formatBytes(band.high, unit)
                + " (allocator, CUDA context and NCCL buffers at their low and high ends).\n";
+        // Max batch and Max seq.: "none" where even 1 does not fit, thousands separators, and a
+        // mark where the model's context length, not the memory, is the limit.
+        const auto count = [](std::int64_t v) {
+            return v > 0 ? formatCount(static_cast<double>(v)) : std::string("none");
+        };
+        bool contextMarked = false;
         out += "\n" + padded("GPU", 24) + padded("Capacity", 12, true) + padded("Verdict", 14, true)
                + padded("Headroom", 12, true) + padded("Max batch", 11, true)
-               + padded("Max seq", 10, true) + "\n";
+               + padded("Max seq", 12, true) + "\n";
         std::string reasons;
         for (const GpuSpec &g : gpus) {
             const GpuVerdict v = gpuVerdict(model, est, g.memory_bytes);
             // Headroom is capacity minus need ("-3.2 GB" when over); "n/a" when the need is too
             // large to represent.
             const std::string head = formatByteChange(est.device_total, g.memory_bytes, unit, 1);
-            out += padded(g.id, 24) + padded(formatBytes(g.memory_bytes, unit, 1), 12, true)
+            const std::int64_t seq = maxSequenceLength(model, g.memory_bytes);
+            const bool atContext = context > 0 && seq == context;
+            contextMarked = contextMarked || atContext;
+            out += padded(g.id, 24) + padded(formatCapacity(g.memory_bytes, unit), 12, true)
                    + padded(verdictLabel(v.verdict), 14, true)
                    + padded(head.front() == '+' ? head.substr(1) : head, 12, true)
-                   + padded(std::to_string(maxMicroBatch(input, g.memory_bytes)), 11, true)
-                   + padded(std::to_string(maxSequenceLength(input, g.memory_bytes)), 10, true)
-                   + "\n";
+                   + padded(count(maxMicroBatch(model, g.memory_bytes)), 11, true)
+                   + padded(count(seq) + (atContext ? "*" : ""), 12, true) + "\n";
             if (!v.reason.empty())
                 reasons += "  " + g.id + ": " + v.reason + ".\n";
         }
+        if (contextMarked)
+            out += "* the model's context length (max_position_embeddings x rope_scaling_factor)\n";
         out += reasons;
         out += speedTable(scenario, input, gpus);
     }

@@ -10,6 +10,22 @@
 
 using namespace membudget::cli;
 
+namespace {
+
+// --gib (the default: what GPU names, nvidia-smi and PyTorch mean by "80 GB") and --gb (decimal).
+void addUnitFlags(CLI::App *command, membudget::ByteUnit &unit)
+{
+    auto *gib = command->add_flag_callback(
+        "--gib",
+        [&unit] { unit = membudget::ByteUnit::GiB; },
+        "Binary units, GiB (2^30 bytes; the default)");
+    auto *gb = command->add_flag_callback(
+        "--gb", [&unit] { unit = membudget::ByteUnit::GB; }, "Decimal units, GB (10^9 bytes)");
+    gib->excludes(gb);
+}
+
+} // namespace
+
 int main(int argc, char **argv)
 {
     CLI::App
@@ -24,18 +40,21 @@ int main(int argc, char **argv)
                "User presets (model, GPU and scenario YAML): "
                + (userFolder.empty() ? std::string("none (no home folder)") : userFolder)
                + " ($MEMBUDGET_PRESETS overrides).\n"
-                 "Exit codes: 0 ok, 1 bad input, 2 usage.");
+                 "SCENARIO is a file or the id of a bundled scenario (membudget presets "
+                 "scenarios).\n"
+                 "Exit codes: 0 ok, 1 bad input, 2 usage, 3 (fit) nothing fits some GPU.");
 
     EstimateOptions est;
     auto *estimate = app.add_subcommand("estimate",
                                         "Print the per-GPU memory breakdown of a scenario");
-    estimate->add_option("scenario", est.file, "Scenario YAML file")->required();
+    estimate->add_option("scenario", est.file, "Scenario YAML file or bundled scenario id")
+        ->required();
     estimate->add_flag("--json", est.json, "Machine-readable output (bytes as integers)");
     estimate
         ->add_option("--gpu",
                      est.gpus,
                      "GPU preset to compare against (repeatable; replaces the scenario's list)");
-    estimate->add_flag("--gib", est.gib, "Show GiB instead of GB");
+    addUnitFlags(estimate, est.unit);
     estimate->add_flag("--timeline",
                        est.timeline,
                        "With --json: every allocation and free of the step, in order");
@@ -43,19 +62,23 @@ int main(int argc, char **argv)
     FitOptions fit;
     auto *fitCmd = app.add_subcommand(
         "fit", "Suggest technique combinations that make a scenario fit a GPU, fastest first");
-    fitCmd->add_option("scenario", fit.file, "Scenario YAML file")->required();
+    fitCmd->add_option("scenario", fit.file, "Scenario YAML file or bundled scenario id")->required();
     fitCmd->add_option("--gpu", fit.gpus, "GPU preset (repeatable; default: the scenario's GPUs)");
     fitCmd->add_option("--limit", fit.limit, "Most suggestions per GPU")->check(CLI::Range(1, 100));
     fitCmd->add_flag("--json", fit.json, "Machine-readable output");
+    addUnitFlags(fitCmd, fit.unit);
+    fitCmd->footer("Exit code 3 when, for some GPU, neither the scenario nor any suggestion fits.");
 
     std::string ladderFile, ladderGpu;
-    bool ladderJson = false, ladderGib = false;
+    bool ladderJson = false;
+    membudget::ByteUnit ladderUnit = membudget::ByteUnit::GiB;
     auto *ladder
         = app.add_subcommand("ladder",
                              "Show what each technique saves, from the naive configuration up");
-    ladder->add_option("scenario", ladderFile, "Scenario YAML file")->required();
+    ladder->add_option("scenario", ladderFile, "Scenario YAML file or bundled scenario id")
+        ->required();
     ladder->add_flag("--json", ladderJson, "Machine-readable output");
-    ladder->add_flag("--gib", ladderGib, "Show GiB instead of GB");
+    addUnitFlags(ladder, ladderUnit);
     ladder->add_option("--gpu",
                        ladderGpu,
                        "GPU preset for the step times (default: the scenario's first GPU)");
@@ -77,7 +100,7 @@ int main(int argc, char **argv)
                      snap.device,
                      "Device to measure (default: the one with most events)")
         ->check(CLI::Range(0, 1023));
-    snapshotCmd->add_flag("--gib", snap.gib, "Show GiB instead of GB");
+    addUnitFlags(snapshotCmd, snap.unit);
     std::string replayCapacity;
     snapshotCmd->add_option("--capacity",
                             replayCapacity,
@@ -89,6 +112,8 @@ int main(int argc, char **argv)
     auto *presets = app.add_subcommand("presets", "List bundled and user presets");
     presets->add_option("kind", presetKind, "models, gpus or scenarios (default: all)");
     presets->add_flag("--json", presetJson, "Machine-readable output");
+    membudget::ByteUnit presetUnit = membudget::ByteUnit::GiB;
+    addUnitFlags(presets, presetUnit);
 
     std::vector<std::string> validateFiles;
     auto *validate = app.add_subcommand(
@@ -176,7 +201,8 @@ int main(int argc, char **argv)
                                   exCaption,
                                   "Caption (default: a sentence stating the scenario)"),
             {&ex.caption, &exCaption}}};
-    exportCmd->add_flag("--gib", ex.gib, "Binary units (GiB) instead of GB");
+    auto *exGib = exportCmd->add_flag("--gib", ex.gib, "Binary units, GiB (the default)");
+    exportCmd->add_flag("--gb", ex.gb, "Decimal units, GB, instead of GiB")->excludes(exGib);
     exportCmd->footer("Runs membudget-gui --export, offscreen. Width and height are 16 to 20000 "
                       "pixels, the scale 0.25 to 8, and a PNG at most 40 million pixels (width x "
                       "height x scale squared).");
@@ -203,9 +229,9 @@ int main(int argc, char **argv)
     if (*fitCmd)
         return runFit(fit);
     if (*ladder)
-        return runLadder(ladderFile, ladderJson, ladderGib, ladderGpu);
+        return runLadder(ladderFile, ladderJson, ladderUnit, ladderGpu);
     if (*presets)
-        return runPresets(presetKind, presetJson);
+        return runPresets(presetKind, presetJson, presetUnit);
     if (*snapshotCmd) {
         if (!replayCapacity.empty() && !membudget::parseByteSize(replayCapacity, snap.capacity)) {
             std::cerr << "--capacity: '" << replayCapacity

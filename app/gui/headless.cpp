@@ -5,6 +5,7 @@
 #include "charts/budget_chart.h"
 #include "charts/chart_export.h"
 #include "document/scenario_document.h"
+#include "document/scenario_name.h"
 #include "io/scenario_yaml.h"
 #include "panels/breakdown_table.h"
 
@@ -15,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 namespace membudget {
 
@@ -133,7 +135,8 @@ void addCommandLineOptions(QCommandLineParser &parser)
         {QStringLiteral("caption"),
          QObject::tr("Caption below the chart (default: a sentence stating the scenario)."),
          QStringLiteral("C")},
-        {QStringLiteral("gib"), QObject::tr("Binary units (GiB) instead of GB.")},
+        {QStringLiteral("gib"), QObject::tr("Binary units, GiB (the default).")},
+        {QStringLiteral("gb"), QObject::tr("Decimal units, GB, instead of GiB.")},
     });
 }
 
@@ -191,9 +194,15 @@ int runExport(const QCommandLineParser &parser, const NativeArguments &native)
     for (const LoadError &p : problems)
         printErr(QStringLiteral("warning: %1 (user preset skipped)")
                      .arg(QString::fromStdString(p.toString())));
+    // A file, or the id of a bundled scenario (membudget presets scenarios) when no such file exists.
     LoadError error;
     const std::string inputPath = native.path(input);
-    const auto scenario = loadScenarioFile(inputPath, error, &catalog);
+    std::optional<Scenario> scenario;
+    std::error_code ec;
+    if (!std::filesystem::exists(inputPath, ec) && catalog.findScenario(inputPath))
+        scenario = catalog.findScenario(inputPath)->scenario;
+    else
+        scenario = loadScenarioFile(inputPath, error, &catalog);
     if (!scenario) {
         printErr(QString::fromStdString(error.toString()));
         return kExitBadInput;
@@ -206,10 +215,17 @@ int runExport(const QCommandLineParser &parser, const NativeArguments &native)
         printErr(QString::fromStdString(e.toString()));
         return kExitBadInput;
     }
-    const ByteUnit unit = parser.isSet(QStringLiteral("gib")) ? ByteUnit::GiB : ByteUnit::GB;
+    if (parser.isSet(QStringLiteral("gib")) && parser.isSet(QStringLiteral("gb"))) {
+        printErr(QStringLiteral("membudget-gui: --gib and --gb exclude each other"));
+        return kExitUsage;
+    }
+    const ByteUnit unit = parser.isSet(QStringLiteral("gb")) ? ByteUnit::GB : ByteUnit::GiB;
     auto chart = chartFor(*scenario, catalog, unit);
-    options.title = parser.isSet(QStringLiteral("title")) ? parser.value(QStringLiteral("title"))
-                                                          : QString::fromStdString(scenario->name);
+    // Unnamed: named after its settings, as the app names it.
+    options.title = parser.isSet(QStringLiteral("title"))
+                        ? parser.value(QStringLiteral("title"))
+                        : (scenario->name.empty() ? derivedScenarioName(*scenario, catalog)
+                                                  : QString::fromStdString(scenario->name));
     options.caption = parser.isSet(QStringLiteral("caption"))
                           ? parser.value(QStringLiteral("caption"))
                           : scenarioCaption(*scenario, catalog, chart->bars().front().estimate);
@@ -244,10 +260,10 @@ int runWithoutDisplay()
     printErr(QStringLiteral(
         "membudget-gui: no display found (neither DISPLAY nor WAYLAND_DISPLAY is set); "
         "showing the default scenario instead of the window."));
-    printOut(breakdownText(scenario, catalog, estimate, gpus, ByteUnit::GB));
+    printOut(breakdownText(scenario, catalog, estimate, gpus, ByteUnit::GiB));
 
     const QString path = QDir::current().absoluteFilePath(QStringLiteral("membudget-chart.png"));
-    auto chart = chartFor(scenario, catalog, ByteUnit::GB);
+    auto chart = chartFor(scenario, catalog, ByteUnit::GiB);
     ExportOptions options;
     options.title = QString::fromStdString(scenario.name);
     options.caption = scenarioCaption(scenario, catalog, estimate);

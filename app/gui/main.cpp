@@ -8,12 +8,14 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QFile>
+#include <QFileInfo>
 #include <QIcon>
 #include <QTabWidget>
 #include <QTimer>
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 using namespace membudget;
 
@@ -152,7 +154,13 @@ int main(int argc, char **argv)
     const QStringList files = parser.positionalArguments();
     if (!files.isEmpty())
         QTimer::singleShot(0, &window, [&window, file = native.path(files.front())] {
-            window.openNativeFile(file);
+            // A file, or the id of a bundled scenario when no such file exists.
+            std::error_code ec;
+            if (!std::filesystem::exists(file, ec)
+                && window.document()->catalog().findScenario(file))
+                window.loadPresetScenario(QString::fromStdString(file));
+            else
+                window.openNativeFile(file);
         });
     return QApplication::exec();
 }

@@ -11,7 +11,9 @@
 #include "dialogs/user_guide_window.h"
 #include "document/file_writer.h"
 #include "document/scenario_document.h"
+#include "document/scenario_name.h"
 #include "panels/breakdown_table.h"
+#include "panels/breakdown_view.h"
 #include "panels/controls_panel.h"
 #include "panels/fit_panel.h"
 #include "panels/verdict_panel.h"
@@ -25,12 +27,14 @@
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QLabel>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QRegularExpression>
+#include <QScreen>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QStatusBar>
@@ -133,6 +137,12 @@ QString UserPrompts::openFileName(QWidget *parent,
     return QFileDialog::getOpenFileName(parent, caption, dir, filter);
 }
 
+QString UserPrompts::askText(
+    QWidget *parent, const QString &title, const QString &label, const QString &text, bool *ok)
+{
+    return QInputDialog::getText(parent, title, label, QLineEdit::Normal, text, ok);
+}
+
 QString UserPrompts::saveFileName(QWidget *parent,
                                   const QString &caption,
                                   const QString &dir,
@@ -189,11 +199,26 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
                               "selected GPU"));
     m_views->addTab(m_sweep, tr("Sweep"));
     m_views->setTabToolTip(2, tr("Peak memory against micro-batch size or sequence length"));
+    m_breakdown = new BreakdownView;
+    m_views->addTab(m_breakdown, tr("Breakdown"));
+    m_views->setTabToolTip(3,
+                           tr("Each component at the end of forward, the backward peak and the "
+                              "optimizer step"));
     setCentralWidget(m_views);
 
+    // The controls take the window's whole height; verdict and suggestions sit under the chart.
+    setCorner(Qt::TopLeftCorner, Qt::LeftDockWidgetArea);
+    setCorner(Qt::BottomLeftCorner, Qt::LeftDockWidgetArea);
     createDocks();
     createActions();
     createMenus();
+    m_controls->setUnit(m_unit);
+    m_fit->setUnit(m_unit);
+    m_controls->setCollapsedSections(m_settings->collapsedSections());
+    connect(m_controls,
+            &ControlsPanel::collapsedSectionsChanged,
+            this,
+            [this](const QStringList &s) { m_settings->setCollapsedSections(s); });
     statusBar()->setSizeGripEnabled(true);
     m_peakLabel = new QLabel;
     m_peakLabel->setObjectName(QStringLiteral("peakLabel"));
@@ -201,6 +226,7 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
 
     connect(m_doc, &ScenarioDocument::changed, this, &MainWindow::refresh);
     connect(m_doc, &ScenarioDocument::modifiedChanged, this, &MainWindow::updateTitle);
+    connect(m_doc, &ScenarioDocument::changed, this, &MainWindow::updateTitle); // the name follows
     connect(m_doc, &ScenarioDocument::filePathChanged, this, &MainWindow::updateTitle);
     connect(m_controls, &ControlsPanel::dragStateChanged, this, [this](bool dragging) {
         m_chart->setAxisFrozen(dragging);
@@ -219,9 +245,13 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
         refreshLazyViews();
     });
 
-    resize(1480, 920);
+    // First start: the screen's room, up to 1920 x 1200 (a laptop gets the whole of it); later,
+    // the size it had, within the screen it opens on.
+    if (const QScreen *s = QGuiApplication::primaryScreen())
+        resize(s->availableGeometry().size().boundedTo(QSize(1920, 1200)));
     if (!m_settings->windowGeometry().isEmpty())
         restoreGeometry(m_settings->windowGeometry());
+    fitToScreen();
     if (!m_settings->windowState().isEmpty()) {
         restoreState(m_settings->windowState());
     } else {
@@ -233,7 +263,9 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
             resizeDocks({verdict}, {height() / 4}, Qt::Vertical);
         });
     }
-    m_views->setCurrentIndex(qBound(0, m_settings->currentView(), 2));
+    m_views->setCurrentIndex(qBound(0, m_settings->currentView(), m_views->count() - 1));
+    if (m_settings->logAxis())
+        setLogScale(true);
     if (m_settings->theme() != AppSettings::Theme::System)
         setTheme(static_cast<int>(m_settings->theme()));
     refresh();
@@ -243,6 +275,48 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
 }
 
 MainWindow::~MainWindow() = default;
+
+void MainWindow::showEvent(QShowEvent *event)
+{
+    QMainWindow::showEvent(event);
+    // The window frame is known once the window exists: fit again, title bar and borders included.
+    if (!m_shownOnce) {
+        m_shownOnce = true;
+        fitToScreen();
+    }
+}
+
+void MainWindow::fitToScreen()
+{
+    // The size it opens at (or had on a larger screen last time), never more than the screen
+    // it opens on has room for: on a 1366 x 768 laptop the whole window is in view.
+    const QScreen *s = screen() ? screen() : QGuiApplication::primaryScreen();
+    if (!s)
+        return;
+    const QRect available = s->availableGeometry();
+    if (isMaximized() || isFullScreen())
+        return;
+    const QMargins frame(geometry().left() - frameGeometry().left(),
+                         geometry().top() - frameGeometry().top(),
+                         frameGeometry().right() - geometry().right(),
+                         frameGeometry().bottom() - geometry().bottom());
+    const QSize room(available.width() - frame.left() - frame.right(),
+                     available.height() - frame.top() - frame.bottom());
+    const QSize size = this->size().boundedTo(room);
+    if (size != this->size())
+        resize(size);
+    // Inside the screen, title bar included.
+    QRect placed = frameGeometry();
+    if (!available.contains(placed)) {
+        placed.moveLeft(std::clamp(placed.left(),
+                                   available.left(),
+                                   std::max(available.left(), available.right() - placed.width())));
+        placed.moveTop(std::clamp(placed.top(),
+                                  available.top(),
+                                  std::max(available.top(), available.bottom() - placed.height())));
+        move(placed.topLeft());
+    }
+}
 
 void MainWindow::setPrompts(std::unique_ptr<UserPrompts> prompts)
 {
@@ -328,6 +402,11 @@ void MainWindow::createActions()
              QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S),
              tr("Save the scenario under a new name"));
     connect(a, &QAction::triggered, this, &MainWindow::saveAs);
+    a = make("actionRename",
+             tr("&Rename Scenario…"),
+             QKeySequence(Qt::Key_F2),
+             tr("Give the scenario a name of your own (otherwise it is named after its settings)"));
+    connect(a, &QAction::triggered, this, &MainWindow::renameScenario);
     a = make("actionImportConfig",
              tr("&Import config.json…"),
              QKeySequence(Qt::CTRL | Qt::Key_I),
@@ -341,9 +420,10 @@ void MainWindow::createActions()
     a = make("actionExport",
              tr("&Export Chart…"),
              QKeySequence(Qt::CTRL | Qt::Key_E),
-             tr("Export the chart as PNG, SVG or PDF"),
-             QStyle::SP_DialogApplyButton,
-             QStringLiteral("document-export"));
+             tr("Export the chart as PNG, SVG or PDF"));
+    a->setIcon(QIcon::fromTheme(QStringLiteral("document-export"),
+                                QIcon(QStringLiteral(":/membudget/export.svg"))));
+    a->setIconText(tr("Export"));
     connect(a, &QAction::triggered, this, &MainWindow::showExportDialog);
     a = make(
         "actionExportTraining",
@@ -356,7 +436,12 @@ void MainWindow::createActions()
              QKeySequence::HelpContents,
              tr("Will my run fit, and what does a fine-tune take: the guide, step by step"));
     connect(a, &QAction::triggered, this, [this] { showUserGuide(); });
-    a = make("actionQuit", tr("&Quit"), QKeySequence::Quit, tr("Quit MemBudget"));
+    a = make("actionQuit", tr("&Quit"), QKeySequence(), tr("Quit MemBudget"));
+    // Ctrl+Q everywhere: some platform themes give QKeySequence::Quit no key at all.
+    QList<QKeySequence> quitKeys = QKeySequence::keyBindings(QKeySequence::Quit);
+    if (!quitKeys.contains(QKeySequence(Qt::CTRL | Qt::Key_Q)))
+        quitKeys.prepend(QKeySequence(Qt::CTRL | Qt::Key_Q));
+    a->setShortcuts(quitKeys);
     a->setMenuRole(QAction::QuitRole);
     connect(a, &QAction::triggered, this, &QWidget::close);
 
@@ -390,25 +475,30 @@ void MainWindow::createActions()
     a = make("actionPin",
              tr("&Pin Current Scenario"),
              QKeySequence(Qt::CTRL | Qt::Key_P),
-             tr("Keep a copy of the current scenario as a bar to compare against"),
-             QStyle::SP_DialogYesButton);
+             tr("Keep a copy of the current scenario as a bar to compare against"));
+    a->setIcon(QIcon(QStringLiteral(":/membudget/pin.svg")));
+    a->setIconText(tr("Pin"));
     connect(a, &QAction::triggered, this, &MainWindow::pinCurrent);
     a = make("actionClearPins",
              tr("&Remove All Pins"),
              QKeySequence(),
              tr("Remove every pinned scenario"),
              QStyle::SP_DialogResetButton);
+    a->setIconText(tr("Unpin All"));
+    a->setEnabled(false); // nothing pinned yet
     connect(a, &QAction::triggered, this, &MainWindow::clearPins);
 
     m_unitGroup = new QActionGroup(this);
     QAction *gb = make("actionUnitGB",
                        tr("Decimal &GB (10⁹ bytes)"),
                        QKeySequence(),
-                       tr("Show sizes in GB"));
+                       tr("Show sizes in GB (10⁹ bytes)"));
+    gb->setIconText(tr("GB"));
     QAction *gib = make("actionUnitGiB",
                         tr("Binary G&iB (2³⁰ bytes)"),
                         QKeySequence(),
-                        tr("Show sizes in GiB"));
+                        tr("Show sizes in GiB (2³⁰ bytes), as nvidia-smi and PyTorch count them"));
+    gib->setIconText(tr("GiB"));
     for (QAction *u : {gb, gib}) {
         u->setCheckable(true);
         m_unitGroup->addAction(u);
@@ -417,12 +507,20 @@ void MainWindow::createActions()
     connect(gb, &QAction::triggered, this, [this] { setUnit(ByteUnit::GB); });
     connect(gib, &QAction::triggered, this, [this] { setUnit(ByteUnit::GiB); });
     a = make("actionToggleUnit",
-             tr("GB / GiB"),
+             tr("Switch &Unit (GB / GiB)"),
              QKeySequence(Qt::CTRL | Qt::Key_U),
              tr("Switch between GB and GiB"));
+    a->setShortcutContext(Qt::WindowShortcut);
+    addAction(a); // its shortcut works whether or not a menu shows it
     connect(a, &QAction::triggered, this, [this] {
         setUnit(m_unit == ByteUnit::GB ? ByteUnit::GiB : ByteUnit::GB);
     });
+    a = make("actionLogAxis",
+             tr("&Logarithmic Memory Axis"),
+             QKeySequence(Qt::CTRL | Qt::Key_L),
+             tr("A logarithmic memory axis keeps small components visible beside large ones"));
+    a->setCheckable(true);
+    connect(a, &QAction::toggled, this, &MainWindow::setLogScale);
 
     a = make("actionAbout", tr("&About MemBudget"), QKeySequence(), tr("Version and licence"));
     a->setMenuRole(QAction::AboutRole);
@@ -441,6 +539,7 @@ void MainWindow::createMenus()
     m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
     file->addAction(action(QStringLiteral("actionSave")));
     file->addAction(action(QStringLiteral("actionSaveAs")));
+    file->addAction(action(QStringLiteral("actionRename")));
     file->addSeparator();
     file->addAction(action(QStringLiteral("actionImportConfig")));
     file->addAction(action(QStringLiteral("actionOpenHub")));
@@ -473,6 +572,8 @@ void MainWindow::createMenus()
     }
     m_viewMenu->addSeparator();
     m_viewMenu->addActions(m_unitGroup->actions());
+    m_viewMenu->addAction(action(QStringLiteral("actionToggleUnit")));
+    m_viewMenu->addAction(action(QStringLiteral("actionLogAxis")));
     m_viewMenu->addSeparator();
     QMenu *theme = m_viewMenu->addMenu(tr("&Theme"));
     auto *themes = new QActionGroup(this);
@@ -497,42 +598,51 @@ void MainWindow::createMenus()
     help->addAction(action(QStringLiteral("actionAbout")));
     help->addAction(action(QStringLiteral("actionAboutQt")));
 
+    createToolBar();
+    updateRecentMenu();
+}
+
+void MainWindow::createToolBar()
+{
     QToolBar *tools = addToolBar(tr("Main"));
     tools->setObjectName(QStringLiteral("mainToolBar"));
     tools->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     tools->setMovable(false);
-    tools->addAction(action(QStringLiteral("actionNew")));
-    tools->addAction(action(QStringLiteral("actionOpen")));
-    tools->addAction(action(QStringLiteral("actionSave")));
-    tools->addSeparator();
-    tools->addAction(action(QStringLiteral("actionUndo")));
-    tools->addAction(action(QStringLiteral("actionRedo")));
-    tools->addSeparator();
-    tools->addAction(action(QStringLiteral("actionPin")));
-    tools->addAction(action(QStringLiteral("actionClearPins")));
-    tools->addSeparator();
-    tools->addActions(m_unitGroup->actions());
-    for (QAction *u : m_unitGroup->actions())
-        if (QWidget *w = tools->widgetForAction(u))
-            w->setToolTip(u->toolTip());
-    tools->addSeparator();
-    tools->addAction(action(QStringLiteral("actionExport")));
-    // Short texts on the toolbar, full ones in the menus.
-    auto shortText = [tools](QAction *a, const QString &text) {
-        if (auto *button = qobject_cast<QToolButton *>(tools->widgetForAction(a)))
-            button->setText(text);
-    };
-    shortText(action(QStringLiteral("actionPin")), tr("Pin"));
-    shortText(action(QStringLiteral("actionClearPins")), tr("Unpin All"));
-    shortText(action(QStringLiteral("actionUnitGB")), tr("GB"));
-    shortText(action(QStringLiteral("actionUnitGiB")), tr("GiB"));
-    shortText(action(QStringLiteral("actionExport")), tr("Export"));
+    for (const char *name : {"actionNew",
+                             "actionOpen",
+                             "actionSave",
+                             "",
+                             "actionUndo",
+                             "actionRedo",
+                             "",
+                             "actionPin",
+                             "actionClearPins",
+                             "",
+                             "actionUnitGB",
+                             "actionUnitGiB",
+                             "",
+                             "actionExport"}) {
+        if (!*name)
+            tools->addSeparator();
+        else
+            tools->addAction(action(QLatin1String(name)));
+    }
     // Undo and redo name the step in their text; on the toolbar the icon (and tooltip) is enough.
     for (const char *name : {"actionUndo", "actionRedo"})
         if (auto *button = qobject_cast<QToolButton *>(
                 tools->widgetForAction(action(QLatin1String(name)))))
             button->setToolButtonStyle(Qt::ToolButtonIconOnly);
-    updateRecentMenu();
+    // The GB / GiB buttons keep one size whatever is checked: wide enough for either short text.
+    int unitWidth = 0;
+    for (QAction *u : m_unitGroup->actions())
+        if (QWidget *w = tools->widgetForAction(u))
+            unitWidth = std::max(unitWidth, w->sizeHint().width());
+    for (QAction *u : m_unitGroup->actions()) {
+        if (QWidget *w = tools->widgetForAction(u)) {
+            w->setFixedWidth(unitWidth);
+            w->setToolTip(u->toolTip());
+        }
+    }
 }
 
 void MainWindow::updateScenariosMenu()
@@ -566,7 +676,7 @@ void MainWindow::updateRecentMenu()
         QAction *a = m_recentMenu->addAction(
             QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()));
         a->setStatusTip(QDir::toNativeSeparators(path));
-        connect(a, &QAction::triggered, this, [this, path] { openFile(path); });
+        connect(a, &QAction::triggered, this, [this, path] { openRecentFile(path); });
     }
     if (!files.isEmpty()) {
         m_recentMenu->addSeparator();
@@ -578,6 +688,24 @@ void MainWindow::updateRecentMenu()
     m_recentMenu->setEnabled(!files.isEmpty());
 }
 
+void MainWindow::openRecentFile(const QString &path)
+{
+    // A file that has gone is said so at once (before any question about unsaved changes) and
+    // leaves the list.
+    if (!QFileInfo::exists(path)) {
+        QStringList files = m_settings->recentFiles();
+        files.removeAll(path);
+        m_settings->setRecentFiles(files);
+        updateRecentMenu();
+        m_prompts->showError(this,
+                             tr("Cannot Open Scenario"),
+                             tr("%1 no longer exists; it was removed from the recent files.")
+                                 .arg(QDir::toNativeSeparators(path)));
+        return;
+    }
+    openFile(path);
+}
+
 void MainWindow::rememberFile(const QString &path)
 {
     m_settings->addRecentFile(QFileInfo(path).absoluteFilePath());
@@ -587,7 +715,14 @@ void MainWindow::rememberFile(const QString &path)
 
 void MainWindow::updateTitle()
 {
-    setWindowTitle(QStringLiteral("%1[*] — MemBudget").arg(m_doc->displayName()));
+    // "file.yaml[*] — its name — MemBudget", or the name alone before it is saved.
+    const QString name = m_doc->scenarioName();
+    const QString title = m_doc->filePath().isEmpty()
+                              ? QStringLiteral("%1[*] — MemBudget").arg(name)
+                              : QStringLiteral("%1[*] — %2 — MemBudget")
+                                    .arg(QFileInfo(m_doc->filePath()).fileName(), name);
+    if (title != windowTitle())
+        setWindowTitle(title);
     setWindowModified(m_doc->isModified());
     setWindowFilePath(m_doc->filePath());
 }
@@ -608,8 +743,12 @@ std::vector<ChartBar> MainWindow::comparisonBars() const
     bars.push_back(current);
     for (const Pin &pin : m_pins) {
         ChartBar bar = pin.bar;
-        // Under a pinned bar: what it does differently from the current scenario.
-        bar.detail = scenarioDifferences(pin.scenario, m_doc->scenario());
+        // Under a pinned bar: what it does differently from the current scenario (all of it; the
+        // chart wraps it to the bar's width and the hover text has every difference).
+        bar.detail = scenarioDifferences(pin.scenario, m_doc->scenario(), 4);
+        bar.tooltip = tr("Differs from the current scenario in: %1")
+                          .arg(scenarioDifferences(pin.scenario, m_doc->scenario(), 100))
+                      + QLatin1Char('\n') + pin.bar.tooltip;
         bars.push_back(bar);
     }
     return bars;
@@ -620,8 +759,10 @@ void MainWindow::refresh()
     m_chart->setContents(comparisonBars(), m_doc->selectedGpus());
     m_ladderDirty = true;
     m_sweepDirty = true;
+    m_breakdownDirty = true;
     refreshLazyViews();
     m_verdict->update(*m_doc, m_unit);
+    action(QStringLiteral("actionClearPins"))->setEnabled(!m_pins.empty());
 
     if (m_doc->valid()) {
         const MemoryEstimate &est = m_doc->estimate();
@@ -664,6 +805,10 @@ void MainWindow::refreshLazyViews()
         m_sweep->chart()->setInput(m_doc->input(), m_doc->valid());
         m_sweepDirty = false;
     }
+    if (view == BreakdownViewIndex && m_breakdownDirty) {
+        m_breakdown->update(*m_doc, m_unit);
+        m_breakdownDirty = false;
+    }
 }
 
 void MainWindow::setUnit(ByteUnit unit)
@@ -676,8 +821,30 @@ void MainWindow::setUnit(ByteUnit unit)
     m_ladder->setUnit(unit);
     m_sweep->chart()->setUnit(unit);
     m_fit->setUnit(unit);
+    m_controls->setUnit(unit);
     m_ladderDirty = true;
     refresh();
+}
+
+void MainWindow::setLogScale(bool on)
+{
+    m_settings->setLogAxis(on);
+    if (QAction *a = action(QStringLiteral("actionLogAxis")); a && a->isChecked() != on)
+        a->setChecked(on);
+    m_chart->setLogScale(on);
+    m_ladder->setLogScale(on);
+}
+
+void MainWindow::renameScenario()
+{
+    bool ok = false;
+    const QString name = m_prompts->askText(this,
+                                            tr("Rename Scenario"),
+                                            tr("Name (leave empty to name it after its settings):"),
+                                            m_doc->hasOwnName() ? m_doc->scenarioName() : QString(),
+                                            &ok);
+    if (ok)
+        m_doc->rename(name);
 }
 
 void MainWindow::setTheme(int theme)
@@ -790,11 +957,8 @@ bool MainWindow::saveAs()
         return false;
     QString suggested = m_doc->filePath();
     if (suggested.isEmpty()) {
-        QString base = QString::fromStdString(m_doc->scenario().name).toLower();
-        base.replace(QRegularExpression(QStringLiteral("[^a-z0-9]+")), QStringLiteral("-"));
-        base = base.section(QLatin1Char('-'), 0, 5, QString::SectionSkipEmpty);
-        if (base.isEmpty())
-            base = QStringLiteral("scenario");
+        // Named as the scenario is (whole words), so that title and file agree.
+        const QString base = fileNameFor(m_doc->scenarioName());
         const QString dir = m_settings->lastDirectory().isEmpty() ? QDir::homePath()
                                                                   : m_settings->lastDirectory();
         suggested = QDir(dir).filePath(base + QStringLiteral(".yaml"));
@@ -985,6 +1149,14 @@ void MainWindow::pinCurrent()
         statusBar()->showMessage(tr("At most 12 pinned scenarios"), 4000);
         return;
     }
+    for (const Pin &p : m_pins) {
+        if (sameSettings(p.scenario, m_doc->scenario())) {
+            statusBar()->showMessage(tr("Already pinned as %1; change something, then pin again")
+                                         .arg(p.letter),
+                                     4000);
+            return;
+        }
+    }
     // The first letter not in use.
     QString letter;
     for (QChar c : letters) {
@@ -1070,6 +1242,7 @@ std::unique_ptr<QCustomPlot> MainWindow::makeExportPlot(View view) const
     auto chart = std::make_unique<BudgetChart>();
     useExportPalette(chart.get());
     chart->setUnit(m_unit);
+    chart->setLogScale(m_chart->logScale());
     if (view == LadderView) {
         const std::vector<GpuSpec> gpus = m_doc->selectedGpus();
         chart->setContents(m_doc->valid() ? ladderBars(m_doc->input(),
@@ -1092,13 +1265,11 @@ void MainWindow::showExportDialog()
 {
     const QString dir = m_settings->lastDirectory().isEmpty() ? QDir::homePath()
                                                               : m_settings->lastDirectory();
-    QString base = m_doc->filePath().isEmpty() ? QStringLiteral("membudget-chart")
-                                               : QFileInfo(m_doc->filePath()).completeBaseName();
-    const QString title = m_doc->scenario().name.empty()
-                              ? modelDisplayName(m_doc->scenario(),
-                                                 m_doc->catalog(),
-                                                 m_doc->estimate())
-                              : QString::fromStdString(m_doc->scenario().name);
+    // Title, caption and file name say what the scenario is now (its name, else its settings).
+    const QString title = m_doc->scenarioName();
+    const QString base = m_doc->filePath().isEmpty()
+                             ? fileNameFor(title)
+                             : QFileInfo(m_doc->filePath()).completeBaseName();
     ExportDialog dialog(QDir(dir).filePath(base + QStringLiteral(".png")),
                         m_settings->exportOptions(),
                         title,
@@ -1134,7 +1305,9 @@ void MainWindow::copyBreakdown(bool markdown)
         return;
     }
     if (markdown) {
-        QApplication::clipboard()->setText(breakdownMarkdown(m_doc->scenario(),
+        Scenario named = m_doc->scenario();
+        named.name = m_doc->scenarioName().toStdString(); // the header says what the title says
+        QApplication::clipboard()->setText(breakdownMarkdown(named,
                                                              m_doc->catalog(),
                                                              m_doc->estimate(),
                                                              m_doc->selectedGpus(),

@@ -25,6 +25,7 @@ class QTabWidget;
 
 namespace membudget {
 
+class BreakdownView;
 class ControlsPanel;
 class FitPanel;
 class ScenarioDocument;
@@ -50,13 +51,16 @@ public:
                                  const QString &caption,
                                  const QString &dir,
                                  const QString &filter);
+    // A line of text; `ok` false when cancelled.
+    virtual QString askText(
+        QWidget *parent, const QString &title, const QString &label, const QString &text, bool *ok);
 };
 
 class MainWindow : public QMainWindow
 {
     Q_OBJECT
 public:
-    enum View { ComparisonView, LadderView, SweepViewIndex };
+    enum View { ComparisonView, LadderView, SweepViewIndex, BreakdownViewIndex };
 
     // `settings` may be null (the default QSettings); tests pass an ini file of their own.
     explicit MainWindow(PresetCatalog catalog,
@@ -70,6 +74,7 @@ public:
     BudgetChart *ladderChart() const { return m_ladder; }
     SweepView *sweepView() const { return m_sweep; }
     VerdictPanel *verdictPanel() const { return m_verdict; }
+    BreakdownView *breakdownView() const { return m_breakdown; }
     FitPanel *fitPanel() const { return m_fit; }
     QTabWidget *views() const { return m_views; }
     void setPrompts(std::unique_ptr<UserPrompts> prompts);
@@ -96,10 +101,12 @@ public:
     // Where Hugging Face requests go: the environment's settings unless a test sets its own.
     void setHubSettings(const HubSettings &settings) { m_hubSettings = settings; }
     void loadPresetScenario(const QString &id);
+    // Asks for a name for the scenario (undoable; empty: named after its settings again).
+    void renameScenario();
     // Asks to save unsaved changes: true when it is fine to go on.
     bool maybeSave();
 
-    // Comparisons.
+    // Comparisons. Pinning refuses a scenario pinned already.
     void pinCurrent();
     void removePin(int index);
     void clearPins();
@@ -107,6 +114,7 @@ public:
 
     void setUnit(ByteUnit unit);
     ByteUnit unit() const { return m_unit; }
+    void setLogScale(bool on);
 
     // Exports the current view; `options` as the export dialog gives them.
     bool exportCurrentView(const QString &path,
@@ -120,6 +128,7 @@ public:
 
 protected:
     void closeEvent(QCloseEvent *event) override;
+    void showEvent(QShowEvent *event) override;
     void dragEnterEvent(QDragEnterEvent *event) override;
     void dropEvent(QDropEvent *event) override;
 
@@ -140,6 +149,7 @@ private:
     void updateRecentMenu();
     void updateScenariosMenu();
     void rememberFile(const QString &path);
+    void openRecentFile(const QString &path);
     void showExportDialog();
     void copyChartImage();
     void copyBreakdown(bool markdown);
@@ -148,6 +158,8 @@ private:
     void importConfigDialog();
     void openDialog();
     void setTheme(int theme);
+    void fitToScreen();
+    void createToolBar();
     std::vector<ChartBar> comparisonBars() const;
 
     std::unique_ptr<AppSettings> m_settings;
@@ -158,6 +170,7 @@ private:
     BudgetChart *m_chart = nullptr;
     BudgetChart *m_ladder = nullptr;
     SweepView *m_sweep = nullptr;
+    BreakdownView *m_breakdown = nullptr;
     VerdictPanel *m_verdict = nullptr;
     FitPanel *m_fit = nullptr;
     QLabel *m_peakLabel = nullptr;
@@ -168,9 +181,11 @@ private:
     std::optional<HubSettings> m_hubSettings;
     QPointer<QDialog> m_userGuide;
     std::vector<Pin> m_pins;
-    ByteUnit m_unit = ByteUnit::GB;
+    ByteUnit m_unit = ByteUnit::GiB;
     bool m_ladderDirty = true;
     bool m_sweepDirty = true;
+    bool m_breakdownDirty = true;
+    bool m_shownOnce = false;
 };
 
 } // namespace membudget

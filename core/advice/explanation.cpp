@@ -18,9 +18,9 @@ std::string num(double v, int decimals = 0)
     return formatFixed(v, decimals);
 }
 
-std::string gb(double bytes)
+std::string sized(double bytes, ByteUnit unit)
 {
-    return formatBytes(toBytes(bytes), ByteUnit::GB);
+    return formatBytes(toBytes(bytes), unit);
 }
 
 std::string shardText(double shard)
@@ -47,7 +47,7 @@ const char *weightDtype(Precision p)
 }
 
 // "3 x q_proj output (layers 29-31) 1.20 GB"
-std::string describeGroup(const StepTimeline &tl, const LiveTensorGroup &g)
+std::string describeGroup(const StepTimeline &tl, const LiveTensorGroup &g, ByteUnit unit)
 {
     const TimelineTensor &t = tl.tensors[static_cast<std::size_t>(g.tensor)];
     std::string s = timelineTensorName(t);
@@ -57,12 +57,13 @@ std::string describeGroup(const StepTimeline &tl, const LiveTensorGroup &g)
         s += " (layers " + num(g.first_layer) + "-" + num(g.last_layer) + ")";
     else if (g.first_layer >= 0)
         s += " (layer " + num(g.first_layer) + ")";
-    return s + " " + gb(g.bytes);
+    return s + " " + sized(g.bytes, unit);
 }
 
 // The largest live tensors of component `c` at the phase's peak, e.g. "2 x autocast weight copy
 // 1.2 GB + gradient of down_proj input 0.3 GB + 4 more".
-std::string liveList(const EstimateInput &in, const MemoryEstimate &est, Phase phase, Component c)
+std::string liveList(
+    const EstimateInput &in, const MemoryEstimate &est, Phase phase, Component c, ByteUnit unit)
 {
     const StepModel model(in);
     const StepTimeline &tl = model.timeline();
@@ -78,7 +79,7 @@ std::string liveList(const EstimateInput &in, const MemoryEstimate &est, Phase p
             ++more;
             continue;
         }
-        out += (shown++ ? " + " : "") + describeGroup(tl, g);
+        out += (shown++ ? " + " : "") + describeGroup(tl, g, unit);
     }
     if (more > 0)
         out += " + " + num(more) + " more";
@@ -106,17 +107,15 @@ std::string whereIn(const PeakMoment &m)
 
 } // namespace
 
-std::string explainComponent(const EstimateInput &in,
-                             const MemoryEstimate &est,
-                             Phase phase,
-                             Component c)
+std::string explainComponent(
+    const EstimateInput &in, const MemoryEstimate &est, Phase phase, Component c, ByteUnit unit)
 {
     const Derivation &d = est.derivation;
     const Breakdown &b = est.phase(phase);
     const Bytes bytes = b[c];
     const TrainingConfig &t = in.training;
     const double tokens = d.tokens;
-    const std::string total = " = " + formatBytes(bytes, ByteUnit::GB);
+    const std::string total = " = " + formatBytes(bytes, unit);
     const bool inference = t.mode == Mode::Inference;
     if (inference
         && (c == Component::Gradients || c == Component::MasterWeights
@@ -151,11 +150,12 @@ std::string explainComponent(const EstimateInput &in,
                        : "none yet";
         const double all = d.trainable_per_gpu * d.grad_bytes_per_param / d.grad_shard;
         if (phase == Phase::Backward && static_cast<double>(bytes) < 0.999 * all)
-            return "made so far: " + liveList(in, est, phase, c) + total;
+            return "made so far: " + liveList(in, est, phase, c, unit) + total;
         return num(d.trainable_per_gpu) + " trainable params x " + num(d.grad_bytes_per_param)
                + " B" + shardText(d.grad_shard)
-               + (phase == Phase::Forward ? " (kept between micro-batches by gradient accumulation)"
-                                          : "")
+               + (phase != Phase::OptimizerStep && d.grads_live_in_forward
+                      ? " (all of them: gradient accumulation keeps them between micro-batches)"
+                      : "")
                + total;
     }
     case Component::MasterWeights:
@@ -168,7 +168,8 @@ std::string explainComponent(const EstimateInput &in,
     case Component::OptimizerStates:
         if (bytes == 0)
             return t.offload.optimizer
-                       ? "offloaded to CPU RAM (" + formatBytes(est.cpu_offload_bytes) + " per GPU)"
+                       ? "offloaded to CPU RAM (" + formatBytes(est.cpu_offload_bytes, unit)
+                             + " per GPU)"
                        : std::string(optimizerName(t.optimizer)) + " keeps no state";
         return num(d.trainable_per_gpu) + " trainable params x "
                + num(d.optimizer_bytes_per_param, 3) + " B (" + optimizerName(t.optimizer) + ")"
@@ -183,20 +184,21 @@ std::string explainComponent(const EstimateInput &in,
                                                                        : d.layer_saved_bytes;
         const double everything = layers * perLayer + d.embedding_activation_bytes;
         if (static_cast<double>(bytes) < 0.999 * everything)
-            return "what remains: " + liveList(in, est, phase, c) + total;
+            return "what remains: " + liveList(in, est, phase, c, unit) + total;
         if (t.checkpointing == Checkpointing::Full)
-            return num(layers) + " layers x layer input " + gb(d.layer_checkpoint_bytes)
+            return num(layers) + " layers x layer input " + sized(d.layer_checkpoint_bytes, unit)
                    + " (b x s x h x "
                    + num(d.layer_checkpoint_bytes
                          / std::max(1.0, tokens * static_cast<double>(in.arch.hidden_size)))
-                   + " B) + " + gb(d.embedding_activation_bytes) + " outside the layers" + total;
+                   + " B) + " + sized(d.embedding_activation_bytes, unit) + " outside the layers"
+                   + total;
         const std::string bytesPerToken = num(d.layer_activation_per_token) + " B/token"
                                           + (d.layer_attention_score_per_token > 0
                                                  ? " + " + num(d.layer_attention_score_per_token)
                                                        + " B/token x s (eager softmax)"
                                                  : std::string());
         return num(layers) + " layers x " + num(tokens) + " tokens x (" + bytesPerToken + ") + "
-               + gb(d.embedding_activation_bytes) + " outside the layers" + total;
+               + sized(d.embedding_activation_bytes, unit) + " outside the layers" + total;
     }
     case Component::KvCache:
         if (bytes == 0)
@@ -216,7 +218,7 @@ std::string explainComponent(const EstimateInput &in,
         if (t.mode == Mode::Inference)
             return "last-position logits b x V x (16-bit + fp32)" + total;
         if (est.moments[static_cast<std::size_t>(phase)].stage != Stage::Loss)
-            return liveList(in, est, phase, c) + total;
+            return liveList(in, est, phase, c, unit) + total;
         return num(tokens) + " tokens x " + num(static_cast<double>(in.arch.vocab_size))
                + " vocab x "
                + num(static_cast<double>(bytes)
@@ -229,7 +231,7 @@ std::string explainComponent(const EstimateInput &in,
     case Component::Temporaries: {
         if (bytes == 0)
             return "none";
-        return liveList(in, est, phase, c) + total;
+        return liveList(in, est, phase, c, unit) + total;
     }
     case Component::CudaContext:
         return "CUDA context and kernels "
@@ -242,13 +244,13 @@ std::string explainComponent(const EstimateInput &in,
     case Component::AllocatorReserve: {
         if (in.overheads.allocator_reserve_fraction)
             return num(*in.overheads.allocator_reserve_fraction * 100.0, 0) + "% of "
-                   + formatBytes(b.allocated()) + " allocated (the scenario's allocator_reserve)"
-                   + total;
+                   + formatBytes(b.allocated(), unit)
+                   + " allocated (the scenario's allocator_reserve)" + total;
         const StepReplay &r = StepModel(in).referenceReplay();
         return "PyTorch's caching allocator replayed over the step"
                + (in.overheads.allocator_conf.empty() ? std::string()
                                                       : " (" + in.overheads.allocator_conf + ")")
-               + ": reserved peaks at " + formatBytes(r.peak_reserved) + " in "
+               + ": reserved peaks at " + formatBytes(r.peak_reserved, unit) + " in "
                + num(static_cast<double>(r.segments))
                + " segments, beyond the allocated peak by block rounding and cached blocks no "
                  "tensor uses then"
@@ -258,9 +260,12 @@ std::string explainComponent(const EstimateInput &in,
     return {};
 }
 
-std::string explainPhase(const EstimateInput &in, const MemoryEstimate &est, Phase phase)
+std::string explainPhase(const EstimateInput &in,
+                         const MemoryEstimate &est,
+                         Phase phase,
+                         ByteUnit unit)
 {
-    const std::string alloc = formatBytes(est.phase(phase).allocated());
+    const std::string alloc = formatBytes(est.phase(phase).allocated(), unit);
     const PeakMoment &m = est.moments[static_cast<std::size_t>(phase)];
     const std::string name = in.training.mode == Mode::Inference ? "Inference (prefill)"
                                                                  : phaseLabel(phase);
@@ -278,7 +283,8 @@ std::string explainPhase(const EstimateInput &in, const MemoryEstimate &est, Pha
         }
     }
     if (!biggest.empty())
-        s += "; besides the model's states, mostly " + biggest + " (" + formatBytes(most) + ")";
+        s += "; besides the model's states, mostly " + biggest + " (" + formatBytes(most, unit)
+             + ")";
     return s + ".";
 }
 

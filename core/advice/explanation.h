@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "base/byte_format.h"
 #include "model/memory_estimate.h"
 #include "model/memory_estimator.h"
 
@@ -13,9 +14,13 @@ namespace membudget {
 std::string explainComponent(const EstimateInput &input,
                              const MemoryEstimate &estimate,
                              Phase phase,
-                             Component component);
+                             Component component,
+                             ByteUnit unit = ByteUnit::GB);
 
 // A sentence on what the phase is and why its peak is where it is.
-std::string explainPhase(const EstimateInput &input, const MemoryEstimate &estimate, Phase phase);
+std::string explainPhase(const EstimateInput &input,
+                         const MemoryEstimate &estimate,
+                         Phase phase,
+                         ByteUnit unit = ByteUnit::GB);
 
 } // namespace membudget

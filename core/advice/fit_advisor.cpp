@@ -14,8 +14,10 @@ namespace {
 struct Option
 {
     std::string label;
-    void (*apply)(EstimateInput &, int) = nullptr;
-    int arg = 0;
+    void (*apply)(EstimateInput &, std::int64_t) = nullptr;
+    std::int64_t arg = 0;
+    bool changesResult = false; // trains something else (another method, shorter sequences)
+    bool minor = false;         // a drop-in swap that is never worth a row of its own
 };
 
 // What each technique costs or saves in time is not a fixed factor: every candidate's step is
@@ -30,58 +32,70 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
     if (t.precision == Precision::Fp32 || isAmp(t.precision)) {
         groups.push_back(
             {{"precision: bf16 (pure)",
-              [](EstimateInput &e, int) { e.training.precision = Precision::Bf16; },
+              [](EstimateInput &e, std::int64_t) { e.training.precision = Precision::Bf16; },
               0},
              {"precision: mixed-bf16 (fp32 master)",
-              [](EstimateInput &e, int) { e.training.precision = Precision::MixedBf16; },
+              [](EstimateInput &e, std::int64_t) { e.training.precision = Precision::MixedBf16; },
               0}});
     }
     if (t.attention != Attention::Flash)
-        groups.push_back({{"attention: flash",
-                           [](EstimateInput &e, int) { e.training.attention = Attention::Flash; },
-                           0}});
+        groups.push_back(
+            {{"attention: flash",
+              [](EstimateInput &e, std::int64_t) { e.training.attention = Attention::Flash; },
+              0}});
     if (t.optimizer == Optimizer::AdamW || t.optimizer == Optimizer::PagedAdamW
         || t.optimizer == Optimizer::AdamWFused) {
         std::vector<Option> g;
         if (t.optimizer != Optimizer::AdamWFused)
             g.push_back({"optimizer: adamw-fused (no foreach temporaries)",
-                         [](EstimateInput &e, int) { e.training.optimizer = Optimizer::AdamWFused; },
-                         0});
-        g.push_back({"optimizer: adamw-8bit",
-                     [](EstimateInput &e, int) { e.training.optimizer = Optimizer::AdamW8bit; },
-                     0});
+                         [](EstimateInput &e, std::int64_t) {
+                             e.training.optimizer = Optimizer::AdamWFused;
+                         },
+                         0,
+                         false,
+                         true});
+        g.push_back(
+            {"optimizer: adamw-8bit",
+             [](EstimateInput &e, std::int64_t) { e.training.optimizer = Optimizer::AdamW8bit; },
+             0});
         g.push_back({"optimizer: paged-adamw-8bit",
-                     [](EstimateInput &e, int) { e.training.optimizer = Optimizer::PagedAdamW8bit; },
+                     [](EstimateInput &e, std::int64_t) {
+                         e.training.optimizer = Optimizer::PagedAdamW8bit;
+                     },
                      0});
         groups.push_back(g);
     }
     if (t.loss != LossImplementation::Chunked)
         groups.push_back(
             {{"loss: chunked cross-entropy (no whole fp32 logits)",
-              [](EstimateInput &e, int) { e.training.loss = LossImplementation::Chunked; },
+              [](EstimateInput &e, std::int64_t) { e.training.loss = LossImplementation::Chunked; },
               0}});
     if (t.checkpointing != Checkpointing::Full) {
         std::vector<Option> g;
         if (t.checkpointing == Checkpointing::None)
-            g.push_back(
-                {"gradient checkpointing: selective",
-                 [](EstimateInput &e, int) { e.training.checkpointing = Checkpointing::Selective; },
-                 0});
-        g.push_back({"gradient checkpointing: full",
-                     [](EstimateInput &e, int) { e.training.checkpointing = Checkpointing::Full; },
-                     0});
+            g.push_back({"gradient checkpointing: selective",
+                         [](EstimateInput &e, std::int64_t) {
+                             e.training.checkpointing = Checkpointing::Selective;
+                         },
+                         0});
+        g.push_back(
+            {"gradient checkpointing: full",
+             [](EstimateInput &e, std::int64_t) { e.training.checkpointing = Checkpointing::Full; },
+             0});
         groups.push_back(g);
     }
     if (t.micro_batch_size > 1) {
+        // Only divisors of the micro-batch: micro-batch x accumulation, the effective batch, stays
+        // exactly as it is (83 -> 1 x 83, never 41 x 2). At most six, the smallest splits first.
         std::vector<Option> g;
-        for (int div = 2; div <= t.micro_batch_size && div <= 64; div *= 2) {
-            g.push_back({"micro-batch "
-                             + std::to_string(std::max<std::int64_t>(1, t.micro_batch_size / div))
-                             + " x " + std::to_string(t.gradient_accumulation_steps * div)
-                             + " accumulation steps",
-                         [](EstimateInput &e, int d) {
-                             e.training.micro_batch_size
-                                 = std::max<std::int64_t>(1, e.training.micro_batch_size / d);
+        for (std::int64_t div = 2; div <= t.micro_batch_size && g.size() < 6; ++div) {
+            if (t.micro_batch_size % div != 0)
+                continue;
+            g.push_back({"micro-batch " + std::to_string(t.micro_batch_size / div) + " x "
+                             + std::to_string(t.gradient_accumulation_steps * div)
+                             + " accumulation steps (same effective batch)",
+                         [](EstimateInput &e, std::int64_t d) {
+                             e.training.micro_batch_size /= d;
                              e.training.gradient_accumulation_steps *= d;
                          },
                          div});
@@ -90,14 +104,15 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
     }
     if (t.method == Method::Full) {
         groups.push_back({{"method: LoRA r16 on all linear layers",
-                           [](EstimateInput &e, int) {
+                           [](EstimateInput &e, std::int64_t) {
                                e.training.method = Method::Lora;
                                e.training.lora.rank = 16;
                                e.training.lora.targets = TargetAllLinear;
                            },
-                           0},
+                           0,
+                           true},
                           {"method: QLoRA (NF4) r16 on all linear layers",
-                           [](EstimateInput &e, int) {
+                           [](EstimateInput &e, std::int64_t) {
                                e.training.method = Method::Qlora;
                                e.training.quantization = Quantization::Nf4;
                                e.training.lora.rank = 16;
@@ -106,31 +121,33 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                                    || isAmp(e.training.precision))
                                    e.training.precision = Precision::Bf16;
                            },
-                           0}});
+                           0,
+                           true}});
     } else if (t.method == Method::Lora) {
         groups.push_back({{"method: QLoRA (NF4)",
-                           [](EstimateInput &e, int) {
+                           [](EstimateInput &e, std::int64_t) {
                                e.training.method = Method::Qlora;
                                e.training.quantization = Quantization::Nf4;
                            },
-                           0}});
+                           0,
+                           true}});
     }
     if (in.parallelism.gpus > 1 && in.parallelism.sharding == Sharding::None) {
         groups.push_back(
             {{"sharding: zero2",
-              [](EstimateInput &e, int) { e.parallelism.sharding = Sharding::Zero2; },
+              [](EstimateInput &e, std::int64_t) { e.parallelism.sharding = Sharding::Zero2; },
               0},
              {"sharding: fsdp-full",
-              [](EstimateInput &e, int) { e.parallelism.sharding = Sharding::FsdpFull; },
+              [](EstimateInput &e, std::int64_t) { e.parallelism.sharding = Sharding::FsdpFull; },
               0}});
     }
     if (!t.offload.optimizer) {
         std::vector<Option> g;
         g.push_back({"CPU offload of optimizer states",
-                     [](EstimateInput &e, int) { e.training.offload.optimizer = true; },
+                     [](EstimateInput &e, std::int64_t) { e.training.offload.optimizer = true; },
                      0});
         g.push_back({"CPU offload of optimizer states and parameters (ZeRO-3)",
-                     [](EstimateInput &e, int) {
+                     [](EstimateInput &e, std::int64_t) {
                          e.training.offload.optimizer = true;
                          e.training.offload.parameters = true;
                          if (e.parallelism.sharding != Sharding::FsdpFull)
@@ -151,7 +168,86 @@ bool isSubset(const std::vector<int> &a, const std::vector<int> &b)
     return true;
 }
 
+struct Candidate
+{
+    std::vector<int> choice;
+    FitSuggestion suggestion;
+};
+
+// Times within 1% of each other count as the same: the model is not that precise, and a technique
+// that saves a fraction of a percent is not worth suggesting.
+bool faster(double a, double b)
+{
+    return a < b * 0.99;
+}
+
+// True when `bigger` only adds changes to `smaller` (which fits too) that are not worth a row: they
+// are not faster, buy no memory, or are minor swaps such as a fused optimizer.
+bool addsNothing(const Candidate &bigger,
+                 const Candidate &smaller,
+                 const std::vector<std::vector<Option>> &groups)
+{
+    if (bigger.choice == smaller.choice || !isSubset(smaller.choice, bigger.choice))
+        return false;
+    if (!faster(bigger.suggestion.slowdown, smaller.suggestion.slowdown)
+        || smaller.suggestion.device_total <= bigger.suggestion.device_total)
+        return true;
+    for (std::size_t g = 0; g < groups.size(); ++g)
+        if (bigger.choice[g] != smaller.choice[g]
+            && !groups[g][static_cast<std::size_t>(bigger.choice[g] - 1)].minor)
+            return false;
+    return true;
+}
+
+// True when `variant` touches the same groups as `other` and swaps one option for another
+// (paged-adamw-8bit for adamw-8bit) without being faster or smaller.
+bool isWorseVariant(const Candidate &variant, const Candidate &other, std::size_t groupCount)
+{
+    int swapped = 0;
+    for (std::size_t g = 0; g < groupCount; ++g) {
+        if ((variant.choice[g] == 0) != (other.choice[g] == 0))
+            return false;
+        swapped += variant.choice[g] != other.choice[g] ? 1 : 0;
+    }
+    return swapped == 1 && !faster(variant.suggestion.slowdown, other.suggestion.slowdown)
+           && other.suggestion.device_total <= variant.suggestion.device_total;
+}
+
+// Drops every candidate for which `redundant(candidate, other)` holds against some other one.
+template<typename Redundant>
+std::vector<Candidate> withoutRedundant(const std::vector<Candidate> &all, Redundant redundant)
+{
+    std::vector<Candidate> kept;
+    for (const Candidate &c : all)
+        if (std::none_of(all.begin(), all.end(), [&](const Candidate &o) {
+                return &o != &c && redundant(c, o);
+            }))
+            kept.push_back(c);
+    return kept;
+}
+
 } // namespace
+
+void rankSuggestions(std::vector<FitSuggestion> &suggestions)
+{
+    // Fastest first, in steps of 1% (a strict order: ties go to fewer changes, then less memory);
+    // those that change what is trained after all that only trade speed.
+    auto bucket = [](double slowdown) {
+        return std::floor(std::log(std::max(slowdown, 1e-9)) / std::log(1.01));
+    };
+    std::stable_sort(suggestions.begin(),
+                     suggestions.end(),
+                     [&](const FitSuggestion &a, const FitSuggestion &b) {
+                         if (a.changesResult() != b.changesResult())
+                             return !a.changesResult();
+                         const double ba = bucket(a.slowdown), bb = bucket(b.slowdown);
+                         if (ba != bb)
+                             return ba < bb;
+                         if (a.changes.size() != b.changes.size())
+                             return a.changes.size() < b.changes.size();
+                         return a.device_total < b.device_total;
+                     });
+}
 
 std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec &gpu, int limit)
 {
@@ -161,11 +257,6 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec
     const auto groups = techniqueGroups(input);
     if (groups.empty() || limit <= 0)
         return out;
-    struct Candidate
-    {
-        std::vector<int> choice;
-        FitSuggestion suggestion;
-    };
     std::vector<Candidate> fitting;
     std::vector<int> choice(groups.size(), 0);
     // Enumerate every combination (one option or none per group): a few thousand estimates at most.
@@ -182,6 +273,8 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec
                 const Option &o = groups[g][static_cast<std::size_t>(choice[g] - 1)];
                 o.apply(e, o.arg);
                 s.changes.push_back(o.label);
+                if (o.changesResult)
+                    s.result_changes.push_back(o.label);
             }
             if (validateInput(e).empty()) {
                 const MemoryEstimate est = estimateMemory(e);
@@ -189,6 +282,7 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec
                     s.input = e;
                     s.device_total = est.device_total;
                     s.headroom = capacity - est.device_total;
+                    s.cpu_offload_bytes = est.cpu_offload_total;
                     // Only fitting combinations are timed: a few hundred throughput estimates.
                     const ThroughputEstimate t = estimateRelativeThroughput(e, gpu.performance);
                     s.step_seconds = t.step_seconds;
@@ -210,41 +304,20 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec
         if (g == groups.size())
             break;
     }
-    // Times within 1% of each other count as the same: the model is not that precise, and a
-    // technique that saves a fraction of a percent is not worth suggesting.
-    auto faster = [](double a, double b) { return a < b * 0.99; };
-    // Keep minimal combinations: drop any that merely adds techniques to another fitting one that
-    // is not slower.
-    std::vector<Candidate> minimal;
-    for (const Candidate &c : fitting) {
-        bool dominated = false;
-        for (const Candidate &o : fitting) {
-            if (&o != &c && o.choice != c.choice && isSubset(o.choice, c.choice)
-                && !faster(c.suggestion.slowdown, o.suggestion.slowdown)) {
-                dominated = true;
-                break;
-            }
-        }
-        if (!dominated)
-            minimal.push_back(c);
-    }
-    // Fastest first, in steps of 1% (a strict order: ties go to fewer changes, then less memory).
-    auto bucket = [](double slowdown) {
-        return std::floor(std::log(std::max(slowdown, 1e-9)) / std::log(1.01));
-    };
-    std::sort(minimal.begin(), minimal.end(), [&](const Candidate &a, const Candidate &b) {
-        const double ba = bucket(a.suggestion.slowdown), bb = bucket(b.suggestion.slowdown);
-        if (ba != bb)
-            return ba < bb;
-        if (a.suggestion.changes.size() != b.suggestion.changes.size())
-            return a.suggestion.changes.size() < b.suggestion.changes.size();
-        return a.suggestion.device_total < b.suggestion.device_total;
+    // Keep minimal combinations: fold any that merely adds techniques to another fitting one, then
+    // variants that are no better than their sibling (among what is left, so that nothing is folded
+    // into a row that is not shown).
+    const auto minimal = withoutRedundant(fitting, [&](const Candidate &c, const Candidate &o) {
+        return addsNothing(c, o, groups);
     });
-    for (const Candidate &c : minimal) {
-        if (static_cast<int>(out.size()) >= limit)
-            break;
+    const auto distinct = withoutRedundant(minimal, [&](const Candidate &c, const Candidate &o) {
+        return isWorseVariant(c, o, groups.size());
+    });
+    for (const Candidate &c : distinct)
         out.push_back(c.suggestion);
-    }
+    rankSuggestions(out);
+    if (static_cast<int>(out.size()) > limit)
+        out.resize(static_cast<std::size_t>(limit));
     return out;
 }
 

@@ -14,22 +14,36 @@ namespace membudget {
 struct FitSuggestion
 {
     std::vector<std::string> changes; // "gradient checkpointing: full", "optimizer: adamw-8bit", ...
-    EstimateInput input;              // the scenario with the changes applied
+    // The changes (a subset of `changes`) that alter what is trained, not only how fast: another
+    // method (LoRA, QLoRA). Empty when the run learns the same thing.
+    std::vector<std::string> result_changes;
+    EstimateInput input; // the scenario with the changes applied
     // Time per token relative to the original (1.0 = same, 2.0 = half the tokens per second),
     // modelled on the GPU (core/throughput; on reference A100 figures when the preset has none).
     double slowdown = 1.0;
     double step_seconds = 0;      // one optimizer step with the changes (its tokens may differ)
     double tokens_per_second = 0; // all GPUs
     Bytes device_total = 0;
-    Bytes headroom = 0; // capacity - device_total
+    Bytes headroom = 0;          // capacity - device_total
+    Bytes cpu_offload_bytes = 0; // CPU RAM the job needs for offloaded states, all GPUs together
+
+    bool changesResult() const { return !result_changes.empty(); }
 };
 
 // Searches combinations of techniques (bf16, flash attention, checkpointing, 8-bit or paged
 // optimizers, smaller micro-batch with more accumulation, LoRA, QLoRA, CPU offload, sharding when
-// several GPUs) and returns the minimal ones that fit the GPU's memory, fastest first by the
-// modelled time per token on that GPU (docs/throughput-model.md), at most `limit`.
+// several GPUs) and returns the minimal ones that fit the GPU's memory, ranked by
+// rankSuggestions(), at most `limit`. The effective batch (micro-batch x accumulation x
+// data-parallel GPUs) never changes: a smaller micro-batch is offered only where it divides the
+// current one. A combination that only adds a change buying no memory or no time (or only a fused
+// optimizer) to another one, or swaps in a variant neither faster nor smaller, is folded into it.
 std::vector<FitSuggestion> suggestFits(const EstimateInput &input,
                                        const GpuSpec &gpu,
                                        int limit = 8);
+
+// The order suggestions are shown in: those that keep the experiment (speed and memory trades only)
+// before those that change what is trained; within each, fastest first by the modelled time per
+// token on the GPU (docs/throughput-model.md) in steps of 1%, then fewer changes, then less memory.
+void rankSuggestions(std::vector<FitSuggestion> &suggestions);
 
 } // namespace membudget

@@ -101,6 +101,9 @@ std::int64_t maxMicroBatch(
 std::int64_t maxSequenceLength(
     const StepModel &model, std::int64_t capacity, FitMetric metric, std::int64_t limit, bool exact)
 {
+    // Not past the model's context length, when known (max_position_embeddings x RoPE scaling).
+    if (model.input().arch.context_length > 0)
+        limit = std::min(limit, model.input().arch.context_length);
     const std::int64_t batch = model.input().training.micro_batch_size;
     const std::int64_t guess = largestFitting(limit, [&](std::int64_t s) {
         return metricOf(model.estimate(batch, s), metric) <= capacity;

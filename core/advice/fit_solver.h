@@ -20,7 +20,8 @@ std::int64_t maxMicroBatch(const EstimateInput &input,
                            FitMetric metric = FitMetric::DeviceTotal,
                            std::int64_t limit = 1 << 20);
 
-// The longest sequence (1 token up to `limit`) that fits, at the input's micro-batch; 0 when none.
+// The longest sequence (1 token up to `limit`, and no longer than the model's context length when
+// that is known) that fits, at the input's micro-batch; 0 when none.
 std::int64_t maxSequenceLength(const EstimateInput &input,
                                std::int64_t capacity,
                                FitMetric metric = FitMetric::DeviceTotal,

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "base/byte_format.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -63,6 +65,29 @@ std::string formatByteChange(Bytes from, Bytes to, ByteUnit unit, int decimals)
     std::string change(1, to > from ? '+' : '-');
     change += formatBytes(to > from ? to - from : from - to, unit, decimals);
     return change;
+}
+
+std::string formatCapacity(Bytes bytes, ByteUnit unit, int decimals)
+{
+    if (isSaturated(bytes))
+        return "too large";
+    const double base = unit == ByteUnit::GiB ? 1024.0 : 1000.0;
+    const double giga = base * base * base;
+    const double scale = std::pow(10.0, std::clamp(decimals, 0, 6));
+    // Rounded down; the small epsilon keeps exact values (80 GiB) from flooring to 79.9.
+    const double v = std::floor(static_cast<double>(bytes) / giga * scale + 1e-9) / scale;
+    if (v < 1.0)
+        return formatBytes(bytes, unit, decimals);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", std::clamp(decimals, 0, 6), v);
+    std::string number(buf);
+    if (number.find('.') != std::string::npos) {
+        while (number.back() == '0')
+            number.pop_back();
+        if (number.back() == '.')
+            number.pop_back();
+    }
+    return number + (unit == ByteUnit::GiB ? " GiB" : " GB");
 }
 
 std::string formatCount(double count)

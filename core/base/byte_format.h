@@ -18,6 +18,10 @@ std::string formatBytes(Bytes bytes, ByteUnit unit = ByteUnit::GB, int decimals 
 // "n/a" when either size is saturated (no difference of "too large" sizes means anything).
 std::string formatByteChange(Bytes from, Bytes to, ByteUnit unit = ByteUnit::GB, int decimals = 2);
 
+// A GPU's capacity for labels and lists: rounded *down* at `decimals` (an "RTX 4090 24GB" holds
+// 23.99 GiB: "23.9 GiB", never "24 GiB" it does not have), a trailing ".0" dropped ("80 GiB").
+std::string formatCapacity(Bytes bytes, ByteUnit unit = ByteUnit::GiB, int decimals = 1);
+
 // "6,738,415,616": commas every three digits, the one integer format of the command line and the
 // app; "too large" for non-finite counts.
 std::string formatCount(double count);

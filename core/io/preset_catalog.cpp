@@ -9,6 +9,7 @@
 #include "io/yaml_reader.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <unordered_map>
 
@@ -253,8 +254,13 @@ ModelArchitecture applyModelSpec(const ModelSpec &s, ModelArchitecture base, boo
         a.attention_heads = *s.attention_heads;
     if (s.vocab_size)
         a.vocab_size = *s.vocab_size;
-    if (s.max_position_embeddings)
+    if (s.max_position_embeddings) {
         a.max_position_embeddings = *s.max_position_embeddings;
+        a.context_length = *s.max_position_embeddings;
+    }
+    if (s.rope_scaling_factor && a.context_length > 0)
+        a.context_length = static_cast<std::int64_t>(
+            std::llround(static_cast<double>(a.context_length) * *s.rope_scaling_factor));
     if (s.tied_embeddings)
         a.tied_embeddings = *s.tied_embeddings;
     if (s.mlp)
@@ -530,6 +536,13 @@ std::optional<EstimateInput> resolveScenario(const Scenario &scenario,
     auto arch = catalog.resolveModel(scenario.model, error, key);
     if (!arch)
         return std::nullopt;
+    if (scenario.model.rope_scaling_factor && arch->positions != PositionKind::Rotary) {
+        error = "rope_scaling_factor needs rotary positions; a model with learned positions "
+                "(GPT-2 style) has exactly max_position_embeddings of them";
+        if (key)
+            *key = "model.rope_scaling_factor";
+        return std::nullopt;
+    }
     EstimateInput input{*arch, scenario.training, scenario.parallelism, scenario.overheads};
     error = validateInput(input, key);
     if (!error.empty())

@@ -136,11 +136,13 @@ bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const Preset
                                                 "experts",
                                                 "experts_per_token",
                                                 "attention_dropout",
-                                                "hidden_dropout"};
+                                                "hidden_dropout",
+                                                "rope_scaling_factor"};
     if (!r.expectMap(m, "model", keys))
         return false;
     if (!r.getString(m, "preset", spec.preset) || !r.getString(m, "source", spec.source)
-        || !readArchitectureKeys(r, m, spec))
+        || !readArchitectureKeys(r, m, spec)
+        || !r.getDouble(m, "rope_scaling_factor", spec.rope_scaling_factor, 1.0, 1024.0))
         return false;
     if (spec.parameters && !spec.preset.empty())
         return r.fail(m["parameters"],
@@ -176,16 +178,20 @@ YAML::Node nodeAt(const YAML::Node &root, const std::string &path)
 }
 
 // The GPUs to compare against: at most kMaxScenarioGpus ids, each once (every command's cost and
-// every chart's size grow with this list; a 1 MiB file could otherwise list 350,000).
+// every chart's size grow with this list; a 1 MiB file could otherwise list 350,000). `key` names
+// the list (`gpus`, `expected.fits`); absent or null is an empty list.
 bool readGpuList(YamlReader &r,
                  const YAML::Node &g,
+                 const char *key,
                  const PresetCatalog *catalog,
                  std::vector<std::string> &out)
 {
-    if (!g.IsSequence() && !g.IsNull())
-        return r.fail(g, "'gpus' must be a list of GPU preset ids such as [a100-80gb, rtx-4090]");
-    if (g.IsNull())
+    if (!g.IsDefined() || g.IsNull())
         return true;
+    if (!g.IsSequence())
+        return r.fail(g,
+                      std::string("'") + key
+                          + "' must be a list of GPU preset ids such as [a100-80gb, rtx-4090]");
     if (g.size() > kMaxScenarioGpus) {
         std::size_t index = 0;
         for (const YAML::Node &item : g)
@@ -198,7 +204,7 @@ bool readGpuList(YamlReader &r,
     std::map<std::string, YAML::Mark> seen;
     for (const YAML::Node &item : g) {
         std::string id;
-        if (!r.scalarText(item, "gpus", id))
+        if (!r.scalarText(item, key, id))
             return false;
         if (const auto it = seen.find(id); it != seen.end())
             return r.fail(item,
@@ -241,7 +247,8 @@ std::optional<Scenario> parseScenario(const std::string &text,
                           "gpus",
                           "overheads",
                           "dataset",
-                          "prices"}))
+                          "prices",
+                          "expected"}))
             return std::nullopt;
         const YAML::Node format = root["format"];
         if (!format.IsDefined()) {
@@ -302,8 +309,19 @@ std::optional<Scenario> parseScenario(const std::string &text,
                 return std::nullopt;
             }
         }
-        if (const YAML::Node g = root["gpus"]; g.IsDefined() && !readGpuList(r, g, catalog, s.gpus))
+        if (!readGpuList(r, root["gpus"], "gpus", catalog, s.gpus))
             return std::nullopt;
+        if (const YAML::Node e = root["expected"]; e.IsDefined()) {
+            if (!r.expectMap(e, "expected", {"fits", "tight", "does_not_fit"})
+                || !readGpuList(r, e["fits"], "expected.fits", catalog, s.expected_fits)
+                || !readGpuList(r, e["tight"], "expected.tight", catalog, s.expected_tight)
+                || !readGpuList(r,
+                                e["does_not_fit"],
+                                "expected.does_not_fit",
+                                catalog,
+                                s.expected_not_fits))
+                return std::nullopt;
+        }
         if (const YAML::Node d = root["dataset"]; d.IsDefined()) {
             DatasetConfig data;
             if (!r.expectMap(d, "dataset", {"examples", "tokens_per_example", "epochs"})
@@ -407,6 +425,8 @@ std::string scenarioToYaml(const Scenario &s)
     if (!s.model.source.empty())
         out += "  source: " + yamlString(s.model.source) + "\n";
     writeArchitectureKeys(s.model, "  ", out);
+    if (s.model.rope_scaling_factor)
+        out += "  rope_scaling_factor: " + formatYamlNumber(*s.model.rope_scaling_factor) + "\n";
     if (s.model == ModelSpec{})
         out.resize(out.size() - 1), out += " {}\n";
     out += "training:\n";
@@ -463,10 +483,19 @@ std::string scenarioToYaml(const Scenario &s)
         for (const auto &[id, price] : s.prices)
             out += "  " + yamlString(id) + ": " + formatYamlNumber(price) + "\n";
     }
-    out += "gpus: [";
-    for (std::size_t i = 0; i < s.gpus.size(); ++i)
-        out += (i ? ", " : "") + yamlString(s.gpus[i]);
-    out += "]\n";
+    auto list = [](const std::vector<std::string> &ids) {
+        std::string text = "[";
+        for (std::size_t i = 0; i < ids.size(); ++i)
+            text += (i ? ", " : "") + yamlString(ids[i]);
+        return text + "]";
+    };
+    out += "gpus: " + list(s.gpus) + "\n";
+    if (!s.expected_fits.empty() || !s.expected_tight.empty() || !s.expected_not_fits.empty()) {
+        out += "expected: {fits: " + list(s.expected_fits);
+        if (!s.expected_tight.empty())
+            out += ", tight: " + list(s.expected_tight);
+        out += ", does_not_fit: " + list(s.expected_not_fits) + "}\n";
+    }
     return out;
 }
 

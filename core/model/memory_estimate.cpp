@@ -42,6 +42,19 @@ const char *componentLabel(Component c)
 {
     return kComponentLabels[static_cast<int>(c)];
 }
+bool componentApplies(Component c, bool training)
+{
+    switch (c) {
+    case Component::Gradients:
+    case Component::MasterWeights:
+    case Component::OptimizerStates:
+        return training;
+    case Component::KvCache:
+        return !training;
+    default:
+        return true;
+    }
+}
 const char *phaseKey(Phase p)
 {
     return kPhaseKeys[static_cast<int>(p)];

@@ -55,8 +55,11 @@ struct PeakMoment
 
 const char *componentKey(Component c);   // "optimizer_states" (JSON and scenario key)
 const char *componentLabel(Component c); // "Optimizer states" (for people)
-const char *phaseKey(Phase p);           // "optimizer_step"
-const char *phaseLabel(Phase p);         // "Optimizer step"
+// Whether a component can hold bytes in a mode: gradients, master weights and optimizer states only
+// in training, the KV cache only in inference. Tables and legends leave out those that cannot.
+bool componentApplies(Component c, bool training);
+const char *phaseKey(Phase p);   // "optimizer_step"
+const char *phaseLabel(Phase p); // "Optimizer step"
 
 struct Breakdown
 {

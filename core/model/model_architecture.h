@@ -49,6 +49,10 @@ struct ModelArchitecture
     std::int64_t head_dim = 128;
     std::int64_t vocab_size = 32000;
     std::int64_t max_position_embeddings = 4096; // parameters only with learned positions
+    // The longest sequence the model handles: max_position_embeddings as a preset or config.json
+    // states it, times the scenario's RoPE scaling factor; 0 when unknown (quick mode). It costs
+    // no memory; the fit solvers stop there and the app warns beyond it.
+    std::int64_t context_length = 0;
     bool tied_embeddings = false;
 
     bool qkv_bias = false;            // Qwen2, GPT-2

@@ -36,7 +36,8 @@ bool operator==(const Scenario &a, const Scenario &b)
     return a.name == b.name && a.description == b.description && a.model == b.model
            && a.training == b.training && a.parallelism == b.parallelism
            && a.overheads == b.overheads && a.gpus == b.gpus && a.dataset == b.dataset
-           && a.prices == b.prices;
+           && a.prices == b.prices && a.expected_fits == b.expected_fits
+           && a.expected_tight == b.expected_tight && a.expected_not_fits == b.expected_not_fits;
 }
 
 double gpuHourPrice(const Scenario &scenario, const std::string &gpuId, double presetPrice)

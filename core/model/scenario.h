@@ -33,6 +33,9 @@ struct ModelSpec
         head_dim, vocab_size, max_position_embeddings, norms_per_layer, experts, experts_per_token;
     std::optional<bool> tied_embeddings, qkv_bias, o_bias, mlp_bias, qk_norm, parallel_attention;
     std::optional<double> attention_dropout, hidden_dropout;
+    // RoPE scaling (linear, YaRN, dynamic NTK...) stretches the context to max_position_embeddings
+    // x this factor, as Hugging Face's rope_scaling.factor; only the context length changes.
+    std::optional<double> rope_scaling_factor;
 
     bool operator==(const ModelSpec &) const = default;
 };
@@ -48,6 +51,12 @@ struct Scenario
     std::vector<std::string> gpus;        // GPU preset ids to compare against
     std::optional<DatasetConfig> dataset; // what a run goes through, for its time and cost
     std::map<std::string, double> prices; // USD per GPU-hour by GPU id, over the presets' prices
+    // What the description claims, machine-checkable (scenario key `expected`): the GPU ids the
+    // scenario fits on, those where it is tight (the band straddles the capacity) and those it does
+    // not fit on. Bundled scenarios are tested against it.
+    std::vector<std::string> expected_fits;
+    std::vector<std::string> expected_tight;
+    std::vector<std::string> expected_not_fits;
 };
 
 // The price per GPU-hour of `gpuId`: the scenario's own, else `presetPrice` (0: none known).

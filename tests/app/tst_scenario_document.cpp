@@ -39,7 +39,7 @@ void TestScenarioDocument::startsWithTheDefaultScenario()
     QVERIFY2(doc.valid(), qPrintable(doc.error()));
     QVERIFY(!doc.isModified());
     QVERIFY(doc.filePath().isEmpty());
-    QCOMPARE(doc.displayName(), QStringLiteral("Untitled"));
+    QCOMPARE(doc.displayName(), QString::fromStdString(defaultScenario().name));
     // The estimate is the core's, byte for byte.
     std::string error;
     const auto input = resolveScenario(doc.scenario(), doc.catalog(), error);

@@ -254,7 +254,7 @@ private slots:
         QVERIFY2(!table.contains("-too large"), r.out.constData());
         QVERIFY2(table.contains(QRegularExpression("Allocator reserve +too large")),
                  r.out.constData());
-        QVERIFY2(table.contains(QRegularExpression("rtx-4090 +25.8 GB +does not fit +n/a")),
+        QVERIFY2(table.contains(QRegularExpression("rtx-4090 +23.9 GiB +does not fit +n/a")),
                  r.out.constData());
         // One-token sequences: the optimizer step is the peak, so checkpointing and flash
         // attention leave the device total as it was ("-0 B" before).
@@ -388,6 +388,122 @@ private slots:
             QVERIFY(p.waitForFinished(20000));
             QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
         }
+    }
+
+    // Issue #16 item 13: bundled scenarios by the id `presets` prints; one unit at a time (GiB by
+    // default, --gb for decimal, the summary and explanations too); Max seq with separators and
+    // "none"; the context length; inference without training-only rows; `fit`'s exit code.
+    void bundledScenarioIdsAndUnits()
+    {
+        const Result list = run({"presets", "scenarios", "--json"});
+        QCOMPARE(list.code, 0);
+        const QJsonArray scenarios
+            = QJsonDocument::fromJson(list.out).object()["scenarios"].toArray();
+        QVERIFY(scenarios.size() >= 8);
+        for (const QJsonValue &v : scenarios) {
+            const QString id = v.toObject()["id"].toString();
+            const Result r = run({"estimate", id});
+            QVERIFY2(r.code == 0, qPrintable(id + ": " + r.err));
+        }
+        const Result gib = run({"estimate", "lora-mistral-7b-a100-80gb"});
+        const Result gb = run({"estimate", "lora-mistral-7b-a100-80gb", "--gb"});
+        QCOMPARE(run({"estimate", "lora-mistral-7b-a100-80gb", "--gib"}).out, gib.out);
+        for (const QByteArray &line : gib.out.split('\n'))
+            QVERIFY2(!line.contains(" GB") || line.startsWith("LoRA of"), line.constData());
+        for (const QByteArray &line : gb.out.split('\n'))
+            QVERIFY2(!line.contains("GiB") || line.contains("CUDA context"), line.constData());
+        // The peak sentence, the explanation under it and the capacity (rounded down: 80 GiB).
+        QVERIFY(gib.out.contains("GiB allocated (torch max_memory_allocated)"));
+        QVERIFY2(QString::fromUtf8(gib.out).contains(
+                     QRegularExpression(QStringLiteral(
+                                            "^\\w[\\w ]* peaks .*: [0-9.]+ GiB allocated"),
+                                        QRegularExpression::MultilineOption)),
+                 gib.out.constData());
+        QVERIFY(gib.out.contains(" 80 GiB "));
+        QCOMPARE(run({"estimate", "lora-mistral-7b-a100-80gb", "--gb", "--gib"}).code, 2);
+        const Result presets = run({"presets", "gpus"});
+        QVERIFY(presets.out.contains("23.9 GiB  NVIDIA GeForce RTX 4090 24GB"));
+        QVERIFY(run({"presets", "gpus", "--gb"}).out.contains("25.7 GB  NVIDIA GeForce RTX 4090"));
+        QCOMPARE(run({"estimate", "no-such-scenario"}).code, 1);
+    }
+
+    void maxSequenceContextAndInferenceRows()
+    {
+        // Mixtral's context is 32,768 tokens: the larger GPUs stop there, the 24 GB card fits none.
+        const Result r = run({"estimate", "inference-mixtral-8x7b-nf4"});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("32,768*"), r.out.constData());
+        QVERIFY(r.out.contains("* the model's context length"));
+        QVERIFY(r.out.contains("none        none"));
+        for (const char *row : {"Gradients", "Master weights", "Optimizer states"})
+            QVERIFY2(!r.out.contains(row), row);
+        QVERIFY(r.out.contains("KV cache"));
+        const Result train = run({"estimate", "lora-mistral-7b-a100-80gb"});
+        QVERIFY(!train.out.contains("KV cache"));
+        // Max seq. with thousands separators ("20,816"), not "20816".
+        QVERIFY2(QString::fromUtf8(train.out).contains(
+                     QRegularExpression(QStringLiteral(" \\d{1,3}(,\\d{3})+\\n"))),
+                 train.out.constData());
+
+        const QString longer = write("long.yaml",
+                                     "format: membudget/1\nmodel: {preset: mistral-7b-v0.1}\n"
+                                     "training: {sequence_length: 500000}\n");
+        const Result warned = run({"estimate", longer});
+        QCOMPARE(warned.code, 0);
+        QVERIFY2(warned.out.contains("Warning: 500,000 tokens is beyond the model's context length "
+                                     "of 32,768"),
+                 warned.out.constData());
+        const QString scaled
+            = write("scaled.yaml",
+                    "format: membudget/1\nmodel: {preset: mistral-7b-v0.1, "
+                    "rope_scaling_factor: 16}\ntraining: {sequence_length: 500000}\n");
+        QVERIFY(!run({"estimate", scaled}).out.contains("Warning:"));
+    }
+
+    void qloraGradientsExplanationMatchesItsNumber()
+    {
+        // Gradient accumulation keeps every gradient: the line must not say "last layer so far".
+        const Result r = run({"estimate", "qlora-llama-2-7b-24gb"});
+        QVERIFY(!r.out.contains("last layer so far"));
+        QVERIFY(r.out.contains("gradient accumulation keeps them"));
+        const QString single = write(
+            "single.yaml",
+            "format: membudget/1\nmodel: {preset: llama-2-7b}\n"
+            "training: {method: qlora, quantization: nf4, precision: bf16, micro_batch_size: 4,"
+            " sequence_length: 2048, gradient_accumulation_steps: 1, gradient_checkpointing: "
+            "full, attention: flash, optimizer: paged-adamw-8bit}\n");
+        const Result one = run({"estimate", single, "--json"});
+        const QJsonObject g = QJsonDocument::fromJson(one.out).object()["per_gpu"].toObject();
+        const QString formula = g["formulas"].toObject()["gradients"].toString();
+        if (g["peak_phase"].toString() == "backward" && formula.contains("so far"))
+            QVERIFY2(formula.startsWith("gradients of the lm_head and the last layer so far"),
+                     qPrintable(formula));
+    }
+
+    void fitExitCodeWhenNothingFits()
+    {
+        // 70B at 128k tokens on a 10 GB card: not even the checkpointed layer inputs fit.
+        const QString huge = write("huge.yaml",
+                                   "format: membudget/1\nmodel: {preset: llama-3.1-70b}\n"
+                                   "training: {method: full, precision: fp32, micro_batch_size: 1, "
+                                   "sequence_length: 131072}\n");
+        const Result none = run({"fit", huge, "--gpu", "rtx-3080"});
+        QCOMPARE(none.code, 3);
+        QVERIFY(none.out.contains("No combination of techniques makes it fit"));
+        QCOMPARE(run({"fit", huge, "--gpu", "rtx-3080", "--json"}).code, 3);
+        const Result some = run(
+            {"fit", "full-llama-3.2-1b-fp32-baseline", "--gpu", "rtx-4090", "--limit", "20"});
+        QCOMPARE(some.code, 0);
+        QVERIFY(some.out.contains("(same effective batch)"));
+        // One GPU fits already, the other has suggestions: success.
+        QCOMPARE(run({"fit",
+                      "full-llama-3.2-1b-fp32-baseline",
+                      "--gpu",
+                      "a100-80gb",
+                      "--gpu",
+                      "rtx-4090"})
+                     .code,
+                 0);
     }
 
     void importConfig()

@@ -16,8 +16,13 @@ struct Result
     QByteArray err;
 };
 
-Result run(const QStringList &args)
+// The figures below are in decimal GB, as the snapshots' sources quote them: --gb unless a unit or
+// JSON is asked for.
+Result run(QStringList args)
 {
+    if (args.size() > 1 && args.front() == QStringLiteral("snapshot")
+        && !args.contains(QStringLiteral("--gib")) && !args.contains(QStringLiteral("--json")))
+        args << QStringLiteral("--gb");
     QProcess p;
     p.start(QStringLiteral(MEMBUDGET_CLI), args);
     p.waitForFinished(30000);

@@ -28,6 +28,14 @@ private:
         return in;
     }
 
+    // An A100's performance figures with another memory size (the suggestions' times are modelled).
+    static GpuSpec gpuOf(Bytes memory)
+    {
+        GpuSpec gpu = *PresetCatalog::bundled().findGpu("a100-80gb");
+        gpu.memory_bytes = memory;
+        return gpu;
+    }
+
 private slots:
     void maxMicroBatchIsTheBoundary()
     {
@@ -73,11 +81,17 @@ private slots:
         QVERIFY(!fits.empty());
         const ThroughputEstimate original = estimateThroughput(in, gpu.performance);
         double last = 0;
+        bool changingResult = false;
         for (const FitSuggestion &s : fits) {
             QVERIFY(!s.changes.empty());
             QVERIFY(s.device_total <= capacity);
             QCOMPARE(estimateMemory(s.input).device_total, s.device_total);
-            QVERIFY(s.slowdown >= last / 1.01); // fastest first, in steps of 1%
+            // Those that keep the experiment first, each kind fastest first, in steps of 1%.
+            QVERIFY2(!changingResult || s.changesResult(), "a speed-only row after a result change");
+            if (s.changesResult() != changingResult)
+                last = 0;
+            changingResult = s.changesResult();
+            QVERIFY(s.slowdown >= last / 1.01);
             last = s.slowdown;
             // The cost in time is the model's, on this GPU: time per token relative to the original.
             const ThroughputEstimate t = estimateThroughput(s.input, gpu.performance);
@@ -110,6 +124,129 @@ private slots:
             QVERIFY(offload > checkpointing);
         for (const FitSuggestion &s : fits)
             QVERIFY(s.slowdown > 0.2 && s.slowdown < 50);
+    }
+
+    // Issue #16: micro-batch 83 became "2 x 32"; the effective batch must never change.
+    void suggestionsKeepTheEffectiveBatch_data()
+    {
+        QTest::addColumn<int>("microBatch");
+        QTest::addColumn<int>("accumulation");
+        QTest::newRow("prime 83") << 83 << 1;
+        QTest::newRow("12 x 3") << 12 << 3;
+        QTest::newRow("64") << 64 << 2;
+    }
+    void suggestionsKeepTheEffectiveBatch()
+    {
+        QFETCH(int, microBatch);
+        QFETCH(int, accumulation);
+        EstimateInput in = lora8b();
+        in.training.method = Method::Full;
+        in.training.precision = Precision::MixedBf16;
+        in.training.micro_batch_size = microBatch;
+        in.training.gradient_accumulation_steps = accumulation;
+        in.training.sequence_length = 1024;
+        const std::int64_t effective = std::int64_t(microBatch) * accumulation;
+        const auto fits = suggestFits(in, gpuOf(80LL << 30), 100);
+        QVERIFY(!fits.empty());
+        bool split = false;
+        for (const FitSuggestion &s : fits) {
+            QCOMPARE(s.input.training.micro_batch_size
+                         * s.input.training.gradient_accumulation_steps,
+                     effective);
+            split = split || s.input.training.micro_batch_size != microBatch;
+        }
+        if (microBatch == 83) // a prime: only 1 x 83 keeps the effective batch
+            QVERIFY2(split, "no suggestion splits the micro-batch");
+    }
+
+    // Method changes train something else: marked, and ranked after every speed-only trade.
+    void resultChangesAreMarkedAndLast()
+    {
+        EstimateInput in = lora8b();
+        in.training.method = Method::Full;
+        in.training.precision = Precision::MixedBf16;
+        in.training.micro_batch_size = 8;
+        const auto fits = suggestFits(in, gpuOf(80LL << 30), 100);
+        int speedOnly = 0, changing = 0;
+        for (const FitSuggestion &s : fits) {
+            const bool methodChanged = s.input.training.method != in.training.method;
+            QCOMPARE(s.changesResult(), methodChanged);
+            for (const std::string &c : s.result_changes)
+                QVERIFY(std::find(s.changes.begin(), s.changes.end(), c) != s.changes.end());
+            (methodChanged ? changing : speedOnly)++;
+            if (!methodChanged)
+                QCOMPARE(changing, 0);
+        }
+        QVERIFY(speedOnly > 0);
+        QVERIFY(changing > 0);
+    }
+
+    // No row is another row plus a fused optimizer, or another row with a variant swapped in that
+    // is neither faster nor smaller.
+    void nearDuplicatesAreFolded()
+    {
+        EstimateInput in = lora8b();
+        in.training.method = Method::Full;
+        in.training.precision = Precision::Fp32;
+        in.training.attention = Attention::Eager;
+        in.training.checkpointing = Checkpointing::None;
+        in.training.micro_batch_size = 2;
+        in.arch = llama32_1b();
+        const auto fits = suggestFits(in, gpuOf(24564LL << 20), 100);
+        QVERIFY(fits.size() > 3);
+        auto without = [](std::vector<std::string> changes, const std::string &drop) {
+            changes.erase(std::remove(changes.begin(), changes.end(), drop), changes.end());
+            return changes;
+        };
+        const std::string fused = "optimizer: adamw-fused (no foreach temporaries)";
+        for (const FitSuggestion &a : fits) {
+            for (const FitSuggestion &b : fits) {
+                if (&a == &b)
+                    continue;
+                QVERIFY2(without(a.changes, fused) != b.changes || a.changes == b.changes,
+                         "a row differs from another only by the fused optimizer");
+                auto paged = a.changes;
+                for (std::string &c : paged)
+                    if (c == "optimizer: adamw-8bit")
+                        c = "optimizer: paged-adamw-8bit";
+                QVERIFY2(paged == a.changes || paged != b.changes,
+                         "a row differs from another only by the paged optimizer");
+            }
+        }
+    }
+
+    // An offload row says how much CPU RAM it needs, before anyone applies it.
+    void offloadRowsCarryTheirCpuRam()
+    {
+        EstimateInput in = lora8b();
+        in.training.method = Method::Full;
+        in.training.precision = Precision::MixedBf16;
+        in.training.micro_batch_size = 1;
+        in.training.sequence_length = 1024;
+        const auto fits = suggestFits(in, gpuOf(40LL << 30), 100);
+        bool offload = false;
+        for (const FitSuggestion &s : fits) {
+            const MemoryEstimate e = estimateMemory(s.input);
+            QCOMPARE(s.cpu_offload_bytes, e.cpu_offload_total);
+            if (s.input.training.offload.optimizer) {
+                offload = true;
+                QVERIFY(s.cpu_offload_bytes > 0);
+            }
+        }
+        QVERIFY(offload);
+    }
+
+    // Issue #16 item 7: the solver stops at the model's context length.
+    void maxSequenceStopsAtTheContextLength()
+    {
+        EstimateInput in = lora8b();
+        in.training.micro_batch_size = 1;
+        const std::int64_t free = maxSequenceLength(in, 141LL << 30);
+        QVERIFY(free > 8192);
+        in.arch.context_length = 8192;
+        QCOMPARE(maxSequenceLength(in, 141LL << 30), std::int64_t(8192));
+        QCOMPARE(maxSequenceLength(in, 141LL << 30, FitMetric::DeviceTotal, 1000),
+                 std::int64_t(1000));
     }
 };
 

@@ -71,7 +71,8 @@ protected:
     void draw(QCPPainter *painter) override
     {
         const bool plain = qFuzzyIsNull(mRotation) && mainPen().style() == Qt::NoPen
-                           && mainBrush().style() == Qt::NoBrush;
+                           && (mainBrush().style() == Qt::NoBrush
+                               || mainBrush().style() == Qt::SolidPattern);
         if (!plain || painter->modes().testFlag(QCPPainter::pmVectorized)
             || painter->modes().testFlag(QCPPainter::pmNoCaching)) {
             QCPItemText::draw(painter);
@@ -107,8 +108,11 @@ protected:
                                                mPositionAlignment)
                                   .toPoint();
         const QPoint corner(qRound(pos.x()) + offset.x(), qRound(pos.y()) + offset.y());
-        if (QRect(corner, box).intersects(clipRect()))
-            painter->drawPixmap(corner, m_pixmap);
+        if (!QRect(corner, box).intersects(clipRect()))
+            return;
+        if (mainBrush().style() == Qt::SolidPattern) // a backdrop: lines behind stay behind
+            painter->fillRect(QRect(corner, box), mainBrush());
+        painter->drawPixmap(corner, m_pixmap);
     }
 
 private:
@@ -209,31 +213,31 @@ private:
     QPixmap m_pixmap;
 };
 
-// A value label inside a bar segment that draws itself only when the segment is tall and wide
-// enough at the size being painted (screen or export).
+// A value label inside a bar segment: BudgetChart::layoutLabels() shows it only where the segment
+// is tall and wide enough and no other label is in the way, at the size being painted.
 class SegmentLabel : public CachedTextItem
 {
 public:
     using CachedTextItem::CachedTextItem;
     double low = 0;
     double high = 0;
-    double barWidth = kBarWidth;
-
-protected:
-    void draw(QCPPainter *painter) override
-    {
-        QCPAxis *y = position->valueAxis();
-        QCPAxis *x = position->keyAxis();
-        if (!x || !y)
-            return;
-        const double height = std::abs(y->coordToPixel(low) - y->coordToPixel(high));
-        const double width = std::abs(x->coordToPixel(barWidth) - x->coordToPixel(0));
-        const QSize text = boxSize();
-        if (height < text.height() + 2 || width < text.width() + 8)
-            return;
-        CachedTextItem::draw(painter);
-    }
+    QColor fill;        // the segment's colour, behind the text
+    bool inUse = false; // holds a segment of the current bars
 };
+
+// The black or white that reads best on `fill`: WCAG 2 contrast, at least 4.58:1 whatever `fill`.
+QColor textOn(const QColor &fill)
+{
+    return contrastRatio(Qt::black, fill) >= contrastRatio(Qt::white, fill) ? QColor(Qt::black)
+                                                                            : QColor(Qt::white);
+}
+
+double niceFloor(double v)
+{
+    if (!(v > 0))
+        return 1e-3;
+    return std::pow(10.0, std::floor(std::log10(v)));
+}
 
 } // namespace
 
@@ -280,6 +284,7 @@ BudgetChart::BudgetChart(QWidget *parent)
     m_body->addElement(0, 0, rect);
     rect->insetLayout()->take(legend);
     auto *side = new QCPLayoutGrid;
+    m_side = side;
     m_body->addElement(0, 1, side);
     side->addElement(0, 0, legend);
     side->addElement(1, 0, new QCPLayoutElement(this)); // spacer keeps the legend at the top
@@ -296,7 +301,9 @@ BudgetChart::BudgetChart(QWidget *parent)
     rect->setupFullAxesBox(false);
     xAxis2->setVisible(false);
     yAxis2->setVisible(false);
-    xAxis->setTickLength(0, 0);
+    // No tick marks under the bars. A tick pen, not a zero tick length: PDF writers turn a zero-length
+    // line into a path without points ("No current point in closepath" in poppler).
+    xAxis->setTickPen(Qt::NoPen);
     xAxis->setSubTicks(false);
     xAxis->grid()->setVisible(false);
     yAxis->grid()->setSubGridVisible(false);
@@ -428,23 +435,117 @@ void BudgetChart::updateData()
                 item->setTextColor(colors.text);
     }
 
-    auto ticker = qSharedPointerCast<QCPAxisTickerText>(xAxis->ticker());
-    ticker->clear();
+    // Bar names: the label, then the detail; wrapped to the bars' slots when laid out.
+    m_barNames.clear();
     for (int i = 0; i < n; ++i) {
         const ChartBar &bar = m_bars[static_cast<std::size_t>(i)];
-        QString label = bar.label;
-        if (!bar.detail.isEmpty()) {
-            QString detail = bar.detail;
-            const int room = n <= 3 ? 60 : 34;
-            if (detail.size() > room)
-                detail = detail.left(room - 2) + QStringLiteral("…");
-            label += QLatin1Char('\n') + detail;
-        }
-        ticker->addTick(i, label);
+        m_barNames.push_back(bar.detail.isEmpty() ? bar.label
+                                                  : bar.label + QLatin1Char('\n') + bar.detail);
     }
+    m_wrappedFor = -1;
+    wrapBarNames(axisRect()->width());
     // Room on the right for the capacity labels; at least three bars' worth so that one bar is not
     // a wall.
     xAxis->setRange(-0.6, std::max(n - 0.4, 2.9));
+}
+
+int BudgetChart::widestLine(const QFont &font, const QString &text)
+{
+    const QString key = font.key() + QLatin1Char('\x1f') + text;
+    auto it = m_widthCache.constFind(key);
+    if (it == m_widthCache.constEnd()) {
+        if (m_widthCache.size() > 1024)
+            m_widthCache.clear();
+        const QFontMetrics fm(font);
+        int widest = 0;
+        for (const QString &line : text.split(QLatin1Char('\n')))
+            widest = std::max(widest, fm.horizontalAdvance(line));
+        it = m_widthCache.insert(key, widest);
+    }
+    return *it;
+}
+
+double BudgetChart::slotWidth() const
+{
+    return std::abs(xAxis->coordToPixel(1.0) - xAxis->coordToPixel(0.0));
+}
+
+bool BudgetChart::wrapBarNames(double axisWidth)
+{
+    if (std::abs(axisWidth - m_wrappedFor) < 0.5)
+        return false;
+    m_wrappedFor = axisWidth;
+    const double span = std::max(xAxis->range().size(), 1.0);
+    // Narrower than the slot by a gap; on a very narrow chart down to an ellipsis.
+    const int width = std::max(6, static_cast<int>(axisWidth / span) - 6);
+    const QFontMetrics fm(xAxis->tickLabelFont());
+    std::vector<QString> wrapped;
+    const QString fontKey = xAxis->tickLabelFont().key();
+    for (const QString &name : m_barNames) {
+        // Most names stay as they were from one slider step to the next: wrapped once.
+        const QString key = fontKey + QLatin1Char('\x1f') + QString::number(width)
+                            + QLatin1Char('\x1f') + name;
+        auto it = m_wrapCache.constFind(key);
+        if (it == m_wrapCache.constEnd()) {
+            if (m_wrapCache.size() > 512)
+                m_wrapCache.clear();
+            const QStringList parts = name.split(QLatin1Char('\n'));
+            QString text = wrapText(parts.front(), fm, width, 2);
+            if (parts.size() > 1)
+                text += QLatin1Char('\n')
+                        + wrapText(parts.mid(1).join(QLatin1Char(' ')), fm, width, 3);
+            it = m_wrapCache.insert(key, text);
+        }
+        wrapped.push_back(*it);
+    }
+    if (wrapped == m_wrappedBarNames)
+        return false;
+    m_wrappedBarNames = wrapped;
+    auto ticker = qSharedPointerCast<QCPAxisTickerText>(xAxis->ticker());
+    ticker->clear();
+    for (std::size_t i = 0; i < wrapped.size(); ++i)
+        ticker->addTick(static_cast<double>(i), wrapped[i]);
+    return true;
+}
+
+void BudgetChart::setCompact(bool compact)
+{
+    if (compact == m_compact)
+        return;
+    m_compact = compact;
+    // Narrow: the legend goes under the plot in rows, giving the bars the width beside it.
+    if (compact) {
+        m_side->take(legend);
+        m_body->addElement(1, 0, legend);
+        m_body->setRowStretchFactor(1, 0.001); // as tall as its rows, the plot takes the rest
+        legend->setWrap(std::max(1, viewport().width() / 170));
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    } else {
+        m_body->take(legend);
+        m_body->simplify();
+        m_side->addElement(0, 0, legend);
+        legend->setWrap(0);
+        legend->setFillOrder(QCPLayoutGrid::foRowsFirst, true);
+    }
+    updateCapacityLines();
+}
+
+void BudgetChart::updateLayout()
+{
+    // Below about 760 pixels a legend and capacity labels beside the plot would leave the bars
+    // too little width (a docked, narrow window; a small export).
+    setCompact(viewport().width() < 760);
+    if (m_compact && legend->wrap() != std::max(1, viewport().width() / 170)) {
+        legend->setWrap(std::max(1, viewport().width() / 170));
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, true);
+    }
+    wrapBarNames(axisRect()->width());
+    QCustomPlot::updateLayout();
+    // The first pass at a new size (an export, a resized window) sets the width the names wrap to;
+    // a second pass lays out the rewrapped names.
+    if (wrapBarNames(axisRect()->width()))
+        QCustomPlot::updateLayout();
+    layoutLabels();
 }
 
 void BudgetChart::updateCapacityLines()
@@ -453,6 +554,8 @@ void BudgetChart::updateCapacityLines()
     while (m_capacityLines.size() > m_gpus.size()) {
         removeItem(m_capacityLines.back());
         m_capacityLines.pop_back();
+        removeItem(m_capacityLeaders.back());
+        m_capacityLeaders.pop_back();
     }
     while (m_capacityLines.size() < m_gpus.size()) {
         auto *line = new QCPItemStraightLine(this);
@@ -460,39 +563,23 @@ void BudgetChart::updateCapacityLines()
         line->setAntialiased(false); // horizontal: crisp without, and antialiased dashes cost
         line->setLayer(QStringLiteral("overlay"));
         m_capacityLines.push_back(line);
+        auto *leader = new QCPItemLine(this);
+        leader->setSelectable(false);
+        leader->setClipToAxisRect(false);
+        leader->setLayer(QStringLiteral("overlay"));
+        leader->start->setType(QCPItemPosition::ptAbsolute);
+        leader->end->setType(QCPItemPosition::ptAbsolute);
+        m_capacityLeaders.push_back(leader);
     }
     QFont labelFont = font();
     labelFont.setPointSizeF(labelFont.pointSizeF() * 0.9);
     labelFont.setBold(true);
 
-    // Labels sit right of the plot, beside their line. The right axis carries the same texts,
-    // invisible, so that the layout leaves room for them.
+    // One label per GPU in its line's colour, right of the plot; layoutLabels() stacks them where
+    // capacities are close. The right axis carries the same texts, invisible, so that the layout
+    // leaves room for them.
     auto ticker = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    // GPUs of about the same size share a label (stacked labels would overprint each other).
-    struct Group
-    {
-        double y;
-        QStringList names;
-        QStringList sizes;
-        int firstGpu;
-    };
-    std::vector<Group> groups;
-    const double near = 0.04 * std::max(m_upper, 1e-9);
-    for (std::size_t i = 0; i < m_gpus.size(); ++i) {
-        const GpuSpec &gpu = m_gpus[i];
-        const double y = toUnit(gpu.memory_bytes);
-        const QString size = bytesText(gpu.memory_bytes, m_unit, 1);
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const Group &g) {
-            return std::abs(g.y - y) < near;
-        });
-        if (it == groups.end()) {
-            groups.push_back({y, {shortGpuName(gpu)}, {size}, static_cast<int>(i)});
-        } else {
-            it->names << shortGpuName(gpu);
-            if (!it->sizes.contains(size))
-                it->sizes << size;
-        }
-    }
+    m_capacityToolTips.clear();
     for (std::size_t i = 0; i < m_gpus.size(); ++i) {
         const GpuSpec &gpu = m_gpus[i];
         const double y = toUnit(gpu.memory_bytes);
@@ -501,26 +588,33 @@ void BudgetChart::updateCapacityLines()
         line->point1->setCoords(0, y);
         line->point2->setCoords(1, y);
         line->setPen(QPen(color, 1.6, Qt::DashLine));
-    }
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-        const Group &group = groups[g];
-        const double y = group.y;
-        const QString text = QStringLiteral("%1\n%2").arg(group.names.join(QLatin1Char('\n')),
-                                                          group.sizes.join(QStringLiteral(" / ")));
-        QCPItemText *label = labelAt(m_capacityLabels, g); // reused: its text stays cached
+        m_capacityLeaders[i]->setPen(QPen(color, 1));
+        // A narrow chart names the GPU only (its name carries the marketed size; the hover text
+        // the capacity).
+        const QString text = m_compact
+                                 ? shortGpuName(gpu)
+                                 : QStringLiteral("%1  %2").arg(shortGpuName(gpu),
+                                                                QString::fromStdString(
+                                                                    formatCapacity(gpu.memory_bytes,
+                                                                                   m_unit)));
+        QCPItemText *label = labelAt(m_capacityLabels, i); // reused: its text stays cached
         label->setClipToAxisRect(false);
-        label->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-        label->position->setTypeY(QCPItemPosition::ptPlotCoords);
-        label->position->setCoords(1.0, y);
+        label->position->setType(QCPItemPosition::ptAbsolute);
         label->setPositionAlignment(Qt::AlignLeft | Qt::AlignVCenter);
         label->setTextAlignment(Qt::AlignLeft);
-        label->setPadding(QMargins(6, 0, 2, 0));
+        label->setPadding(QMargins(8, 1, 2, 1));
         label->setFont(labelFont);
-        label->setColor(gpuLineColor(group.firstGpu, colors.dark));
+        label->setColor(gpuLabelColor(static_cast<int>(i), colors));
+        // Off the top of the axis the label says so; the room is reserved for that text.
+        ticker->addTick((m_lower + m_upper) / 2, QStringLiteral("▲ ") + text);
         label->setText(text);
-        ticker->addTick(y, text);
+        m_capacityToolTips.push_back(
+            tr("%1: %2 (%3 bytes)")
+                .arg(QString::fromStdString(gpu.name),
+                     QString::fromStdString(formatCapacity(gpu.memory_bytes, m_unit, 2)),
+                     QString::fromStdString(formatCount(static_cast<double>(gpu.memory_bytes)))));
     }
-    for (std::size_t g = groups.size(); g < m_capacityLabels.size(); ++g)
+    for (std::size_t g = m_gpus.size(); g < m_capacityLabels.size(); ++g)
         m_capacityLabels[g]->setVisible(false);
     yAxis2->setVisible(!m_gpus.empty());
     yAxis2->setTickLabels(true);
@@ -531,7 +625,7 @@ void BudgetChart::updateCapacityLines()
     yAxis2->setTickPen(Qt::NoPen);
     yAxis2->setSubTickPen(Qt::NoPen);
     yAxis2->grid()->setVisible(false);
-    yAxis2->setTickLabelPadding(6);
+    yAxis2->setTickLabelPadding(10);
     yAxis2->setPadding(12); // slack for renderers whose text is a little wider (PDF)
 }
 
@@ -574,46 +668,61 @@ void BudgetChart::updateLabels()
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.85);
 
+    m_totalVariants.assign(n, {});
     std::size_t segment = 0;
     std::size_t frames = 0;
     for (std::size_t i = 0; i < n; ++i) {
         const ChartBar &bar = m_bars[i];
         QCPItemText *total = labelAt(m_totalLabels, i);
-        total->position->setType(QCPItemPosition::ptPlotCoords);
+        total->position->setType(QCPItemPosition::ptAbsolute); // placed by layoutLabels()
+        total->setClipToAxisRect(false);
         total->setPositionAlignment(Qt::AlignHCenter | Qt::AlignBottom);
         total->setTextAlignment(Qt::AlignHCenter);
         total->setFont(bold);
-        total->setPadding(QMargins(2, 2, 2, 4));
+        total->setPadding(QMargins(3, 1, 3, 2));
+        // A backdrop, so that a capacity line passing behind does not strike through the text.
+        total->setBrush(QBrush(colors.background));
+        std::vector<QString> &variants = m_totalVariants[i];
         if (!bar.valid) {
-            total->position->setCoords(static_cast<double>(i), 0);
-            total->setText(tr("cannot estimate"));
+            variants = {tr("cannot estimate"), tr("error")};
             total->setColor(colors.danger);
             continue;
         }
-        const QString over = overCapacityText(static_cast<int>(i));
-        QString text = bar.estimate.too_large ? tr("too large")
-                                              : bytesText(bar.estimate.device_total, m_unit);
-        if (!over.isEmpty()) {
-            // Long words when there is room for them, a count when bars stand close together.
-            int count = 0;
-            for (const GpuSpec &gpu : m_gpus)
-                count += bar.estimate.device_total > gpu.memory_bytes ? 1 : 0;
-            if (n <= 2)
-                text += QStringLiteral("\n✗ ") + over;
-            else if (count == static_cast<int>(m_gpus.size()))
-                text += QStringLiteral("\n✗ ")
-                        + (count == 1 ? tr("over capacity") : tr("over all %1").arg(count));
-            else
-                text += QStringLiteral("\n✗ ") + tr("over %1 of %2").arg(count).arg(m_gpus.size());
-        } else if (!m_gpus.empty()) {
-            text += QStringLiteral("\n✓ ") + tr("fits");
+        // Longest first; layoutLabels() takes the first that fits the bar's slot (the whole text is
+        // the hover text of the bar).
+        const QString value = bar.estimate.too_large ? tr("too large")
+                                                     : bytesText(bar.estimate.device_total, m_unit);
+        const QString number = bar.estimate.too_large
+                                   ? tr("too large")
+                                   : QString::number(toUnit(bar.estimate.device_total),
+                                                     'f',
+                                                     toUnit(bar.estimate.device_total) < 100 ? 1
+                                                                                             : 0);
+        int over = 0;
+        for (const GpuSpec &gpu : m_gpus)
+            over += bar.estimate.device_total > gpu.memory_bytes ? 1 : 0;
+        const int count = static_cast<int>(m_gpus.size());
+        if (over > 0) {
+            const QString names = overCapacityText(static_cast<int>(i));
+            const QString counted = over == count ? (count == 1 ? tr("over capacity")
+                                                                : tr("over all %1").arg(count))
+                                                  : tr("over %1 of %2").arg(over).arg(count);
+            variants = {value + QStringLiteral("\n✗ ") + names,
+                        value + QStringLiteral("\n✗ ") + counted,
+                        value + QStringLiteral("\n✗"),
+                        number + QStringLiteral("\n✗"),
+                        number};
+        } else if (count > 0) {
+            variants = {value + QStringLiteral("\n✓ ") + tr("fits"),
+                        value + QStringLiteral("\n✓"),
+                        number + QStringLiteral("\n✓"),
+                        number};
+        } else {
+            variants = {value, number};
         }
-        total->setText(text);
-        total->setColor(over.isEmpty() ? colors.text : colors.danger);
-        total->position->setCoords(static_cast<double>(i),
-                                   std::min(toUnit(bar.estimate.device_total), m_upper));
+        total->setColor(over == 0 ? colors.text : colors.danger);
 
-        if (!over.isEmpty()) {
+        if (over > 0) {
             while (m_overFrames.size() <= frames) {
                 auto *r = new QCPItemRect(this);
                 r->setSelectable(false);
@@ -630,7 +739,7 @@ void BudgetChart::updateLabels()
             frame->bottomRight->setCoords(static_cast<double>(i) + kBarWidth / 2, 0);
         }
 
-        // Segment values inside the bar; hidden when the segment is too thin (see beforeReplot).
+        // Segment values inside the bar; layoutLabels() hides those that do not fit.
         double base = 0;
         for (int c = 0; c < kComponentCount; ++c) {
             const Component comp = static_cast<Component>(c);
@@ -644,45 +753,269 @@ void BudgetChart::updateLabels()
                 m_segmentLabels.push_back(created);
             }
             auto *label = static_cast<SegmentLabel *>(m_segmentLabels[segment++]);
-            label->setVisible(true);
+            label->inUse = true;
             label->low = base;
             label->high = base + v;
             label->position->setType(QCPItemPosition::ptPlotCoords);
-            label->position->setCoords(static_cast<double>(i), base + v / 2);
+            label->position->setCoords(static_cast<double>(i),
+                                       m_log ? std::sqrt(std::max(base, m_lower) * (base + v))
+                                             : base + v / 2);
             label->setPositionAlignment(Qt::AlignCenter);
             label->setFont(small);
-            const QColor fill = componentColor(comp, colors.dark);
-            const double luminance = 0.299 * fill.red() + 0.587 * fill.green()
-                                     + 0.114 * fill.blue();
-            label->setColor(luminance > 150 ? QColor(20, 20, 20) : QColor(255, 255, 255));
+            label->fill = componentColor(comp, colors.dark);
+            label->setColor(textOn(label->fill));
             label->setText(QString::number(v, 'f', v < 10 ? 1 : 0));
             base += v;
         }
     }
     for (std::size_t i = n; i < m_totalLabels.size(); ++i)
         m_totalLabels[i]->setVisible(false);
-    for (std::size_t i = segment; i < m_segmentLabels.size(); ++i)
+    for (std::size_t i = segment; i < m_segmentLabels.size(); ++i) {
+        static_cast<SegmentLabel *>(m_segmentLabels[i])->inUse = false;
         m_segmentLabels[i]->setVisible(false);
+    }
     for (std::size_t i = frames; i < m_overFrames.size(); ++i)
         m_overFrames[i]->setVisible(false);
 }
 
 void BudgetChart::updateRange()
 {
-    double needed = 0;
-    for (const ChartBar &bar : m_bars)
-        if (bar.valid && !bar.estimate.too_large)
-            needed = std::max(needed, toUnit(bar.estimate.device_total));
-    for (const GpuSpec &gpu : m_gpus)
-        needed = std::max(needed, toUnit(gpu.memory_bytes));
-    const double target = niceCeil(needed * 1.18);
+    // Fitted to what matters: the tallest bar and the nearest capacity above it (GPUs far larger
+    // get a label at the top edge instead of squashing the bars into slivers).
+    double tallest = 0;
+    double smallest = 0;
+    for (const ChartBar &bar : m_bars) {
+        if (!bar.valid || bar.estimate.too_large)
+            continue;
+        const double v = toUnit(bar.estimate.device_total);
+        tallest = std::max(tallest, v);
+        smallest = smallest > 0 ? std::min(smallest, v) : v;
+    }
+    double above = 0;
+    for (const GpuSpec &gpu : m_gpus) {
+        const double c = toUnit(gpu.memory_bytes);
+        if (c >= tallest && (above <= 0 || c < above))
+            above = c;
+    }
+    if (tallest <= 0 && above <= 0)
+        above = 1;
+    // Room above the tallest bar for its two-line total; a little above the capacity line.
+    double target = niceCeil(std::max(tallest * (m_log ? 2.0 : 1.15), above * 1.04));
+    double lower = 0;
+    if (m_log) {
+        double least = smallest > 0 ? smallest : above;
+        for (const GpuSpec &gpu : m_gpus)
+            least = std::min(least, toUnit(gpu.memory_bytes));
+        lower = niceFloor(least / 40);
+    }
     // Grow at once; shrink only when far too tall (and not while a slider is held) so the axis
     // does not jump with every step of a drag.
-    if (m_upper <= 0 || target > m_upper || (!m_frozen && target < m_upper * 0.55))
+    if (m_upper <= 0 || target > m_upper || (!m_frozen && target < m_upper * 0.55)
+        || lower != m_lower)
         m_upper = target;
-    yAxis->setRange(0, m_upper);
-    yAxis2->setRange(0, m_upper); // carries the capacity labels' room
+    m_lower = lower;
+    yAxis->setRange(m_lower, m_upper);
+    yAxis2->setRange(m_lower, m_upper); // carries the capacity labels' room
     yAxis->setLabel(tr("Memory per GPU (%1)").arg(unitName(m_unit)));
+}
+
+void BudgetChart::setLogScale(bool on)
+{
+    if (on == m_log)
+        return;
+    m_log = on;
+    yAxis->setScaleType(on ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
+    if (on) {
+        auto ticker = QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog);
+        ticker->setLogBase(10);
+        ticker->setSubTickCount(8);
+        yAxis->setTicker(ticker);
+        yAxis->setNumberFormat(QStringLiteral("gb"));
+    } else {
+        yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        yAxis->setNumberFormat(QStringLiteral("g"));
+    }
+    yAxis->grid()->setSubGridVisible(on);
+    m_upper = 0;
+    refresh();
+}
+
+void BudgetChart::layoutLabels()
+{
+    m_placed.clear();
+    QRectF occupied;
+    placeCapacityLabels(occupied);
+    placeTotals();
+    placeSegmentLabels();
+    // Bar names under the axis (QCustomPlot draws them): recorded for hover texts and tests.
+    const QFont font = xAxis->tickLabelFont();
+    const QString fontKey = font.key() + QLatin1Char('\x1f');
+    const double top = axisRect()->bottom() + xAxis->offset() + xAxis->tickLabelPadding();
+    for (std::size_t i = 0; i < m_wrappedBarNames.size(); ++i) {
+        auto it = m_sizeCache.constFind(fontKey + m_wrappedBarNames[i]);
+        if (it == m_sizeCache.constEnd()) {
+            if (m_sizeCache.size() > 512)
+                m_sizeCache.clear();
+            it = m_sizeCache.insert(fontKey + m_wrappedBarNames[i],
+                                    QFontMetrics(font)
+                                        .boundingRect(QRect(),
+                                                      Qt::AlignHCenter | Qt::TextDontClip,
+                                                      m_wrappedBarNames[i])
+                                        .size());
+        }
+        const QSize box = *it;
+        const double x = xAxis->coordToPixel(static_cast<double>(i));
+        PlacedLabel placed;
+        placed.kind = PlacedLabel::BarName;
+        placed.text = m_wrappedBarNames[i];
+        placed.color = xAxis->tickLabelColor();
+        placed.background = chartColors(palette()).background;
+        placed.rect = QRectF(x - box.width() / 2.0, top, box.width(), box.height());
+        if (placed.text.contains(QChar(0x2026)) && i < m_bars.size())
+            placed.toolTip = m_barNames[i];
+        if (!placed.text.trimmed().isEmpty())
+            m_placed.push_back(placed);
+    }
+}
+
+void BudgetChart::placeCapacityLabels(QRectF &occupied)
+{
+    const QRect rect = axisRect()->rect();
+    const QColor background = chartColors(palette()).background;
+    std::vector<double> wanted, heights;
+    std::vector<std::size_t> shown;
+    for (std::size_t i = 0; i < m_gpus.size(); ++i) {
+        auto *label = static_cast<CachedTextItem *>(m_capacityLabels[i]);
+        const double value = toUnit(m_gpus[i].memory_bytes);
+        const bool offTop = value > m_upper;
+        QString text = label->text();
+        if (text.startsWith(QStringLiteral("▲ ")))
+            text = text.mid(2);
+        label->setText(offTop ? QStringLiteral("▲ ") + text : text);
+        m_capacityLines[i]->setVisible(!offTop);
+        const double y = offTop ? rect.top() : yAxis->coordToPixel(std::max(value, m_lower));
+        wanted.push_back(y);
+        heights.push_back(label->boxSize().height());
+        shown.push_back(i);
+    }
+    // The whole height of the plot's row, not only the axis rect: many GPUs still fit.
+    const std::vector<double> y = stackLabels(wanted, heights, rect.top() - 4, rect.bottom(), 1);
+    for (std::size_t k = 0; k < shown.size(); ++k) {
+        const std::size_t i = shown[k];
+        auto *label = static_cast<CachedTextItem *>(m_capacityLabels[i]);
+        const double x = rect.right();
+        label->position->setCoords(x, y[k]);
+        const QSize box = label->boxSize();
+        const QRectF r(x, y[k] - box.height() / 2.0, box.width(), box.height());
+        occupied = occupied.united(r);
+        // A leader from the line's end to a label moved away from it.
+        QCPItemLine *leader = m_capacityLeaders[i];
+        const bool moved = std::abs(y[k] - wanted[k]) > 2 && m_capacityLines[i]->visible();
+        leader->setVisible(moved);
+        if (moved) {
+            leader->start->setCoords(x, wanted[k]);
+            leader->end->setCoords(x + 7, y[k]);
+        }
+        m_placed.push_back({PlacedLabel::Capacity,
+                            label->text(),
+                            m_capacityToolTips[i],
+                            r,
+                            label->color(),
+                            background});
+    }
+}
+
+void BudgetChart::placeTotals()
+{
+    // Each bar's total above it, in the longest wording that fits the bar's slot. Where even the
+    // shortest does not (many bars on a narrow export), a total moves up above its neighbour's;
+    // with no room left it is not drawn (the bar's hover text has it).
+    const QRect rect = axisRect()->rect();
+    std::vector<QRectF> placed;
+    for (std::size_t i = 0; i < m_bars.size() && i < m_totalVariants.size(); ++i) {
+        auto *total = static_cast<CachedTextItem *>(m_totalLabels[i]);
+        const std::vector<QString> &variants = m_totalVariants[i];
+        // The text and its padding within the slot, a few pixels apart from the next.
+        const int slot = static_cast<int>(slotWidth()) - 6 - total->padding().left()
+                         - total->padding().right();
+        int chosen = static_cast<int>(variants.size()) - 1;
+        for (std::size_t v = 0; v < variants.size(); ++v) {
+            if (widestLine(total->font(), variants[v]) <= std::max(slot, 8)) {
+                chosen = static_cast<int>(v);
+                break;
+            }
+        }
+        total->setText(variants[static_cast<std::size_t>(chosen)]);
+        const ChartBar &bar = m_bars[i];
+        const double value = bar.valid && !bar.estimate.too_large
+                                 ? toUnit(bar.estimate.device_total)
+                                 : (bar.valid ? m_upper : m_lower);
+        const QSize box = total->boxSize();
+        const double x = xAxis->coordToPixel(static_cast<double>(i));
+        double bottom = yAxis->coordToPixel(std::clamp(value, m_lower, m_upper)) - 2;
+        // Inside the plot: a bar taller than the axis gets its total at the top, over the bar.
+        bottom = std::clamp(bottom, rect.top() + 2.0 + box.height(), rect.bottom() - 1.0);
+        double left = x - box.width() / 2.0;
+        left = std::clamp(left,
+                          rect.left() + 1.0,
+                          std::max(rect.left() + 1.0, rect.right() - 1.0 - box.width()));
+        QRectF r(left, bottom - box.height(), box.width(), box.height());
+        for (bool moved = true; moved;) {
+            moved = false;
+            for (const QRectF &other : placed) {
+                if (other.intersects(r)) {
+                    r.moveBottom(other.top() - 1);
+                    moved = true;
+                }
+            }
+        }
+        const bool shown = r.top() >= rect.top() + 1;
+        total->setVisible(shown);
+        if (!shown)
+            continue;
+        placed.push_back(r);
+        total->position->setCoords(r.center().x(), r.bottom());
+        m_placed.push_back({PlacedLabel::Total,
+                            total->text(),
+                            chosen > 0 ? variants.front() : QString(),
+                            r,
+                            total->color(),
+                            total->brush().color()});
+    }
+}
+
+void BudgetChart::placeSegmentLabels()
+{
+    std::vector<QRectF> totals;
+    for (const PlacedLabel &p : m_placed)
+        if (p.kind == PlacedLabel::Total)
+            totals.push_back(p.rect);
+    const double barWidth = std::abs(xAxis->coordToPixel(kBarWidth) - xAxis->coordToPixel(0));
+    for (QCPItemText *item : m_segmentLabels) {
+        auto *label = static_cast<SegmentLabel *>(item);
+        if (!label->inUse)
+            continue;
+        const double lowPx = yAxis->coordToPixel(std::max(label->low, m_lower));
+        const double highPx = yAxis->coordToPixel(std::min(label->high, m_upper));
+        const QSize box = label->boxSize();
+        const QPointF centre = label->position->pixelPosition();
+        const QRectF r(centre.x() - box.width() / 2.0,
+                       centre.y() - box.height() / 2.0,
+                       box.width(),
+                       box.height());
+        bool show = label->high > m_lower && label->low < m_upper
+                    && std::abs(lowPx - highPx) >= box.height() + 2 && barWidth >= box.width() + 8
+                    && axisRect()->rect().contains(r.toRect());
+        for (const QRectF &t : totals)
+            show = show && !t.intersects(r);
+        label->setClipToAxisRect(true);
+        label->setBrush(Qt::NoBrush);
+        label->setPen(Qt::NoPen);
+        label->setVisible(show);
+        if (show)
+            m_placed.push_back(
+                {PlacedLabel::Segment, label->text(), QString(), r, label->color(), label->fill});
+    }
 }
 
 void BudgetChart::applyTheme()
@@ -690,6 +1023,7 @@ void BudgetChart::applyTheme()
     const ChartColors colors = chartColors(palette());
     m_dark = colors.dark;
     applyPlotColors(this, colors);
+    xAxis->setTickPen(Qt::NoPen); // see the constructor
     for (int c = 0; c < kComponentCount; ++c) {
         QCPBars *bars = m_components[static_cast<std::size_t>(c)];
         const QColor fill = componentColor(static_cast<Component>(c), colors.dark);
@@ -750,7 +1084,7 @@ QString BudgetChart::segmentToolTip(int index, Component component) const
                                                     / static_cast<double>(est.device_total)
                                               : 0;
     const QString formula = QString::fromStdString(
-        explainComponent(bar.input, est, est.peak_phase, component));
+        explainComponent(bar.input, est, est.peak_phase, component, m_unit));
     QString html = QStringLiteral("<b>%1 — %2</b><br>")
                        .arg(bar.label.toHtmlEscaped(), componentName(component));
     if (!bar.tooltip.isEmpty())
@@ -771,6 +1105,14 @@ QString BudgetChart::segmentToolTip(int index, Component component) const
 void BudgetChart::mouseMoveEvent(QMouseEvent *event)
 {
     QCustomPlot::mouseMoveEvent(event);
+    // A shortened label (a total, a GPU's capacity, a bar's name) shows its whole text.
+    for (const PlacedLabel &label : m_placed) {
+        if (label.kind != PlacedLabel::Segment && !label.toolTip.isEmpty()
+            && label.rect.contains(event->position())) {
+            QToolTip::showText(event->globalPosition().toPoint(), label.toolTip, this);
+            return;
+        }
+    }
     int index = -1;
     Component component = Component::Weights;
     if (segmentAt(event->position(), index, component)) {

@@ -6,6 +6,7 @@
 // bytes by the display unit.
 
 #include "base/byte_format.h"
+#include "charts/label_layout.h"
 #include "io/preset_catalog.h"
 #include "model/gpu_spec.h"
 #include "model/memory_estimator.h"
@@ -52,6 +53,9 @@ public:
     void setAxisFrozen(bool frozen);
     // Forgets the current range (a different scenario was opened).
     void resetAxis();
+    // A logarithmic memory axis: small components stay visible beside large ones.
+    void setLogScale(bool on);
+    bool logScale() const { return m_log; }
 
     // Rebuilds everything from the current bars (also called after a palette change).
     void refresh();
@@ -75,6 +79,10 @@ public:
     // The segment under a widget position; false when there is none.
     bool segmentAt(const QPointF &pos, int &index, Component &component) const;
 
+    // Every label as last laid out (capacity labels, totals, segment values, bar names), in the
+    // pixels of the last surface painted: the screen, or an export while it is drawn.
+    const std::vector<PlacedLabel> &placedLabels() const { return m_placed; }
+
 Q_SIGNALS:
     void barContextMenuRequested(int index, const QPoint &globalPos);
 
@@ -83,6 +91,9 @@ protected:
     void leaveEvent(QEvent *event) override;
     void contextMenuEvent(QContextMenuEvent *event) override;
     void changeEvent(QEvent *event) override;
+    // After QCustomPlot's layout pass (on screen and for every export): bar names wrapped to the
+    // width of a bar's slot, then every label placed so that none overlaps another.
+    void updateLayout() override;
 
 private:
     double toUnit(Bytes bytes) const;
@@ -92,19 +103,41 @@ private:
     void updateRange();
     void applyTheme();
     QCPItemText *labelAt(std::vector<QCPItemText *> &pool, std::size_t i);
+    bool wrapBarNames(double axisWidth);
+    void setCompact(bool compact);
+    void layoutLabels();
+    void placeCapacityLabels(QRectF &occupied);
+    void placeTotals();
+    void placeSegmentLabels();
+    double slotWidth() const;
+    int widestLine(const QFont &font, const QString &text); // measured once per text
 
     std::vector<ChartBar> m_bars;
     std::vector<GpuSpec> m_gpus;
-    ByteUnit m_unit = ByteUnit::GB;
+    ByteUnit m_unit = ByteUnit::GiB;
     std::array<QCPBars *, kComponentCount> m_components{};
     std::array<bool, kComponentCount> m_inLegend{}; // the components the legend lists
     std::vector<QCPItemStraightLine *> m_capacityLines;
-    std::vector<QCPItemText *> m_capacityLabels;
+    std::vector<QCPItemText *> m_capacityLabels;  // one per GPU, in its line's colour
+    std::vector<QCPItemLine *> m_capacityLeaders; // from a line to its label when moved apart
+    std::vector<QString> m_capacityToolTips;      // name, capacity in bytes
     std::vector<QCPItemText *> m_totalLabels;
+    std::vector<std::vector<QString>> m_totalVariants; // per bar: its total, longest text first
+    std::vector<QString> m_barNames;                   // label and detail, before wrapping
+    std::vector<QString> m_wrappedBarNames;
+    double m_wrappedFor = -1; // the axis width the bar names were wrapped for
+    std::vector<PlacedLabel> m_placed;
+    QHash<QString, QString> m_wrapCache; // bar names wrapped, by font, width and name
+    QHash<QString, int> m_widthCache;    // widest line of a text, by font and text
+    QHash<QString, QSize> m_sizeCache;   // a bar name's box, by font and text
     std::vector<QCPItemText *> m_segmentLabels;
     std::vector<QCPItemRect *> m_overFrames;
     QCPLayoutGrid *m_body = nullptr;
+    QCPLayoutGrid *m_side = nullptr; // beside the plot: the legend, unless compact
+    bool m_compact = false;          // narrow: legend under the plot, GPU names only
     double m_upper = 0;
+    double m_lower = 0; // above 0 only on a logarithmic axis
+    bool m_log = false;
     bool m_frozen = false;
     bool m_dark = false;
 };

@@ -3,26 +3,78 @@
 
 #include <qcustomplot.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace membudget {
 
+namespace {
+
+// `color` darkened (on light backgrounds) or lightened (on dark ones) until it reads at 4.5:1 or
+// better against each of `backgrounds` (WCAG 2.1 AA for text).
+QColor readableOn(QColor color, const std::initializer_list<QColor> &backgrounds, bool dark)
+{
+    auto worst = [&](const QColor &c) {
+        double least = 21;
+        for (const QColor &b : backgrounds)
+            least = std::min(least, contrastRatio(c, b));
+        return least;
+    };
+    for (int step = 0; step < 40 && worst(color) < 4.5; ++step)
+        color = dark ? color.lighter(108) : color.darker(108);
+    if (worst(color) < 4.5) // a hue that cannot get there: plain black or white
+        color = dark ? QColor(Qt::white) : QColor(Qt::black);
+    return color;
+}
+
+ChartColors computeChartColors(const QPalette &palette);
+
+} // namespace
+
 ChartColors chartColors(const QPalette &palette)
+{
+    // Asked for on every slider step by several views; worked out once per palette (the contrast
+    // search is not free). A few recent palettes: the window's and the export's alternate.
+    struct Cached
+    {
+        qint64 key = -1;
+        ChartColors colors;
+    };
+    static thread_local std::array<Cached, 4> cache;
+    static thread_local std::size_t next = 0;
+    for (const Cached &entry : cache)
+        if (entry.key == palette.cacheKey())
+            return entry.colors;
+    Cached &entry = cache[next++ % cache.size()];
+    entry.key = palette.cacheKey();
+    entry.colors = computeChartColors(palette);
+    return entry.colors;
+}
+
+namespace {
+ChartColors computeChartColors(const QPalette &palette)
 {
     ChartColors c;
     c.background = palette.color(QPalette::Base);
     c.text = palette.color(QPalette::Text);
     c.dark = c.background.lightnessF() < 0.5;
+    // Texts in these colours sit on the chart, on table rows (plain and alternate) and on panels.
+    const QColor alternate = over(palette.color(QPalette::AlternateBase), c.background);
+    const QColor window = palette.color(QPalette::Window);
+    const std::initializer_list<QColor> behind = {c.background, alternate, window};
     c.mutedText = c.dark ? c.text.darker(135) : c.text.lighter(170);
     if (c.mutedText == c.text)
         c.mutedText = c.dark ? QColor(170, 170, 170) : QColor(100, 100, 100);
+    c.mutedText = readableOn(c.mutedText, behind, c.dark);
     c.grid = c.dark ? QColor(255, 255, 255, 28) : QColor(0, 0, 0, 24);
     c.axis = c.dark ? QColor(255, 255, 255, 90) : QColor(0, 0, 0, 110);
-    c.danger = c.dark ? QColor(255, 107, 107) : QColor(200, 30, 45);
-    c.ok = c.dark ? QColor(98, 200, 120) : QColor(30, 130, 60);
-    c.warning = c.dark ? QColor(255, 190, 80) : QColor(190, 120, 0);
+    c.danger = readableOn(c.dark ? QColor(255, 107, 107) : QColor(200, 30, 45), behind, c.dark);
+    c.ok = readableOn(c.dark ? QColor(98, 200, 120) : QColor(30, 130, 60), behind, c.dark);
+    c.warning = readableOn(c.dark ? QColor(255, 190, 80) : QColor(160, 95, 0), behind, c.dark);
     return c;
 }
+} // namespace
 
 QColor componentColor(Component component, bool dark)
 {
@@ -106,9 +158,38 @@ QColor gpuLineColor(int index, bool dark)
                                                  QColor(0x17, 0x7e, 0x89),
                                                  QColor(0xb3, 0x5c, 0x00),
                                                  QColor(0x44, 0x55, 0x66),
-                                                 QColor(0x6a, 0x8a, 0x1f)};
+                                                 QColor(0x5a, 0x78, 0x14)};
     QColor c = colors[static_cast<std::size_t>(index) % colors.size()];
     return dark ? c.lighter(160) : c;
+}
+
+QColor gpuLabelColor(int index, const ChartColors &colors)
+{
+    return readableOn(gpuLineColor(index, colors.dark), {colors.background}, colors.dark);
+}
+
+double relativeLuminance(const QColor &color)
+{
+    // sRGB to linear light, then the Rec. 709 weights (WCAG 2.1, "relative luminance").
+    auto channel = [](double c) {
+        return c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
+    };
+    return 0.2126 * channel(color.redF()) + 0.7152 * channel(color.greenF())
+           + 0.0722 * channel(color.blueF());
+}
+
+double contrastRatio(const QColor &a, const QColor &b)
+{
+    const double la = relativeLuminance(a), lb = relativeLuminance(b);
+    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+QColor over(const QColor &color, const QColor &background)
+{
+    const double a = color.alphaF();
+    return QColor::fromRgbF(static_cast<float>(color.redF() * a + background.redF() * (1 - a)),
+                            static_cast<float>(color.greenF() * a + background.greenF() * (1 - a)),
+                            static_cast<float>(color.blueF() * a + background.blueF() * (1 - a)));
 }
 
 void applyPlotColors(QCustomPlot *plot, const ChartColors &colors)

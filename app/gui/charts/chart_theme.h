@@ -22,6 +22,8 @@ struct ChartColors
     QColor mutedText;
     QColor grid;
     QColor axis;
+    // Text colours: each reads at 4.5:1 or better on the chart, on table rows (plain and alternate)
+    // and on the window (see chartColors()).
     QColor danger; // over-capacity
     QColor ok;     // fits
     QColor warning;
@@ -40,8 +42,16 @@ QString componentDescription(Component component);
 // "NVIDIA GeForce RTX 4090 24GB" -> "RTX 4090 24GB" (the vendor is clear from the model).
 QString shortGpuName(const GpuSpec &gpu);
 
-// Capacity-line colour of the n-th selected GPU.
+// Capacity-line colour of the n-th selected GPU, and the same hue as a readable label text.
 QColor gpuLineColor(int index, bool dark);
+QColor gpuLabelColor(int index, const ChartColors &colors);
+
+// WCAG 2 relative luminance of an opaque colour and the contrast ratio of two (1 to 21; text wants at
+// least 4.5). https://www.w3.org/TR/WCAG21/#dfn-contrast-ratio
+double relativeLuminance(const QColor &color);
+double contrastRatio(const QColor &a, const QColor &b);
+// `color` blended over `background` by its alpha (what the eye sees of a translucent colour).
+QColor over(const QColor &color, const QColor &background);
 
 // Applies background, axis, tick and grid colours to a plot's default axis rect and legend.
 void applyPlotColors(QCustomPlot *plot, const ChartColors &colors);

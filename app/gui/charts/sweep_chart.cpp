@@ -3,6 +3,7 @@
 
 #include "advice/fit_solver.h"
 #include "charts/chart_theme.h"
+#include "charts/label_layout.h"
 #include "throughput/throughput_model.h"
 
 #include <QCheckBox>
@@ -19,11 +20,15 @@ namespace membudget {
 
 namespace {
 
-std::vector<std::int64_t> sweepValues(SweepAxis axis, std::int64_t current)
+// The swept values: powers of two and the halves between, up to 1,024 sequences or 1M tokens (and
+// not past the model's context length, `context` when above 0).
+std::vector<std::int64_t> sweepValues(SweepAxis axis, std::int64_t current, std::int64_t context)
 {
     std::vector<std::int64_t> out;
     const std::int64_t lo = axis == SweepAxis::MicroBatch ? 1 : 128;
-    const std::int64_t hi = axis == SweepAxis::MicroBatch ? 1024 : (1 << 20);
+    std::int64_t hi = axis == SweepAxis::MicroBatch ? 1024 : (1 << 20);
+    if (axis == SweepAxis::SequenceLength && context >= lo)
+        hi = std::min(hi, context);
     for (std::int64_t v = lo; v <= hi; v *= 2) {
         out.push_back(v);
         if (v * 3 / 2 <= hi && v >= 2)
@@ -31,6 +36,8 @@ std::vector<std::int64_t> sweepValues(SweepAxis axis, std::int64_t current)
     }
     if (current >= lo && current <= hi)
         out.push_back(current);
+    if (out.empty() || out.back() < hi)
+        out.push_back(hi);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;
@@ -193,6 +200,7 @@ void SweepChart::refresh()
 {
     const ChartColors colors = chartColors(palette());
     clearItems();
+    m_capacityLabels.clear();
     m_samples.clear();
     m_maxFits.clear();
     if (m_message) {
@@ -216,9 +224,11 @@ void SweepChart::refresh()
 
     const std::int64_t current = batch ? m_input.training.micro_batch_size
                                        : m_input.training.sequence_length;
+    const std::int64_t context = m_input.arch.context_length;
+    const std::vector<std::int64_t> values = sweepValues(m_axis, current, context);
     QVector<double> xs, totals, allocs;
     const StepModel model(m_input); // one timeline, evaluated at every point
-    for (std::int64_t v : sweepValues(m_axis, current)) {
+    for (std::int64_t v : values) {
         const MemoryEstimate est = batch
                                        ? model.replayedEstimate(v, m_input.training.sequence_length)
                                        : model.replayedEstimate(m_input.training.micro_batch_size,
@@ -240,7 +250,8 @@ void SweepChart::refresh()
         QCPScatterStyle(QCPScatterStyle::ssCircle, colors.text, colors.background, 9));
 
     const double xLo = batch ? 1 : 128;
-    const double xHi = batch ? 1024 : double(1 << 20);
+    const double xHi = std::max(static_cast<double>(values.back()),
+                                static_cast<double>(std::min<std::int64_t>(current, 1 << 24)));
     xAxis->setRange(xLo / 1.15, xHi * 1.15);
     double top = toUnit(now.device_total);
     for (const GpuSpec &gpu : m_gpus)
@@ -249,6 +260,21 @@ void SweepChart::refresh()
 
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.88);
+    if (!batch && context > 0) {
+        // The model's context length: the sweep stops there.
+        auto *limit = new QCPItemStraightLine(this);
+        limit->point1->setCoords(static_cast<double>(context), 0);
+        limit->point2->setCoords(static_cast<double>(context), 1);
+        limit->setPen(QPen(colors.mutedText, 1.2, Qt::DashDotLine));
+        auto *text = new QCPItemText(this);
+        text->position->setTypeY(QCPItemPosition::ptAxisRectRatio);
+        text->position->setCoords(static_cast<double>(context), 0.0);
+        text->setPositionAlignment(Qt::AlignRight | Qt::AlignTop);
+        text->setText(tr("context %1").arg(compactCount(context)));
+        text->setColor(colors.mutedText);
+        text->setFont(small);
+        text->setPadding(QMargins(2, 4, 4, 2));
+    }
     for (std::size_t i = 0; i < m_gpus.size(); ++i) {
         const GpuSpec &gpu = m_gpus[i];
         const QColor color = gpuLineColor(static_cast<int>(i), colors.dark);
@@ -258,15 +284,16 @@ void SweepChart::refresh()
         line->point2->setCoords(xHi, y);
         line->setPen(QPen(color, 1.4, Qt::DashLine));
         auto *label = new QCPItemText(this);
-        label->position->setTypeX(QCPItemPosition::ptAxisRectRatio);
-        label->position->setTypeY(QCPItemPosition::ptPlotCoords);
-        label->position->setCoords(1.0, y);
+        label->position->setType(QCPItemPosition::ptAbsolute); // placed by updateLayout()
         label->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
-        label->setColor(color);
+        label->setColor(gpuLabelColor(static_cast<int>(i), colors));
+        label->setBrush(QBrush(colors.background));
+        label->setClipToAxisRect(false);
+        m_capacityLabels.push_back({label, y});
         label->setFont(small);
         label->setPadding(QMargins(2, 0, 4, 1));
 
-        const std::int64_t limit = batch ? 1 << 20 : 1 << 24;
+        const std::int64_t limit = batch ? 1 << 20 : (context > 0 ? context : 1 << 24);
         const std::int64_t fit
             = batch ? maxMicroBatch(model, gpu.memory_bytes, FitMetric::DeviceTotal, limit)
                     : maxSequenceLength(model, gpu.memory_bytes, FitMetric::DeviceTotal, limit);
@@ -296,11 +323,29 @@ void SweepChart::refresh()
         }
         label->setText(QStringLiteral("%1 (%2) · %3")
                            .arg(shortGpuName(gpu),
-                                QString::fromStdString(formatBytes(gpu.memory_bytes, m_unit, 1)),
+                                QString::fromStdString(formatCapacity(gpu.memory_bytes, m_unit)),
                                 fitText));
     }
-    refreshSpeed(sweepValues(m_axis, current));
+    refreshSpeed(values);
     replot(rpQueuedReplot);
+}
+
+void SweepChart::updateLayout()
+{
+    QCustomPlot::updateLayout();
+    // Each capacity label just above its line, right-aligned; close capacities stack (labels never
+    // overlap), at the size being painted.
+    const QRect rect = axisRect()->rect();
+    std::vector<double> wanted, heights;
+    for (const CapacityLabel &c : m_capacityLabels) {
+        const QFontMetrics fm(c.item->font());
+        const double h = fm.height() + c.item->padding().top() + c.item->padding().bottom();
+        heights.push_back(h);
+        wanted.push_back(yAxis->coordToPixel(c.value) - h / 2);
+    }
+    const std::vector<double> y = stackLabels(wanted, heights, rect.top(), rect.bottom(), 1);
+    for (std::size_t i = 0; i < m_capacityLabels.size(); ++i)
+        m_capacityLabels[i].item->position->setCoords(rect.right(), y[i] + heights[i] / 2);
 }
 
 void SweepChart::applyTheme()

@@ -55,6 +55,7 @@ public:
 protected:
     void mouseMoveEvent(QMouseEvent *event) override;
     void changeEvent(QEvent *event) override;
+    void updateLayout() override;
 
 private:
     double toUnit(Bytes bytes) const;
@@ -64,7 +65,7 @@ private:
     EstimateInput m_input;
     bool m_valid = false;
     std::vector<GpuSpec> m_gpus;
-    ByteUnit m_unit = ByteUnit::GB;
+    ByteUnit m_unit = ByteUnit::GiB;
     SweepAxis m_axis = SweepAxis::SequenceLength;
     bool m_showSpeed = true;
     std::vector<Sample> m_samples;
@@ -75,6 +76,12 @@ private:
     QCPGraph *m_allocated = nullptr;
     QCPGraph *m_current = nullptr;
     QCPTextElement *m_message = nullptr;
+    struct CapacityLabel
+    {
+        QCPItemText *item;
+        double value; // the capacity, in the display unit
+    };
+    std::vector<CapacityLabel> m_capacityLabels;
 };
 
 // The sweep chart with its axis picker above it.

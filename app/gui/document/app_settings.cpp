@@ -12,6 +12,8 @@ constexpr auto kSplitter = "window/splitter";
 constexpr auto kView = "window/view";
 constexpr auto kTheme = "window/theme";
 constexpr auto kUnit = "chart/unit";
+constexpr auto kLogAxis = "chart/logAxis";
+constexpr auto kCollapsed = "controls/collapsed";
 constexpr auto kGpus = "scenario/gpus";
 constexpr auto kLastDir = "files/lastDirectory";
 constexpr auto kRecent = "files/recent";
@@ -55,8 +57,8 @@ void AppSettings::setSplitterState(const QByteArray &state)
 
 ByteUnit AppSettings::unit() const
 {
-    return m_settings.value(kUnit).toString() == QLatin1String("GiB") ? ByteUnit::GiB
-                                                                      : ByteUnit::GB;
+    // GiB unless GB was chosen: what GPU names, nvidia-smi and PyTorch mean by "80 GB".
+    return m_settings.value(kUnit).toString() == QLatin1String("GB") ? ByteUnit::GB : ByteUnit::GiB;
 }
 
 void AppSettings::setUnit(ByteUnit unit)
@@ -166,6 +168,26 @@ int AppSettings::currentView() const
 void AppSettings::setCurrentView(int index)
 {
     m_settings.setValue(kView, index);
+}
+
+bool AppSettings::logAxis() const
+{
+    return m_settings.value(kLogAxis, false).toBool();
+}
+void AppSettings::setLogAxis(bool on)
+{
+    if (on != logAxis())
+        m_settings.setValue(kLogAxis, on);
+}
+
+QStringList AppSettings::collapsedSections() const
+{
+    return m_settings.value(kCollapsed).toStringList();
+}
+void AppSettings::setCollapsedSections(const QStringList &sections)
+{
+    if (sections != collapsedSections())
+        m_settings.setValue(kCollapsed, sections);
 }
 
 void AppSettings::sync()

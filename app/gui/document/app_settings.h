@@ -28,7 +28,7 @@ public:
     QByteArray splitterState() const;
     void setSplitterState(const QByteArray &state);
 
-    ByteUnit unit() const;
+    ByteUnit unit() const; // GiB unless GB was chosen
     void setUnit(ByteUnit unit);
 
     // The GPUs a new scenario compares against: at most kMaxScenarioGpus distinct ids, whatever the
@@ -60,8 +60,15 @@ public:
     Theme theme() const;
     void setTheme(Theme theme);
 
-    int currentView() const; // 0 chart, 1 ladder, 2 sweep
+    int currentView() const; // 0 chart, 1 ladder, 2 sweep, 3 breakdown
     void setCurrentView(int index);
+
+    bool logAxis() const; // the comparison and ladder charts' memory axis
+    void setLogAxis(bool on);
+
+    // The controls panel's folded sections, by object name.
+    QStringList collapsedSections() const;
+    void setCollapsedSections(const QStringList &sections);
 
     void sync();
 

@@ -2,6 +2,10 @@
 #include "document/scenario_document.h"
 
 #include "document/file_writer.h"
+#include "user_presets.h"
+
+#include "document/scenario_name.h"
+
 #include "io/hf_config_import.h"
 #include "io/scenario_yaml.h"
 #include "user_presets.h"
@@ -98,7 +102,48 @@ std::vector<GpuSpec> ScenarioDocument::selectedGpus() const
 
 QString ScenarioDocument::displayName() const
 {
-    return m_filePath.isEmpty() ? tr("Untitled") : QFileInfo(m_filePath).fileName();
+    return m_filePath.isEmpty() ? scenarioName() : QFileInfo(m_filePath).fileName();
+}
+
+bool ScenarioDocument::hasOwnName() const
+{
+    if (m_scenario.name.empty())
+        return false;
+    // A template's own name describes the template's settings only.
+    return !(m_template && m_scenario.name == m_template->name
+             && !sameSettings(m_scenario, *m_template));
+}
+
+QString ScenarioDocument::scenarioName() const
+{
+    return hasOwnName() ? QString::fromStdString(m_scenario.name)
+                        : derivedScenarioName(m_scenario, m_catalog);
+}
+
+void ScenarioDocument::rename(const QString &name)
+{
+    const std::string text = name.simplified().toStdString();
+    edit(text.empty() ? tr("Forget the scenario's name") : tr("Rename to %1").arg(name.simplified()),
+         [&text](Scenario &s) { s.name = text; });
+}
+
+Scenario ScenarioDocument::scenarioToSave() const
+{
+    Scenario s = m_scenario;
+    if (!hasOwnName())
+        s.name.clear();
+    if (m_template && !sameSettings(s, *m_template)) {
+        if (s.description == m_template->description)
+            s.description.clear();
+        if (s.expected_fits == m_template->expected_fits
+            && s.expected_tight == m_template->expected_tight
+            && s.expected_not_fits == m_template->expected_not_fits) {
+            s.expected_fits.clear();
+            s.expected_tight.clear();
+            s.expected_not_fits.clear();
+        }
+    }
+    return s;
 }
 
 void ScenarioDocument::edit(const QString &text,
@@ -122,6 +167,7 @@ void ScenarioDocument::reset(const Scenario &scenario, const QString &filePath)
     m_undoStack.clear();
     m_nativePath = nativePath(filePath);
     m_scenario = scenario;
+    m_template = filePath.isEmpty() ? std::optional<Scenario>(scenario) : std::nullopt;
     recompute();
     if (filePath != m_filePath) {
         m_filePath = filePath;
@@ -156,9 +202,14 @@ bool ScenarioDocument::saveAs(const QString &path, QString &error)
 
 bool ScenarioDocument::saveAsNative(const std::string &path, QString &error)
 {
-    const std::string text = scenarioToYaml(m_scenario);
+    // The file says what the scenario is now: a bundled name or description it outgrew is left out
+    // (and so leaves the document too, without an undo step: nothing about the settings changed).
+    const Scenario saved = scenarioToSave();
+    const std::string text = scenarioToYaml(saved);
     if (!writeFileSafely(path, QByteArray::fromStdString(text), error))
         return false;
+    const bool renamed = !(saved == m_scenario);
+    m_scenario = saved;
     std::error_code ec;
     const std::string absolute = std::filesystem::absolute(path, ec).lexically_normal().string();
     m_nativePath = ec ? path : absolute;
@@ -168,6 +219,8 @@ bool ScenarioDocument::saveAsNative(const std::string &path, QString &error)
         Q_EMIT filePathChanged(m_filePath);
     }
     m_undoStack.setClean();
+    if (renamed)
+        Q_EMIT changed();
     return true;
 }
 

@@ -49,8 +49,19 @@ public:
     QString filePath() const { return m_filePath; }
     // The file's path as the system spells it (bytes; see file_writer.h); empty for a new one.
     const std::string &nativeFilePath() const { return m_nativePath; }
-    // The file name, or "Untitled" for a new scenario.
+    // The file name, or the scenario's name for one not saved yet.
     QString displayName() const;
+
+    // The scenario's name wherever it is shown (window title, export title, Markdown header, the
+    // file name Save As suggests): the name it was given, else one made from its settings
+    // (derivedScenarioName). The name a bundled scenario or the default comes with stands only
+    // while its settings are unchanged; a name from a file or from rename() always stands.
+    QString scenarioName() const;
+    bool hasOwnName() const;
+    // Names the scenario (undoable); an empty name goes back to the derived one.
+    void rename(const QString &name);
+    // What Save writes: the scenario without a bundled name and description it outgrew.
+    Scenario scenarioToSave() const;
     bool isModified() const { return !m_undoStack.isClean(); }
 
     // An undoable change. Consecutive edits with the same non-zero mergeToken fold into one undo
@@ -61,7 +72,9 @@ public:
     void setScenario(const Scenario &scenario, const QString &text, int mergeToken = 0);
     int newMergeToken() { return ++m_lastMergeToken; }
 
-    // Replaces the whole document (New, Open, a bundled scenario): clears the undo history.
+    // Replaces the whole document (New, Open, a bundled scenario): clears the undo history. Without
+    // a file, `scenario` is a template (a bundled scenario, the default) whose name and description
+    // go when its settings change.
     void reset(const Scenario &scenario, const QString &filePath = QString());
 
     // Reads a scenario file; on failure the document is unchanged and `error` says where and why.
@@ -96,6 +109,7 @@ private:
     QString m_error;
     QString m_filePath;
     std::string m_nativePath;
+    std::optional<Scenario> m_template; // the bundled (or default) scenario it started from
     QUndoStack m_undoStack;
     int m_lastMergeToken = 0;
 };

@@ -78,7 +78,10 @@ QString shortSummary(const Scenario &scenario)
     else
         parts << tr("full");
     parts << QString::fromUtf8(precisionName(t.precision));
-    parts << QStringLiteral("%1 × %2").arg(t.micro_batch_size).arg(count(t.sequence_length));
+    // No-break spaces: "4 × 4,096" stays on one line where a label wraps.
+    parts << QStringLiteral("%1\u00a0×\u00a0%2")
+                 .arg(t.micro_batch_size)
+                 .arg(count(t.sequence_length));
     if (scenario.parallelism.gpus > 1)
         parts << tr("%1 GPUs").arg(scenario.parallelism.gpus);
     return parts.join(QStringLiteral(" · "));
@@ -205,6 +208,8 @@ QString breakdownMarkdown(const Scenario &scenario,
     out += QStringLiteral("---:|\n");
     for (int c = 0; c < kComponentCount; ++c) {
         const Component comp = static_cast<Component>(c);
+        if (!componentApplies(comp, est.training))
+            continue; // no gradient rows in inference, no KV cache row in training
         out += QStringLiteral("| %1 |").arg(QString::fromUtf8(componentLabel(comp)));
         for (Phase ph : phases)
             out += QStringLiteral(" %1 |").arg(bytes(est.phase(ph)[comp], unit));
@@ -229,7 +234,7 @@ QString breakdownMarkdown(const Scenario &scenario,
         for (const GpuSpec &gpu : gpus)
             out += QStringLiteral("- %1 (%2): %3\n")
                        .arg(QString::fromStdString(gpu.name),
-                            bytes(gpu.memory_bytes, unit),
+                            QString::fromStdString(formatCapacity(gpu.memory_bytes, unit)),
                             verdictText(est, gpu, unit));
     }
     return out;
@@ -277,6 +282,8 @@ QString breakdownText(const Scenario &scenario,
            + QLatin1Char('\n');
     for (int c = 0; c < kComponentCount; ++c) {
         const Component comp = static_cast<Component>(c);
+        if (!componentApplies(comp, est.training))
+            continue;
         QString line = QString::fromUtf8(componentLabel(comp)).leftJustified(first);
         for (Phase ph : phases)
             line += cell(bytes(est.phase(ph)[comp], unit));
@@ -301,7 +308,7 @@ QString breakdownText(const Scenario &scenario,
     for (const GpuSpec &gpu : gpus)
         out += QStringLiteral("%1 (%2): %3\n")
                    .arg(QString::fromStdString(gpu.name),
-                        bytes(gpu.memory_bytes, unit),
+                        QString::fromStdString(formatCapacity(gpu.memory_bytes, unit)),
                         verdictText(est, gpu, unit));
     return out;
 }

@@ -5,6 +5,9 @@
 
 #include "widgets/stepped_spin_box.h"
 
+#include "charts/chart_theme.h"
+#include "widgets/collapsible_section.h"
+
 #include "base/byte_format.h"
 #include "dialogs/architecture_dialog.h"
 #include "document/scenario_document.h"
@@ -25,8 +28,12 @@
 #include <QListWidget>
 #include <QLocale>
 #include <QPushButton>
+#include <QRegularExpression>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -157,8 +164,17 @@ QLabel *noteLabel()
     QFont f = label->font();
     f.setPointSizeF(f.pointSizeF() * 0.9);
     label->setFont(f);
-    label->setForegroundRole(QPalette::PlaceholderText);
     return label;
+}
+
+// A label's text colour, kept when the application's palette changes (set again on each change).
+void setTextColor(QLabel *label, const QColor &color)
+{
+    QPalette p = label->palette();
+    if (p.color(QPalette::WindowText) == color)
+        return;
+    p.setColor(QPalette::WindowText, color);
+    label->setPalette(p);
 }
 
 const LoraTarget kTargets[] = {TargetQ, TargetK, TargetV, TargetO, TargetGate, TargetUp, TargetDown};
@@ -173,15 +189,83 @@ ControlsPanel::ControlsPanel(ScenarioDocument *document, QWidget *parent)
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(8, 8, 8, 8);
     layout->setSpacing(10);
+    // The controls people change most first (model, method, precision, micro-batch, sequence): on a
+    // 1366 x 768 screen they are in view without scrolling. Every section folds away.
     layout->addWidget(buildModelGroup());
     layout->addWidget(buildTrainingGroup());
     layout->addWidget(buildBatchGroup());
+    layout->addWidget(buildLoraGroup());
     layout->addWidget(buildTechniquesGroup());
     layout->addWidget(buildParallelGroup());
     layout->addWidget(new DatasetBox(m_doc)); // syncs itself from the document
     layout->addWidget(buildOverheadGroup());
     layout->addStretch(1);
+    // The mouse wheel scrolls the panel; a control takes it only once it has the focus (a click or
+    // Tab), so that scrolling past a combo box does not change it.
+    for (QWidget *w : findChildren<QWidget *>()) {
+        if (qobject_cast<QComboBox *>(w) || qobject_cast<QAbstractSpinBox *>(w)
+            || qobject_cast<QAbstractSlider *>(w)) {
+            w->setFocusPolicy(Qt::StrongFocus);
+            w->installEventFilter(this);
+        }
+    }
     connect(m_doc, &ScenarioDocument::changed, this, &ControlsPanel::syncFromDocument);
+    syncFromDocument();
+}
+
+bool ControlsPanel::eventFilter(QObject *watched, QEvent *event)
+{
+    if (event->type() == QEvent::Wheel) {
+        auto *w = qobject_cast<QWidget *>(watched);
+        if (w && !w->hasFocus()) {
+            // Not for the control: for the scroll area around the panel, which scrolls.
+            for (QWidget *p = parentWidget(); p; p = p->parentWidget()) {
+                if (auto *area = qobject_cast<QAbstractScrollArea *>(p)) {
+                    QCoreApplication::sendEvent(area->viewport(), event);
+                    return true;
+                }
+            }
+            event->ignore();
+            return true;
+        }
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+CollapsibleSection *ControlsPanel::addSection(const QString &title, const char *objectName)
+{
+    auto *section = new CollapsibleSection(title);
+    section->setObjectName(QLatin1String(objectName));
+    connect(section, &CollapsibleSection::expandedChanged, this, [this](bool) {
+        Q_EMIT collapsedSectionsChanged(collapsedSections());
+    });
+    m_sections << section;
+    return section;
+}
+
+QStringList ControlsPanel::collapsedSections() const
+{
+    QStringList names;
+    for (const CollapsibleSection *section : m_sections)
+        if (!section->isExpanded())
+            names << section->objectName();
+    return names;
+}
+
+void ControlsPanel::setCollapsedSections(const QStringList &names)
+{
+    for (CollapsibleSection *section : m_sections) {
+        const QSignalBlocker block(section);
+        section->setExpanded(!names.contains(section->objectName()));
+    }
+}
+
+void ControlsPanel::setUnit(ByteUnit unit)
+{
+    if (unit == m_unit)
+        return;
+    m_unit = unit;
+    fillGpuList();
     syncFromDocument();
 }
 
@@ -227,8 +311,8 @@ void ControlsPanel::connectSlider(LogSliderSpin *slider,
 
 QWidget *ControlsPanel::buildModelGroup()
 {
-    auto *group = new QGroupBox(tr("Model"));
-    auto *form = formLayout(group);
+    CollapsibleSection *group = addSection(tr("Model"), "sectionModel");
+    auto *form = formLayout(group->content());
 
     m_model = new QComboBox;
     m_model->setObjectName(QStringLiteral("modelPreset"));
@@ -274,12 +358,16 @@ QWidget *ControlsPanel::buildModelGroup()
         syncFromDocument();
         Q_EMIT hubModelRequested(text);
     });
-    connect(m_model->lineEdit(), &QLineEdit::editingFinished, this, [this] {
-        // Text that matches no preset goes back to the model in use.
-        if (m_model->findText(m_model->currentText()) < 0)
-            syncFromDocument();
-    });
+    connect(m_model->lineEdit(),
+            &QLineEdit::editingFinished,
+            this,
+            &ControlsPanel::modelTextEntered);
     form->addRow(tr("&Preset:"), m_model);
+    m_modelHint = noteLabel();
+    m_modelHint->setObjectName(QStringLiteral("modelHint"));
+    m_modelHint->setTextFormat(Qt::PlainText);
+    m_modelHint->setVisible(false);
+    form->addRow(m_modelHint);
 
     m_modelSize = new LogSliderSpin(0.1, 1000.0, 2, 2);
     m_modelSize->setObjectName(QStringLiteral("modelSize"));
@@ -317,8 +405,9 @@ QWidget *ControlsPanel::buildModelGroup()
 
 QWidget *ControlsPanel::buildTrainingGroup()
 {
-    auto *group = new QGroupBox(tr("Training"));
-    auto *form = formLayout(group);
+    CollapsibleSection *group = addSection(tr("Training"), "sectionTraining");
+    auto *form = formLayout(group->content());
+    m_trainingForm = form;
 
     m_mode = enumCombo("mode",
                        kModeLabels,
@@ -332,6 +421,11 @@ QWidget *ControlsPanel::buildTrainingGroup()
             // A quantized base in training is QLoRA only.
             if (s.training.mode == Mode::Train && s.training.method != Method::Qlora)
                 s.training.quantization = Quantization::None;
+            // Inference keeps no fp32 master copy: mixed precision serves as its 16-bit weights.
+            if (s.training.mode == Mode::Inference && isMixedMaster(s.training.precision))
+                s.training.precision = s.training.precision == Precision::MixedBf16
+                                           ? Precision::Bf16
+                                           : Precision::Fp16;
         });
     });
     form->addRow(tr("&Mode:"), m_mode);
@@ -354,11 +448,50 @@ QWidget *ControlsPanel::buildTrainingGroup()
     });
     form->addRow(tr("Me&thod:"), m_method);
 
-    m_loraGroup = new QGroupBox(tr("Adapters"));
-    m_loraGroup->setObjectName(QStringLiteral("loraGroup"));
-    m_loraGroup->setFlat(true);
-    auto *lora = formLayout(m_loraGroup);
-    lora->setContentsMargins(12, 4, 0, 0);
+    m_precision
+        = enumCombo("precision",
+                    kPrecisionLabels,
+                    tr("Bytes per weight, gradient and optimizer state, and the dtype activations "
+                       "are saved in. "
+                       "Mixed precision adds a 4-byte master copy per trainable parameter."));
+    connect(m_precision, &QComboBox::activated, this, [this] {
+        const std::string name = comboName(m_precision);
+        edit(tr("Change precision"),
+             [name](Scenario &s) { parsePrecision(name, s.training.precision); });
+    });
+    form->addRow(tr("Prec&ision:"), m_precision);
+
+    m_quantization = enumCombo(
+        "quantization",
+        kQuantizationLabels,
+        tr("Storage of the frozen base weights: int8 takes 1 byte, NF4 about half a byte per "
+           "parameter (QLoRA and quantized inference)"));
+    connect(m_quantization, &QComboBox::activated, this, [this] {
+        const std::string name = comboName(m_quantization);
+        edit(tr("Change quantization"),
+             [name](Scenario &s) { parseQuantization(name, s.training.quantization); });
+    });
+    form->addRow(tr("&Quantization:"), m_quantization);
+
+    m_optimizer = enumCombo(
+        "optimizer",
+        kOptimizerLabels,
+        tr("AdamW keeps two states per trainable parameter (8 bytes in fp32), 8-bit AdamW 2 bytes, "
+           "SGD none, Lion one, Adafactor factored rows and columns; fused AdamW needs no "
+           "per-tensor temporaries in the step"));
+    connect(m_optimizer, &QComboBox::activated, this, [this] {
+        const std::string name = comboName(m_optimizer);
+        edit(tr("Change optimizer"),
+             [name](Scenario &s) { parseOptimizer(name, s.training.optimizer); });
+    });
+    form->addRow(tr("&Optimizer:"), m_optimizer);
+    return group;
+}
+
+QWidget *ControlsPanel::buildLoraGroup()
+{
+    m_loraGroup = addSection(tr("LoRA adapters"), "loraGroup");
+    auto *lora = formLayout(m_loraGroup->content());
     m_loraRank = intSpin("loraRank",
                          1,
                          4096,
@@ -427,52 +560,14 @@ QWidget *ControlsPanel::buildTrainingGroup()
         });
     });
     lora->addRow(tr("Adapter dtype:"), m_adapterPrecision);
-    form->addRow(m_loraGroup);
-
-    m_precision
-        = enumCombo("precision",
-                    kPrecisionLabels,
-                    tr("Bytes per weight, gradient and optimizer state, and the dtype activations "
-                       "are saved in. "
-                       "Mixed precision adds a 4-byte master copy per trainable parameter."));
-    connect(m_precision, &QComboBox::activated, this, [this] {
-        const std::string name = comboName(m_precision);
-        edit(tr("Change precision"),
-             [name](Scenario &s) { parsePrecision(name, s.training.precision); });
-    });
-    form->addRow(tr("Prec&ision:"), m_precision);
-
-    m_quantization = enumCombo(
-        "quantization",
-        kQuantizationLabels,
-        tr("Storage of the frozen base weights: int8 takes 1 byte, NF4 about half a byte per "
-           "parameter (QLoRA and quantized inference)"));
-    connect(m_quantization, &QComboBox::activated, this, [this] {
-        const std::string name = comboName(m_quantization);
-        edit(tr("Change quantization"),
-             [name](Scenario &s) { parseQuantization(name, s.training.quantization); });
-    });
-    form->addRow(tr("&Quantization:"), m_quantization);
-
-    m_optimizer = enumCombo(
-        "optimizer",
-        kOptimizerLabels,
-        tr("AdamW keeps two states per trainable parameter (8 bytes in fp32), 8-bit AdamW 2 bytes, "
-           "SGD none, Lion one, Adafactor factored rows and columns; fused AdamW needs no "
-           "per-tensor temporaries in the step"));
-    connect(m_optimizer, &QComboBox::activated, this, [this] {
-        const std::string name = comboName(m_optimizer);
-        edit(tr("Change optimizer"),
-             [name](Scenario &s) { parseOptimizer(name, s.training.optimizer); });
-    });
-    form->addRow(tr("&Optimizer:"), m_optimizer);
-    return group;
+    return m_loraGroup;
 }
 
 QWidget *ControlsPanel::buildBatchGroup()
 {
-    auto *group = new QGroupBox(tr("Batch and sequence"));
-    auto *form = formLayout(group);
+    CollapsibleSection *group = addSection(tr("Batch and sequence"), "sectionBatch");
+    auto *form = formLayout(group->content());
+    m_batchForm = form;
 
     m_microBatch = new LogSliderSpin(qint64(1), qint64(1024));
     m_microBatch->setObjectName(QStringLiteral("microBatch"));
@@ -500,6 +595,11 @@ QWidget *ControlsPanel::buildBatchGroup()
         s.training.sequence_length = std::llround(v);
     });
     form->addRow(tr("Seq&uence:"), m_sequence);
+    m_contextWarning = noteLabel();
+    m_contextWarning->setObjectName(QStringLiteral("contextWarning"));
+    m_contextWarning->setTextFormat(Qt::PlainText);
+    m_contextWarning->setVisible(false);
+    form->addRow(m_contextWarning);
 
     m_accumulation = intSpin(
         "gradientAccumulation",
@@ -520,8 +620,9 @@ QWidget *ControlsPanel::buildBatchGroup()
 
 QWidget *ControlsPanel::buildTechniquesGroup()
 {
-    auto *group = new QGroupBox(tr("Memory techniques"));
-    auto *form = formLayout(group);
+    CollapsibleSection *group = addSection(tr("Memory techniques"), "sectionTechniques");
+    auto *form = formLayout(group->content());
+    m_techniquesForm = form;
     m_checkpointing = enumCombo(
         "checkpointing",
         kCheckpointingLabels,
@@ -579,6 +680,7 @@ QWidget *ControlsPanel::buildTechniquesGroup()
              [on](Scenario &s) { s.training.offload.parameters = on; });
     });
     auto *offload = new QHBoxLayout;
+    m_offloadRow = offload;
     offload->addWidget(m_offloadOptimizer);
     offload->addWidget(m_offloadParameters);
     offload->addStretch(1);
@@ -590,8 +692,8 @@ QWidget *ControlsPanel::buildTechniquesGroup()
 
 QWidget *ControlsPanel::buildParallelGroup()
 {
-    auto *group = new QGroupBox(tr("GPUs and parallelism"));
-    auto *form = formLayout(group);
+    CollapsibleSection *group = addSection(tr("GPUs and parallelism"), "sectionGpus");
+    auto *form = formLayout(group->content());
 
     m_gpuCount = intSpin("gpuCount",
                          1,
@@ -668,9 +770,8 @@ QWidget *ControlsPanel::buildParallelGroup()
 
 QWidget *ControlsPanel::buildOverheadGroup()
 {
-    auto *group = new QGroupBox(tr("Overheads"));
-    group->setCheckable(false);
-    auto *form = formLayout(group);
+    CollapsibleSection *group = addSection(tr("Overheads"), "sectionOverheads");
+    auto *form = formLayout(group->content());
     m_cudaContext = doubleSpin(
         "cudaContext",
         0,
@@ -721,12 +822,14 @@ QWidget *ControlsPanel::buildOverheadGroup()
 void ControlsPanel::fillGpuList()
 {
     const QSignalBlocker block(m_gpuList);
+    const int scrolled = m_gpuList->verticalScrollBar()->value();
     m_gpuList->clear();
     for (const GpuSpec &gpu : m_doc->catalog().gpus()) {
+        // The capacity rounded down: an "RTX 4090 24GB" holds 23.9 GiB, not 24.
         auto *item = new QListWidgetItem(
             QStringLiteral("%1 — %2").arg(QString::fromStdString(gpu.name),
                                           QString::fromStdString(
-                                              formatBytes(gpu.memory_bytes, ByteUnit::GB, 0))));
+                                              formatCapacity(gpu.memory_bytes, m_unit))));
         item->setData(Qt::UserRole, QString::fromStdString(gpu.id));
         item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
         item->setCheckState(Qt::Unchecked);
@@ -736,6 +839,7 @@ void ControlsPanel::fillGpuList()
                                   QString::fromStdString(gpu.segment)));
         m_gpuList->addItem(item);
     }
+    m_gpuList->verticalScrollBar()->setValue(scrolled);
 }
 
 void ControlsPanel::filterGpus(const QString &text)
@@ -768,11 +872,58 @@ void ControlsPanel::editArchitecture()
     edit(tr("Edit architecture"), [&spec](Scenario &s) { s.model = spec; });
 }
 
+void ControlsPanel::modelTextEntered()
+{
+    const QString text = m_model->currentText().trimmed();
+    if (text.isEmpty() || m_model->findText(text) >= 0) {
+        showModelHint(QString());
+        return;
+    }
+    // A Hugging Face id or hub address is not a preset: say where it can be used instead of quietly
+    // going back to the model in use. The text stays until the user moves on.
+    static const QRegularExpression hubId(
+        QStringLiteral("^(https?://)?(huggingface\\.co/)?[A-Za-z0-9][\\w.-]*/[\\w.-]+/?$"));
+    if (hubId.match(text).hasMatch()) {
+        QString id = text;
+        id.remove(QRegularExpression(QStringLiteral("^(https?://)?huggingface\\.co/")));
+        id.remove(QRegularExpression(QStringLiteral("/$")));
+        showModelHint(tr("\"%1\" is a Hugging Face model id, not a bundled preset; the model in "
+                         "use is unchanged. Press Enter to fetch its config.json from the Hub.")
+                          .arg(id));
+        return;
+    }
+    showModelHint(tr("No preset matches \"%1\"; the model in use is unchanged. Type part of a "
+                     "name (\"llama\", \"7b\") and pick from the list.")
+                      .arg(text));
+}
+
+void ControlsPanel::showModelHint(const QString &text)
+{
+    m_modelHint->setText(text);
+    m_modelHint->setVisible(!text.isEmpty());
+    if (!text.isEmpty())
+        setTextColor(m_modelHint, chartColors(palette()).warning);
+}
+
+void ControlsPanel::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    // A theme switch: the notes' colours follow (their contrast is worked out per palette).
+    if (event->type() == QEvent::PaletteChange || event->type() == QEvent::ApplicationPaletteChange)
+        syncFromDocument();
+}
+
 void ControlsPanel::updateModelInfo()
 {
+    const ChartColors colors = chartColors(palette());
+    setTextColor(m_modelInfo, colors.mutedText);
+    setTextColor(m_effectiveBatch, colors.mutedText);
+    if (m_modelHint->isVisible())
+        setTextColor(m_modelHint, colors.warning);
     if (!m_doc->valid()) {
-        m_modelInfo->setText(QStringLiteral("<span style='color:#c0392b'>%1</span>")
-                                 .arg(m_doc->error().toHtmlEscaped()));
+        m_modelInfo->setText(QStringLiteral("<span style='color:%1'>%2</span>")
+                                 .arg(colors.danger.name(), m_doc->error().toHtmlEscaped()));
+        m_contextWarning->setVisible(false);
         return;
     }
     const EstimateInput &in = m_doc->input();
@@ -790,10 +941,24 @@ void ControlsPanel::updateModelInfo()
                        .arg(QLocale().toString(static_cast<qlonglong>(a.vocab_size)));
     if (a.isMoe())
         text += tr(" · %1 experts, %2 per token").arg(a.experts).arg(a.experts_per_token);
+    if (a.context_length > 0)
+        text += tr(" · context %1").arg(QLocale().toString(static_cast<qlonglong>(a.context_length)));
     if (est.trainable_parameters > 0 && est.trainable_parameters < est.parameters)
         text += tr(" · %1M trainable")
                     .arg(static_cast<double>(est.trainable_parameters) / 1e6, 0, 'f', 1);
     m_modelInfo->setText(text);
+
+    // Beyond the model's context length: said under the sequence, where it is set.
+    const std::int64_t sequence = in.training.sequence_length;
+    const bool beyond = a.context_length > 0 && sequence > a.context_length;
+    m_contextWarning->setVisible(beyond);
+    if (beyond) {
+        m_contextWarning->setText(
+            tr("⚠ Beyond the model's context of %1 tokens (max_position_embeddings). With RoPE "
+               "scaling, set model.rope_scaling_factor in the scenario file.")
+                .arg(QLocale().toString(static_cast<qlonglong>(a.context_length))));
+        setTextColor(m_contextWarning, colors.danger);
+    }
 }
 
 void ControlsPanel::syncFromDocument()
@@ -830,11 +995,24 @@ void ControlsPanel::syncFromDocument()
         m_modelSize->setValue(*s.model.parameters / 1e9);
     updateModelInfo();
 
-    // Training
+    // Training; in inference, what only training has is hidden (method, adapters, optimizer,
+    // accumulation, checkpointing, loss, optimizer offload) and mixed precision is not offered.
     const bool train = t.mode == Mode::Train;
     selectName(m_mode, modeName(t.mode));
     selectName(m_method, methodName(t.method));
-    m_loraGroup->setVisible(t.method != Method::Full);
+    m_trainingForm->setRowVisible(m_method, train);
+    m_trainingForm->setRowVisible(m_optimizer, train);
+    m_batchForm->setRowVisible(m_accumulation, train);
+    m_techniquesForm->setRowVisible(m_checkpointing, train);
+    m_techniquesForm->setRowVisible(m_loss, train);
+    m_offloadOptimizer->setVisible(train);
+    if (auto *items = qobject_cast<QStandardItemModel *>(m_precision->model()))
+        for (int i = 0; i < items->rowCount(); ++i) {
+            Precision p{};
+            parsePrecision(items->item(i)->data(Qt::UserRole).toString().toStdString(), p);
+            items->item(i)->setEnabled(train || !isMixedMaster(p));
+        }
+    m_loraGroup->setVisible(train && t.method != Method::Full);
     m_loraRank->setValue(static_cast<int>(t.lora.rank));
     m_loraAlpha->setValue(t.lora.alpha);
     m_loraDropout->setValue(t.lora.dropout);
@@ -882,6 +1060,8 @@ void ControlsPanel::syncFromDocument()
     const bool paramShard = s.parallelism.sharding == Sharding::Zero3
                             || s.parallelism.sharding == Sharding::FsdpFull;
     m_offloadParameters->setEnabled(paramShard || t.offload.parameters);
+    // Parameter offload needs ZeRO-3 or FSDP: in inference without them the row offers nothing.
+    m_techniquesForm->setRowVisible(m_offloadRow, train || paramShard || t.offload.parameters);
 
     // Parallelism and GPUs
     m_gpuCount->setValue(static_cast<int>(s.parallelism.gpus));

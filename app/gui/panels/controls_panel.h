@@ -5,6 +5,9 @@
 // techniques, GPUs and parallelism, overheads. Every control writes through the document (one undo
 // command per edit; a slider drag folds into one) and is refreshed from it.
 
+#include "base/byte_format.h"
+
+#include <QStringList>
 #include <QWidget>
 
 #include <functional>
@@ -13,6 +16,8 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
+class QFormLayout;
+class QLayout;
 class QGroupBox;
 class QLabel;
 class QLineEdit;
@@ -22,6 +27,7 @@ class QSpinBox;
 
 namespace membudget {
 
+class CollapsibleSection;
 class LogSliderSpin;
 class SteppedSpinBox;
 class ScenarioDocument;
@@ -43,16 +49,30 @@ public:
     // The snap values of the sequence-length slider: powers of two and common lengths.
     static std::vector<double> sequenceSnapValues();
 
+    // Capacities in the GPU list in this unit.
+    void setUnit(ByteUnit unit);
+
+    // The sections (Model, Training, ...), each of which folds away; by object name.
+    const QList<CollapsibleSection *> &sections() const { return m_sections; }
+    QStringList collapsedSections() const;
+    void setCollapsedSections(const QStringList &objectNames);
+
+protected:
+    bool eventFilter(QObject *watched, QEvent *event) override;
+    void changeEvent(QEvent *event) override;
+
 Q_SIGNALS:
     // A slider is held (true) or released (false): the chart keeps its axis meanwhile.
     void dragStateChanged(bool dragging);
     void importConfigRequested();
     // A Hugging Face id or address was typed in the model search and Enter pressed.
     void hubModelRequested(const QString &text);
+    void collapsedSectionsChanged(const QStringList &objectNames);
 
 private:
     QWidget *buildModelGroup();
     QWidget *buildTrainingGroup();
+    QWidget *buildLoraGroup();
     QWidget *buildBatchGroup();
     QWidget *buildTechniquesGroup();
     QWidget *buildParallelGroup();
@@ -67,20 +87,29 @@ private:
     void fillGpuList();
     void filterGpus(const QString &text);
     void updateModelInfo();
+    void modelTextEntered();
+    void showModelHint(const QString &text);
+    CollapsibleSection *addSection(const QString &title, const char *objectName);
 
     ScenarioDocument *m_doc;
     int m_dragToken = 0;
     bool m_syncing = false;
+    ByteUnit m_unit = ByteUnit::GiB;
+    QList<CollapsibleSection *> m_sections;
+    QFormLayout *m_trainingForm = nullptr;
+    QFormLayout *m_batchForm = nullptr;
+    QFormLayout *m_techniquesForm = nullptr;
 
     QComboBox *m_model = nullptr;
     LogSliderSpin *m_modelSize = nullptr;
     QLabel *m_modelInfo = nullptr;
+    QLabel *m_modelHint = nullptr;
     QPushButton *m_architecture = nullptr;
     QPushButton *m_importConfig = nullptr;
 
     QComboBox *m_mode = nullptr;
     QComboBox *m_method = nullptr;
-    QGroupBox *m_loraGroup = nullptr;
+    CollapsibleSection *m_loraGroup = nullptr;
     QSpinBox *m_loraRank = nullptr;
     QDoubleSpinBox *m_loraAlpha = nullptr;
     QDoubleSpinBox *m_loraDropout = nullptr;
@@ -94,12 +123,14 @@ private:
     LogSliderSpin *m_sequence = nullptr;
     QSpinBox *m_accumulation = nullptr;
     QLabel *m_effectiveBatch = nullptr;
+    QLabel *m_contextWarning = nullptr;
 
     QComboBox *m_checkpointing = nullptr;
     QComboBox *m_attention = nullptr;
     QComboBox *m_loss = nullptr;
     QCheckBox *m_offloadOptimizer = nullptr;
     QCheckBox *m_offloadParameters = nullptr;
+    QLayout *m_offloadRow = nullptr;
 
     QSpinBox *m_gpuCount = nullptr;
     QComboBox *m_sharding = nullptr;

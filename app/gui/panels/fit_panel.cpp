@@ -6,14 +6,18 @@
 #include "document/scenario_document.h"
 
 #include <QComboBox>
+#include <QEvent>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
 #include <QSignalBlocker>
+#include <QStyledItemDelegate>
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+
+#include <algorithm>
 
 namespace membudget {
 
@@ -33,6 +37,39 @@ QString speedText(const FitSuggestion &s)
         return QObject::tr("%1× slower · %2 tok/s").arg(slowdown, 0, 'f', 1).arg(rate);
     return QObject::tr("%1% slower · %2 tok/s").arg(qRound((slowdown - 1.0) * 100)).arg(rate);
 }
+// Rows as tall as their changes are when wrapped to the column's width (QTreeView asks the delegate
+// for a height without giving it the width, so wrapped text would be cut short).
+class WrappingDelegate : public QStyledItemDelegate
+{
+public:
+    WrappingDelegate(QTreeView *view)
+        : QStyledItemDelegate(view)
+        , m_view(view)
+    {}
+
+    QSize sizeHint(const QStyleOptionViewItem &option, const QModelIndex &index) const override
+    {
+        QSize size = QStyledItemDelegate::sizeHint(option, index);
+        if (index.column() != ColChanges)
+            return size;
+        QStyleOptionViewItem opt = option;
+        initStyleOption(&opt, index);
+        const QStyle *style = m_view->style();
+        const int margin = style->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, m_view) + 1;
+        const int width = m_view->header()->sectionSize(ColChanges) - 2 * margin
+                          - (index.parent().isValid() ? 0 : m_view->indentation() * 0);
+        const QRect text
+            = QFontMetrics(opt.font).boundingRect(QRect(0, 0, std::max(width, 20), 1 << 20),
+                                                  Qt::TextWordWrap,
+                                                  opt.text);
+        size.setHeight(std::max(size.height(), text.height() + 4));
+        return size;
+    }
+
+private:
+    QTreeView *m_view;
+};
+
 } // namespace
 
 FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
@@ -49,13 +86,22 @@ FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
     m_list->setRootIsDecorated(false);
     m_list->setAlternatingRowColors(true);
     m_list->setUniformRowHeights(false);
+    m_list->setWordWrap(true); // a narrow panel or a large font wraps the changes, never cuts them
+    m_list->setItemDelegate(new WrappingDelegate(m_list));
+    // Wrapped rows are as tall as their text at the column's width: measured again when it changes.
+    connect(m_list->header(), &QHeaderView::sectionResized, this, [this](int column) {
+        if (column == ColChanges)
+            m_list->doItemsLayout();
+    });
     m_list->setHeaderLabels(
         {tr("Changes"), tr("Speed (modelled)"), tr("Per GPU"), tr("Headroom"), QString()});
     m_list->header()->setStretchLastSection(false);
     m_list->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_list->header()->setSectionResizeMode(ColChanges, QHeaderView::Stretch);
-    m_list->setToolTip(tr("Technique combinations that fit, fastest first by the modelled time per "
-                          "token on this GPU. Double-click or press Apply."));
+    m_list->setToolTip(
+        tr("Technique combinations that fit: first those that only trade speed, fastest first by "
+           "the modelled time per token on this GPU; then those that change what is trained. "
+           "Double-click or press Apply."));
     m_message->setWordWrap(true);
     m_message->setObjectName(QStringLiteral("fitMessage"));
 
@@ -76,9 +122,19 @@ FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
     connect(m_doc, &ScenarioDocument::changed, this, &FitPanel::scheduleRecompute);
     connect(m_gpuCombo, &QComboBox::currentIndexChanged, this, &FitPanel::scheduleRecompute);
     connect(m_list, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem *item) {
-        apply(m_list->indexOfTopLevelItem(item));
+        apply(item->data(ColChanges, Qt::UserRole).toInt());
     });
     recompute();
+}
+
+void FitPanel::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    // A theme switch recolours the rows at once; a font change lays them out again.
+    const QEvent::Type type = event->type();
+    if (type == QEvent::PaletteChange || type == QEvent::ApplicationPaletteChange
+        || type == QEvent::FontChange || type == QEvent::ApplicationFontChange)
+        scheduleRecompute();
 }
 
 void FitPanel::setUnit(ByteUnit unit)
@@ -105,7 +161,7 @@ void FitPanel::updateGpuCombo()
         m_gpuCombo->addItem(QStringLiteral("%1 (%2)%3")
                                 .arg(QString::fromStdString(gpu.name),
                                      QString::fromStdString(
-                                         formatBytes(gpu.memory_bytes, m_unit, 0)),
+                                         formatCapacity(gpu.memory_bytes, m_unit)),
                                      fits ? tr(" — fits already") : QString()),
                             id);
         if (!fits && firstOver < 0)
@@ -149,20 +205,49 @@ void FitPanel::recompute()
         return;
     }
     m_message->setText(
-        tr("Over by %1 on %2. These fit, fastest first (modelled time per token):")
+        tr("Over by %1 on %2. These fit and keep the effective batch; fastest first (modelled "
+           "time per token):")
             .arg(QString::fromStdString(formatBytes(est.device_total - gpu->memory_bytes, m_unit)),
                  QString::fromStdString(gpu->name)));
     // The rows are filled before they join the list, then added at once: with ResizeToContents
     // columns, every cell set on a row already in the list re-measures the whole list (a 15 ms
-    // stall after each pause in a slider drag, when this runs).
+    // stall after each pause in a slider drag, when this runs). Those that change what is trained
+    // come last, under a heading of their own.
     QList<QTreeWidgetItem *> items;
-    for (const FitSuggestion &s : m_suggestions) {
+    QList<int> rows; // suggestion index per item, -1 for the heading
+    bool headed = false;
+    for (int i = 0; i < static_cast<int>(m_suggestions.size()); ++i) {
+        const FitSuggestion &s = m_suggestions[static_cast<std::size_t>(i)];
+        if (s.changesResult() && !headed) {
+            auto *heading = new QTreeWidgetItem;
+            heading->setText(ColChanges, tr("These change what is trained, not only how fast:"));
+            heading->setFlags(Qt::ItemIsEnabled);
+            heading->setFirstColumnSpanned(true);
+            QFont bold = heading->font(ColChanges);
+            bold.setBold(true);
+            heading->setFont(ColChanges, bold);
+            heading->setForeground(ColChanges, colors.warning);
+            heading->setData(ColChanges, Qt::UserRole, -1);
+            items << heading;
+            rows << -1;
+            headed = true;
+        }
         auto *item = new QTreeWidgetItem;
         QStringList changes;
-        for (const std::string &c : s.changes)
-            changes << QString::fromStdString(c);
+        for (const std::string &c : s.changes) {
+            const bool result = std::find(s.result_changes.begin(), s.result_changes.end(), c)
+                                != s.result_changes.end();
+            changes << QString::fromStdString(c)
+                           + (result ? tr(" ⚠ changes the result") : QString());
+        }
+        if (s.cpu_offload_bytes > 0)
+            changes << tr("needs %1 of CPU RAM for what is offloaded")
+                           .arg(QString::fromStdString(formatBytes(s.cpu_offload_bytes, m_unit)));
         item->setText(ColChanges, changes.join(QLatin1Char('\n')));
         item->setToolTip(ColChanges, changes.join(QLatin1Char('\n')));
+        item->setData(ColChanges, Qt::UserRole, i);
+        if (s.changesResult())
+            item->setForeground(ColChanges, colors.warning);
         item->setText(ColSpeed, speedText(s));
         item->setToolTip(ColSpeed,
                          tr("Modelled on %1: one optimizer step %2, %3 tokens/s; time per token "
@@ -179,15 +264,19 @@ void FitPanel::recompute()
         for (int c : {ColSpeed, ColPeak, ColHeadroom})
             item->setTextAlignment(c, Qt::AlignRight | Qt::AlignVCenter);
         items << item;
+        rows << i;
     }
     m_list->addTopLevelItems(items);
-    for (int i = 0; i < items.size(); ++i) {
+    for (int k = 0; k < items.size(); ++k) {
+        const int i = rows[k];
+        if (i < 0)
+            continue;
         auto *button = new QPushButton(tr("Apply"));
         button->setObjectName(QStringLiteral("applyFit%1").arg(i));
         button->setToolTip(tr("Apply these changes to the scenario (undoable)"));
         button->setAutoDefault(false);
         connect(button, &QPushButton::clicked, this, [this, i] { apply(i); });
-        m_list->setItemWidget(items[i], ColApply, button);
+        m_list->setItemWidget(items[k], ColApply, button);
     }
 }
 

@@ -32,15 +32,19 @@ public:
 
     const std::vector<FitSuggestion> &suggestions() const { return m_suggestions; }
     QTreeWidget *list() const { return m_list; }
-    // Applies suggestion `index` to the document (one undo step).
+    // Applies suggestion `index` (of suggestions(), not a row: the list has a heading row before
+    // those that change what is trained) to the document (one undo step).
     void apply(int index);
+
+protected:
+    void changeEvent(QEvent *event) override;
 
 private:
     void scheduleRecompute();
     void updateGpuCombo();
 
     ScenarioDocument *m_doc;
-    ByteUnit m_unit = ByteUnit::GB;
+    ByteUnit m_unit = ByteUnit::GiB;
     QComboBox *m_gpuCombo;
     QLabel *m_message;
     QTreeWidget *m_list;

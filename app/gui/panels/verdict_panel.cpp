@@ -168,7 +168,9 @@ VerdictPanel::VerdictPanel(QWidget *parent)
     m_table->headerItem()
         ->setToolTip(ColMaxBatch, tr("The largest micro-batch that fits at this sequence length"));
     m_table->headerItem()
-        ->setToolTip(ColMaxSequence, tr("The longest sequence that fits at this micro-batch size"));
+        ->setToolTip(ColMaxSequence,
+                     tr("The longest sequence that fits at this micro-batch size; * where the "
+                        "model's context length, not the memory, is the limit"));
     // The last column takes what room is left; the others are fitted to their texts, so that the
     // verdict stays whole and a narrow panel scrolls instead of eliding it.
     m_table->header()->setStretchLastSection(true);
@@ -199,6 +201,21 @@ bool VerdictPanel::eventFilter(QObject *watched, QEvent *event)
     return QWidget::eventFilter(watched, event);
 }
 
+void VerdictPanel::changeEvent(QEvent *event)
+{
+    QWidget::changeEvent(event);
+    // A theme switch recolours at once, not at the next edit; another font refits the columns.
+    const QEvent::Type type = event->type();
+    if ((type == QEvent::PaletteChange || type == QEvent::ApplicationPaletteChange
+         || type == QEvent::FontChange || type == QEvent::ApplicationFontChange)
+        && m_doc) {
+        m_summaryHtml.clear();
+        m_fittedLength.fill(0);
+        m_table->clear(); // rows built again, in the new font
+        update(*m_doc, m_unit);
+    }
+}
+
 QString VerdictPanel::summaryText() const
 {
     return m_summaryHtml;
@@ -214,6 +231,8 @@ void VerdictPanel::setSummary(const QString &html)
 
 void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
 {
+    m_doc = &doc;
+    m_unit = unit;
     const ChartColors colors = chartColors(palette());
     if (!doc.valid()) {
         m_table->clear();
@@ -239,6 +258,15 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
                    + tr("CPU offload needs <b>%1</b> of CPU RAM (%2 per GPU).")
                          .arg(bytes(est.cpu_offload_total, unit),
                               bytes(est.cpu_offload_bytes, unit));
+    const std::int64_t context = doc.input().arch.context_length;
+    if (context > 0 && doc.input().training.sequence_length > context)
+        summary += QStringLiteral("<br><span style='color:%1'>%2</span>")
+                       .arg(colors.danger.name(),
+                            tr("⚠ %1 tokens is beyond the model's context length of %2 "
+                               "(max_position_embeddings).")
+                                .arg(QLocale().toString(static_cast<qlonglong>(
+                                         doc.input().training.sequence_length)),
+                                     QLocale().toString(static_cast<qlonglong>(context))));
     const auto gpus = doc.selectedGpus();
     if (gpus.empty())
         summary += QStringLiteral("<br><i>") + tr("Select GPUs in the controls to compare against.")
@@ -255,7 +283,8 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         m_table->clear();
         for (const GpuSpec &gpu : gpus) {
             auto *item = new QTreeWidgetItem(m_table);
-            item->setText(ColGpu, QString::fromStdString(gpu.name));
+            item->setText(ColGpu, shortGpuName(gpu));
+            item->setToolTip(ColGpu, QString::fromStdString(gpu.name));
             item->setData(ColGpu, Qt::UserRole, QString::fromStdString(gpu.id));
             QFont f = item->font(ColVerdict);
             f.setBold(true);
@@ -275,18 +304,30 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         const GpuSpec &gpu = gpus[i];
         QTreeWidgetItem *item = m_table->topLevelItem(static_cast<int>(i));
         const bool fits = est.device_total <= gpu.memory_bytes;
-        item->setText(ColMemory, bytes(gpu.memory_bytes, unit));
-        const QString verdict = (fits ? QStringLiteral("✓ ") : QStringLiteral("✗ "))
-                                + verdictText(est, gpu, unit);
+        item->setText(ColMemory, QString::fromStdString(formatCapacity(gpu.memory_bytes, unit)));
+        // Short, so that the columns fit a laptop's panel: the mark says fits or not, the words
+        // how much room is left or missing; the whole sentence is the hover text.
+        const Bytes margin = fits ? gpu.memory_bytes - est.device_total
+                                  : est.device_total - gpu.memory_bytes;
+        const QString verdict = fits ? tr("✓ %1 free").arg(bytes(margin, unit))
+                                     : tr("✗ %1 over").arg(bytes(margin, unit));
         item->setText(ColVerdict, verdict);
-        item->setToolTip(ColVerdict, verdict); // whole, should a narrow panel elide it
+        item->setToolTip(ColVerdict, verdictText(est, gpu, unit));
         item->setForeground(ColVerdict, fits ? colors.ok : colors.danger);
         const std::int64_t batch = maxMicroBatch(model, gpu.memory_bytes);
         const std::int64_t seq = maxSequenceLength(model, gpu.memory_bytes);
         item->setText(ColMaxBatch,
                       batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch)) : tr("none"));
+        // At the model's context length the memory is not what limits the sequence: marked.
+        const bool atContext = context > 0 && seq == context;
         item->setText(ColMaxSequence,
-                      seq > 0 ? QLocale().toString(static_cast<qlonglong>(seq)) : tr("none"));
+                      seq > 0 ? QLocale().toString(static_cast<qlonglong>(seq))
+                                    + (atContext ? QStringLiteral("*") : QString())
+                              : tr("none"));
+        item->setToolTip(ColMaxSequence,
+                         atContext ? tr("* The model's context length (max_position_embeddings); "
+                                        "more would fit in memory")
+                                   : QString());
         // Speed and cost; their tooltips are made when asked for (eventFilter), not on every step.
         m_speeds[i] = gpuSpeed(doc.scenario(), in, gpu);
         item->setText(ColSpeed, speedCell(m_speeds[i], in));

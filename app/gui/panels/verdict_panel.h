@@ -35,6 +35,7 @@ public:
 
 protected:
     bool eventFilter(QObject *watched, QEvent *event) override;
+    void changeEvent(QEvent *event) override;
 
 private:
     void setSummary(const QString &html);
@@ -46,6 +47,8 @@ private:
     std::vector<GpuSpec> m_gpus;               // the rows' GPUs, speeds and scenario, for tooltips
     std::vector<GpuSpeed> m_speeds;
     EstimateInput m_input;
+    const ScenarioDocument *m_doc = nullptr; // shown last, for a recolour
+    ByteUnit m_unit = ByteUnit::GiB;
 };
 
 } // namespace membudget

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The controls panel (issue #16): the mouse wheel scrolls the panel unless a control has the focus
+// (item 5); beyond the model's context length the panel, the verdict and the sweep say so and stop
+// there (item 7); inference hides what only training has and the KV cache is a component of its own
+// in legend, hover text, Markdown and breakdown (item 8); the GPU list shows capacities in the unit
+// in use, rounded down (item 10); a Hugging Face id typed into the preset search gets a hint
+// instead of silently going back (item 14).
+#include "charts/budget_chart.h"
+#include "charts/sweep_chart.h"
+#include "document/scenario_document.h"
+#include "main_window.h"
+#include "panels/breakdown_view.h"
+#include "panels/controls_panel.h"
+#include "panels/verdict_panel.h"
+#include "widgets/collapsible_section.h"
+#include "widgets/log_slider.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QComboBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QTreeWidget>
+#include <QWheelEvent>
+#include <QtTest/qtestspontaneevent.h>
+
+using namespace membudget;
+
+namespace {
+
+// A wheel notch over `w`, delivered as the platform delivers it: spontaneous, so that it goes on to
+// the parents when the widget does not accept it.
+void wheel(QWidget *w, int delta)
+{
+    const QPointF local(w->width() / 2.0, w->height() / 2.0);
+    QWheelEvent event(local,
+                      w->mapToGlobal(local),
+                      QPoint(),
+                      QPoint(0, delta),
+                      Qt::NoButton,
+                      Qt::NoModifier,
+                      Qt::NoScrollPhase,
+                      false);
+    QSpontaneKeyEvent::setSpontaneous(&event);
+    QApplication::sendEvent(w, &event);
+}
+
+bool rowShown(QWidget *field)
+{
+    return field->isVisibleTo(field->window());
+}
+
+} // namespace
+
+class TestControlsPanel : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void init();
+    void cleanup();
+    void wheelScrollsThePanelUnlessTheControlHasFocus();
+    void contextLengthIsWarnedAndCapped();
+    void inferenceHidesTrainingAndNamesTheKvCache();
+    void gpuListFollowsTheUnitRoundedDown();
+    void aHuggingFaceIdGetsAHint();
+
+private:
+    QTemporaryDir *m_dir = nullptr;
+    MainWindow *m_window = nullptr;
+};
+
+void TestControlsPanel::init()
+{
+    m_dir = new QTemporaryDir;
+    m_window = new MainWindow(PresetCatalog::bundled(),
+                              std::make_unique<AppSettings>(m_dir->filePath("settings.ini")));
+    m_window->resize(1366, 768);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window));
+}
+
+void TestControlsPanel::cleanup()
+{
+    delete m_window;
+    delete m_dir;
+}
+
+void TestControlsPanel::wheelScrollsThePanelUnlessTheControlHasFocus()
+{
+    auto *scroll = qobject_cast<QScrollArea *>(m_window->controls()->parentWidget()->parentWidget());
+    QVERIFY(scroll);
+    QVERIFY(scroll->verticalScrollBar()->maximum() > 0);
+    auto *mode = m_window->findChild<QComboBox *>(QStringLiteral("mode"));
+    auto *rank = m_window->findChild<QSpinBox *>(QStringLiteral("loraRank"));
+    const int modeBefore = mode->currentIndex();
+    const int rankBefore = rank->value();
+    const Scenario before = m_window->document()->scenario();
+    QVERIFY(!mode->hasFocus());
+    // Scrolling down past the combo box and the spin box changes neither: the panel scrolls.
+    wheel(mode, -120);
+    QVERIFY(scroll->verticalScrollBar()->value() > 0);
+    const int scrolled = scroll->verticalScrollBar()->value();
+    wheel(rank, -120);
+    QVERIFY(scroll->verticalScrollBar()->value() > scrolled);
+    QCOMPARE(mode->currentIndex(), modeBefore);
+    QCOMPARE(rank->value(), rankBefore);
+    QVERIFY(m_window->document()->scenario() == before);
+    // Once the user clicked into it, the wheel is the control's.
+    rank->setFocus();
+    QVERIFY(rank->hasFocus());
+    wheel(rank, 120);
+    QCOMPARE(rank->value(), rankBefore + 1);
+}
+
+void TestControlsPanel::contextLengthIsWarnedAndCapped()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *warning = m_window->findChild<QLabel *>(QStringLiteral("contextWarning"));
+    QVERIFY(warning);
+    QVERIFY(!warning->isVisible());
+    // 500,000 tokens on Llama 3.1 8B (131,072): said under the sequence and in the verdict.
+    auto *sequence = m_window->controls()->sequenceSlider();
+    static_cast<QSpinBox *>(sequence->spinBox())->setValue(500000);
+    QCOMPARE(doc->scenario().training.sequence_length, std::int64_t(500000));
+    QVERIFY(warning->isVisible());
+    QVERIFY2(warning->text().contains(QStringLiteral("131,072")), qPrintable(warning->text()));
+    QVERIFY(m_window->verdictPanel()->summaryText().contains(QStringLiteral("context length")));
+    // Max seq. never above the model's context; where the context is the limit, it says so.
+    doc->edit(QStringLiteral("gpus"), [](Scenario &s) {
+        s.gpus = {"h200"};
+        s.training.micro_batch_size = 1;
+        s.model.preset = "mistral-7b-v0.1";
+    });
+    QTreeWidget *table = m_window->verdictPanel()->table();
+    QCOMPARE(table->topLevelItem(0)->text(table->columnCount() - 1), QStringLiteral("32,768*"));
+    // The sweep stops at the context too.
+    m_window->views()->setCurrentIndex(MainWindow::SweepViewIndex);
+    SweepChart *sweep = m_window->sweepView()->chart();
+    QVERIFY(!sweep->samples().empty());
+    for (const SweepChart::Sample &s : sweep->samples())
+        QVERIFY2(s.x <= 32768, qPrintable(QString::number(s.x)));
+    QVERIFY(sweep->maxFits().front() <= 32768);
+    // With RoPE scaling declared, the longer context is fine.
+    doc->edit(QStringLiteral("rope"), [](Scenario &s) { s.model.rope_scaling_factor = 16.0; });
+    QVERIFY(!warning->isVisible());
+    QVERIFY(!m_window->verdictPanel()->summaryText().contains(QStringLiteral("context length")));
+}
+
+void TestControlsPanel::inferenceHidesTrainingAndNamesTheKvCache()
+{
+    ScenarioDocument *doc = m_window->document();
+    doc->edit(QStringLiteral("mixed"),
+              [](Scenario &s) { s.training.precision = Precision::MixedBf16; });
+    auto *mode = m_window->findChild<QComboBox *>(QStringLiteral("mode"));
+    const int inference = mode->findData(QStringLiteral("inference"));
+    mode->setCurrentIndex(inference);
+    Q_EMIT mode->activated(inference);
+    QCOMPARE(doc->scenario().training.mode, Mode::Inference);
+    // No master copy in inference: the mixed precision became its 16-bit weights.
+    QCOMPARE(doc->scenario().training.precision, Precision::Bf16);
+    for (const char *name :
+         {"method", "optimizer", "gradientAccumulation", "checkpointing", "loss", "offloadOptimizer"})
+        QVERIFY2(!rowShown(m_window->findChild<QWidget *>(QLatin1String(name))), name);
+    QVERIFY(!m_window->findChild<CollapsibleSection *>(QStringLiteral("loraGroup"))
+                 ->isVisibleTo(m_window));
+    for (const char *name :
+         {"precision", "quantization", "microBatch", "sequenceLength", "attention"})
+        QVERIFY2(rowShown(m_window->findChild<QWidget *>(QLatin1String(name))), name);
+    auto *precision = m_window->findChild<QComboBox *>(QStringLiteral("precision"));
+    auto *items = qobject_cast<QStandardItemModel *>(precision->model());
+    QVERIFY(!items->item(precision->findData(QStringLiteral("mixed-bf16")))->isEnabled());
+    QVERIFY(items->item(precision->findData(QStringLiteral("bf16")))->isEnabled());
+
+    // The chart's legend and hover text say KV cache; no gradient or optimizer rows anywhere.
+    BudgetChart *chart = m_window->chart();
+    QStringList legend;
+    for (int i = 0; i < chart->legend->itemCount(); ++i)
+        if (auto *item = qobject_cast<QCPPlottableLegendItem *>(chart->legend->item(i)))
+            legend << item->plottable()->name();
+    QVERIFY2(legend.contains(QStringLiteral("KV cache")), qPrintable(legend.join(", ")));
+    QCOMPARE(chart->segmentValue(0, Component::KvCache),
+             static_cast<double>(doc->estimate().components[Component::KvCache])
+                 / static_cast<double>(kGiB));
+    QVERIFY(chart->segmentToolTip(0, Component::KvCache).contains(QStringLiteral("KV cache")));
+    m_window->action(QStringLiteral("actionCopyMarkdown"))->trigger();
+    const QString markdown = QApplication::clipboard()->text();
+    for (const char *row : {"| Gradients", "| Master weights", "| Optimizer states"})
+        QVERIFY2(!markdown.contains(QLatin1String(row)), row);
+    QVERIFY(markdown.contains(QStringLiteral("| KV cache")));
+    m_window->views()->setCurrentIndex(MainWindow::BreakdownViewIndex);
+    QTreeWidget *breakdown = m_window->breakdownView()->table();
+    QStringList rows;
+    for (int r = 0; r < breakdown->topLevelItemCount(); ++r)
+        rows << breakdown->topLevelItem(r)->text(0);
+    QVERIFY2(rows.contains(QStringLiteral("KV cache"))
+                 && !rows.contains(QStringLiteral("Gradients")),
+             qPrintable(rows.join(", ")));
+
+    // Back to training: everything returns.
+    const int train = mode->findData(QStringLiteral("train"));
+    mode->setCurrentIndex(train);
+    Q_EMIT mode->activated(train);
+    for (const char *name : {"method", "optimizer", "checkpointing"})
+        QVERIFY2(rowShown(m_window->findChild<QWidget *>(QLatin1String(name))), name);
+    QVERIFY(items->item(precision->findData(QStringLiteral("mixed-bf16")))->isEnabled());
+}
+
+void TestControlsPanel::gpuListFollowsTheUnitRoundedDown()
+{
+    auto *list = m_window->findChild<QListWidget *>(QStringLiteral("gpuList"));
+    auto textOf = [list](const char *id) {
+        for (int i = 0; i < list->count(); ++i)
+            if (list->item(i)->data(Qt::UserRole).toString() == QLatin1String(id))
+                return list->item(i)->text();
+        return QString();
+    };
+    // GiB by default: 24,564 MiB is 23.99 GiB, shown as 23.9 (never 24 GiB it does not have).
+    QVERIFY2(textOf("rtx-4090").endsWith(QStringLiteral("— 23.9 GiB")),
+             qPrintable(textOf("rtx-4090")));
+    QVERIFY2(textOf("a100-80gb").endsWith(QStringLiteral("— 80 GiB")),
+             qPrintable(textOf("a100-80gb")));
+    const bool checked
+        = list->findItems(QStringLiteral("RTX 4090"), Qt::MatchContains).front()->checkState()
+          == Qt::Checked;
+    m_window->setUnit(ByteUnit::GB);
+    QVERIFY2(textOf("rtx-4090").endsWith(QStringLiteral("— 25.7 GB")),
+             qPrintable(textOf("rtx-4090")));
+    // Switching units keeps the ticks.
+    QCOMPARE(list->findItems(QStringLiteral("RTX 4090"), Qt::MatchContains).front()->checkState()
+                 == Qt::Checked,
+             checked);
+}
+
+void TestControlsPanel::aHuggingFaceIdGetsAHint()
+{
+    auto *model = m_window->findChild<QComboBox *>(QStringLiteral("modelPreset"));
+    auto *hint = m_window->findChild<QLabel *>(QStringLiteral("modelHint"));
+    const Scenario before = m_window->document()->scenario();
+    model->lineEdit()->setText(QStringLiteral("https://huggingface.co/meta-llama/Llama-3.1-70B"));
+    Q_EMIT model->lineEdit()->editingFinished();
+    QVERIFY(hint->isVisible());
+    QVERIFY2(hint->text().contains(QStringLiteral("meta-llama/Llama-3.1-70B"))
+                 && hint->text().contains(QStringLiteral("Hugging Face")),
+             qPrintable(hint->text()));
+    QVERIFY(hint->text().contains(QStringLiteral("Press Enter")));
+    // The typed text stays (no silent revert), the model in use is unchanged.
+    QCOMPARE(model->currentText(),
+             QStringLiteral("https://huggingface.co/meta-llama/Llama-3.1-70B"));
+    QVERIFY(m_window->document()->scenario() == before);
+    // Something that is neither a preset nor an id gets a hint of its own.
+    model->lineEdit()->setText(QStringLiteral("no such model"));
+    Q_EMIT model->lineEdit()->editingFinished();
+    QVERIFY(hint->text().contains(QStringLiteral("No preset matches")));
+    // Choosing a preset clears it.
+    const int mistral = model->findData(QStringLiteral("mistral-7b-v0.1"));
+    model->setCurrentIndex(mistral);
+    Q_EMIT model->activated(mistral);
+    Q_EMIT model->lineEdit()->editingFinished();
+    QVERIFY(!hint->isVisible());
+}
+
+QTEST_MAIN(TestControlsPanel)
+#include "tst_controls_panel.moc"
