@@ -232,7 +232,7 @@ std::string estimateTable(const Scenario &scenario,
                + padded("Max seq", 12, true) + "\n";
         std::string reasons;
         for (const GpuSpec &g : gpus) {
-            const GpuVerdict v = gpuVerdict(model, est, g.memory_bytes);
+            const GpuVerdict v = gpuVerdict(model, est, g.memory_bytes, unit);
             // Headroom is capacity minus need ("-3.2 GB" when over); "n/a" when the need is too
             // large to represent.
             const std::string head = formatByteChange(est.device_total, g.memory_bytes, unit, 1);

@@ -69,7 +69,7 @@ StepReplay replayAgainst(const StepModel &model,
     return replayStep(model.timeline(), tokens, seq, settings);
 }
 
-std::string outOfMemoryText(const StepReplay &r)
+std::string outOfMemoryText(const StepReplay &r, ByteUnit unit)
 {
     if (!r.oom)
         return {};
@@ -94,10 +94,10 @@ std::string outOfMemoryText(const StepReplay &r)
         where = "in the optimizer step";
         break;
     }
-    std::string s = "a " + formatBytes(r.oom->requested) + " allocation fails " + where + " with "
-                    + formatBytes(r.oom->allocated) + " allocated";
+    std::string s = "a " + formatBytes(r.oom->requested, unit) + " allocation fails " + where
+                    + " with " + formatBytes(r.oom->allocated, unit) + " allocated";
     if (r.oom->cached_unusable > 0)
-        s += " and " + formatBytes(r.oom->cached_unusable) + " stuck in partly used segments";
+        s += " and " + formatBytes(r.oom->cached_unusable, unit) + " stuck in partly used segments";
     return s;
 }
 
@@ -141,7 +141,10 @@ MemoryBand memoryBand(const StepModel &model, const MemoryEstimate &est)
     return b;
 }
 
-GpuVerdict gpuVerdict(const StepModel &model, const MemoryEstimate &est, Bytes gpuMemory)
+GpuVerdict gpuVerdict(const StepModel &model,
+                      const MemoryEstimate &est,
+                      Bytes gpuMemory,
+                      ByteUnit unit)
 {
     const EstimateInput &in = model.input();
     GpuVerdict v;
@@ -168,11 +171,12 @@ GpuVerdict gpuVerdict(const StepModel &model, const MemoryEstimate &est, Bytes g
                     "context of eager module loading (about 1 GiB) or larger NCCL buffers";
     } else if (expandableFits) {
         v.verdict = FitVerdict::Tight;
-        v.reason = "runs out of memory by fragmentation as configured (" + outOfMemoryText(expected)
+        v.reason = "runs out of memory by fragmentation as configured ("
+                   + outOfMemoryText(expected, unit)
                    + "); with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True it fits";
     } else {
         v.verdict = FitVerdict::DoesNotFit;
-        v.reason = outOfMemoryText(expected);
+        v.reason = outOfMemoryText(expected, unit);
     }
     return v;
 }

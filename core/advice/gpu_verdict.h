@@ -2,6 +2,7 @@
 #pragma once
 
 #include "allocator/caching_allocator_model.h"
+#include "base/byte_format.h"
 #include "model/step_model.h"
 
 #include <optional>
@@ -44,7 +45,11 @@ MemoryBand memoryBand(const StepModel &model, const MemoryEstimate &estimate);
 
 // The verdict for one GPU of `gpuMemory` bytes at the estimate's shape (model.input()'s). Replays
 // the step against the capacity only when the band straddles it (release-and-retry decides then).
-GpuVerdict gpuVerdict(const StepModel &model, const MemoryEstimate &estimate, Bytes gpuMemory);
+// The reason's sizes are in `unit`.
+GpuVerdict gpuVerdict(const StepModel &model,
+                      const MemoryEstimate &estimate,
+                      Bytes gpuMemory,
+                      ByteUnit unit = ByteUnit::GiB);
 
 // Whether the expected case runs on a GPU of `gpuMemory` bytes at shape (b, s): one replay of the
 // step against the capacity (the fits oracle of the solvers).
