@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/model_states.h"
 
+#include "model/stack_profile.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -80,6 +82,17 @@ double quantizedBytes(Quantization q, double rows, double cols, double count)
     return 0;
 }
 
+// Bytes per element of a parameter that is not quantized: the precision's, or fp32 after PEFT's
+// prepare_model_for_kbit_training (TRL before 0.26 then casts embeddings and lm_head back to bf16).
+double storedBytes(const TrainingConfig &tr, TensorRole role, double precisionBytes)
+{
+    if (!kbitUpcast(tr))
+        return precisionBytes;
+    const bool head = role == TensorRole::Embedding || role == TensorRole::LmHead
+                      || role == TensorRole::PositionEmbedding;
+    return head && kbitKeepsHead16bit(tr) ? 2 : 4;
+}
+
 bool inDecoderLayer(TensorRole role)
 {
     return role != TensorRole::Embedding && role != TensorRole::PositionEmbedding
@@ -118,7 +131,8 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             s.linear_elements += n;
         const bool quantized = quant != Quantization::None && g.linear
                                && g.role != TensorRole::LmHead;
-        const double w = quantized ? quantizedBytes(quant, rows, cols, count) : n * wb;
+        const double w = quantized ? quantizedBytes(quant, rows, cols, count)
+                                   : n * storedBytes(tr, g.role, wb);
         const double perLayer = inLayer ? count / static_cast<double>(in.arch.layers) : count;
         s.weights += w;
         (inLayer ? s.layer_weights : s.root_weights) += w;
