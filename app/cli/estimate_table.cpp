@@ -5,6 +5,7 @@
 #include "advice/fit_solver.h"
 #include "advice/gpu_verdict.h"
 #include "base/time_format.h"
+#include "model/stack_profile.h"
 #include "throughput/throughput_model.h"
 
 #include <algorithm>
@@ -24,10 +25,26 @@ std::string padded(const std::string &text, std::size_t width, bool right)
 
 namespace {
 
+// ": optimizer adamw-fused, loss hf" - the choices the stack made (none for plain-torch).
+std::string stackDefaultsText(const EstimateInput &in)
+{
+    if (in.training.stack.name == Stack::PlainTorch)
+        return "";
+    std::string s;
+    for (const StackChoice &c : stackChoices(in)) {
+        if (!c.from_stack)
+            continue;
+        const std::size_t dot = c.key.rfind('.');
+        s += (s.empty() ? ": " : ", ") + c.key.substr(dot + 1) + " " + c.value;
+    }
+    return s;
+}
+
 std::string describeTraining(const EstimateInput &in)
 {
     const TrainingConfig &t = in.training;
-    std::string s = std::string(modeName(t.mode)) + " · " + methodName(t.method);
+    std::string s = "stack " + describeStack(t.stack) + stackDefaultsText(in) + "\n";
+    s += std::string(modeName(t.mode)) + " · " + methodName(t.method);
     if (t.method != Method::Full) {
         s += " r" + std::to_string(t.lora.rank);
         const auto names = loraTargetNames(t.lora.targets);
