@@ -210,6 +210,10 @@ std::string estimateTable(const Scenario &scenario,
         out += std::string(", in the ") + phaseLabel(est.peak_phase) + " phase";
     out += ".\n";
     out += explainPhase(input, est, est.peak_phase, unit) + "\n";
+    if (est.paged_optimizer_bytes > 0)
+        out += "Paged optimizer states: " + formatBytes(est.paged_optimizer_bytes, unit)
+               + " per GPU in CUDA managed memory, outside the caching allocator (paged to CPU "
+                 "RAM when the GPU is full; not in the totals above).\n";
     if (est.cpu_offload_total > 0)
         out += "CPU RAM for offload: " + formatBytes(est.cpu_offload_bytes, unit) + " per GPU, "
                + formatBytes(est.cpu_offload_total, unit) + " in all.\n";

@@ -155,6 +155,7 @@ nlohmann::json estimateToJson(const Scenario &scenario,
     perGpu["reserve_modelled"] = est.reserve_replayed;
     j["cpu_offload_bytes"] = est.cpu_offload_total;
     j["cpu_offload_bytes_per_gpu"] = est.cpu_offload_bytes;
+    j["paged_optimizer_bytes_per_gpu"] = est.paged_optimizer_bytes;
 
     const MemoryBand band = memoryBand(model, est);
     perGpu["band"] = {{"low", band.low}, {"expected", band.expected}, {"high", band.high}};

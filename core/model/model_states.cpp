@@ -216,6 +216,16 @@ void shard(ModelStates &s, const EstimateInput &in)
     }
     if (train && tr.offload.parameters)
         s.cpu_offload_bytes += s.weights / s.weight_shard;
+    // bitsandbytes paged optimizers allocate their states with cudaMallocManaged
+    // (bitsandbytes/functional.py, get_paged; optim/optimizer.py, get_state_buffer for tensors of
+    // 1e5 elements or more): the driver pages them to CPU under pressure and torch's caching
+    // allocator never sees them, so they stay out of its replay and of the fits test.
+    const bool paged = tr.optimizer == Optimizer::PagedAdamW
+                       || tr.optimizer == Optimizer::PagedAdamW8bit;
+    if (train && paged && s.resident_states > 0) {
+        s.paged_state_bytes = s.resident_states;
+        s.resident_states = 0;
+    }
 }
 
 } // namespace

@@ -143,6 +143,7 @@ void StepModel::fillDerivation(MemoryEstimate &est, double T, double s) const
     d.paged_optimizer = tr.optimizer == Optimizer::PagedAdamW
                         || tr.optimizer == Optimizer::PagedAdamW8bit;
     est.cpu_offload_bytes = toBytes(d.cpu_offload_bytes);
+    est.paged_optimizer_bytes = train ? toBytes(st.paged_state_bytes) : 0;
     est.cpu_offload_total = toBytes(d.cpu_offload_bytes
                                     * static_cast<double>(m_input.parallelism.gpus));
 }

@@ -498,8 +498,7 @@ void StepBuilder::optimizerStep()
         double temp = 0, parts = 1;
         const char *name = "optimizer working copies";
         switch (t.optimizer) {
-        case Optimizer::AdamW:
-        case Optimizer::PagedAdamW:
+        case Optimizer::AdamW: // bitsandbytes' paged AdamW updates tensor by tensor in one kernel
             if (!isDeepSpeed(m_s.sharding) && !isMixedMaster(t.precision)) {
                 temp = m_s.states / m_s.state_shard / 2; // the size of exp_avg_sq
                 name = "foreach AdamW sqrt(exp_avg_sq)";

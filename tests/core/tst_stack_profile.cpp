@@ -211,6 +211,22 @@ private slots:
                 > at(estimateMemory(nf4), Phase::Forward, Component::Activations));
     }
 
+    // bitsandbytes paged optimizers: states in CUDA managed memory, reported apart and kept out of
+    // the allocator's replay (so out of the fits test).
+    void pagedStatesLiveOutsideTheAllocator()
+    {
+        EstimateInput in = input(tinyLlama(), Method::Qlora, Precision::Bf16);
+        in.training.optimizer = Optimizer::AdamW;
+        const MemoryEstimate plain = estimateMemory(in);
+        in.training.optimizer = Optimizer::PagedAdamW;
+        const MemoryEstimate paged = estimateMemory(in);
+        const qint64 states = at(plain, Phase::OptimizerStep, Component::OptimizerStates);
+        QVERIFY(states > 0);
+        QCOMPARE(paged.paged_optimizer_bytes, states);
+        QCOMPARE(at(paged, Phase::OptimizerStep, Component::OptimizerStates), qint64(0));
+        QVERIFY(paged.peak_allocated < plain.peak_allocated);
+    }
+
     void choicesSayWhereTheyCameFrom()
     {
         EstimateInput in = withStack(input(tinyLlama(), Method::Full, Precision::Bf16),
