@@ -61,6 +61,18 @@ double optimizerStateBytes(Optimizer opt, double rows, double cols, double count
 
 namespace {
 
+// bitsandbytes paged optimizers put the states of tensors of 1e5 elements or more in CUDA managed
+// memory (bitsandbytes/optim/optimizer.py, get_state_buffer; functional.py, get_paged:
+// cudaMallocManaged): the driver pages them to CPU RAM under pressure and torch's caching
+// allocator never sees them, so they stay out of its replay and of the fits test.
+double pagedStateBytes(Optimizer opt, double rows, double cols, double count, double stateBytes)
+{
+    const bool paged = opt == Optimizer::PagedAdamW || opt == Optimizer::PagedAdamW8bit;
+    if (!paged || rows * cols < 1e5)
+        return 0;
+    return optimizerStateBytes(opt, rows, cols, count, stateBytes);
+}
+
 // Frozen base weights in a bitsandbytes format.
 //  - LLM.int8 (Dettmers et al. 2022, arXiv:2208.07339): int8 values plus an fp32 scale per output row;
 //  - NF4 (Dettmers et al. 2023, arXiv:2305.14314, section 3): 4-bit values plus an fp32 absmax per
@@ -139,12 +151,13 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
         (inLayer ? s.layer_tensors : s.root_tensors) += perLayer;
         if (!train)
             continue;
-        double grad = 0, master = 0, states = 0, tensors = 0;
+        double grad = 0, master = 0, states = 0, tensors = 0, paged = 0;
         if (full) {
             s.trainable += n;
             grad = n * wb;
             master = n * mb;
             states = optimizerStateBytes(tr.optimizer, rows, cols, count, sb);
+            paged = pagedStateBytes(tr.optimizer, rows, cols, count, sb);
             tensors = perLayer;
             s.largest_trainable = std::max(s.largest_trainable, rows * cols);
         } else if (g.linear && (g.lora_bits & tr.lora.targets) != 0) {
@@ -158,9 +171,13 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             master = adapter * mb;
             states = optimizerStateBytes(tr.optimizer, rows, rank, count, asb)
                      + optimizerStateBytes(tr.optimizer, rank, cols, count, asb);
+            paged = pagedStateBytes(tr.optimizer, rows, rank, count, asb)
+                    + pagedStateBytes(tr.optimizer, rank, cols, count, asb);
             tensors = 2 * perLayer;
             s.largest_trainable = std::max(s.largest_trainable, std::max(rows, cols) * rank);
         }
+        states -= paged; // outside torch's allocator
+        s.paged_states += paged;
         s.grads += grad;
         s.master += master;
         s.states += states;
@@ -216,16 +233,8 @@ void shard(ModelStates &s, const EstimateInput &in)
     }
     if (train && tr.offload.parameters)
         s.cpu_offload_bytes += s.weights / s.weight_shard;
-    // bitsandbytes paged optimizers allocate their states with cudaMallocManaged
-    // (bitsandbytes/functional.py, get_paged; optim/optimizer.py, get_state_buffer for tensors of
-    // 1e5 elements or more): the driver pages them to CPU under pressure and torch's caching
-    // allocator never sees them, so they stay out of its replay and of the fits test.
-    const bool paged = tr.optimizer == Optimizer::PagedAdamW
-                       || tr.optimizer == Optimizer::PagedAdamW8bit;
-    if (train && paged && s.resident_states > 0) {
-        s.paged_state_bytes = s.resident_states;
-        s.resident_states = 0;
-    }
+    if (train && !tr.offload.optimizer)
+        s.paged_state_bytes = s.paged_states / s.state_shard;
 }
 
 } // namespace
