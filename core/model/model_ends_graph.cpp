@@ -103,6 +103,20 @@ int lossTensor(GraphBuilder &b, const char *name, SizeExpr elements, double elem
     return b.graph().addTensor(t);
 }
 
+// logits.float() held until `upcastHold`, a shifted contiguous fp32 copy, log-softmax and NLL.
+int shiftedCopyLoss(GraphBuilder &b, int logits, Hold upcastHold, const char *upcastName)
+{
+    const SizeExpr n = b.elements(logits);
+    const int l32 = b.cast(logits, 4, upcastName);
+    markLogits(b, l32);
+    b.graph().tensors[static_cast<std::size_t>(l32)].hold = upcastHold;
+    const int shifted = b.copy(l32, n, 4, "shift_logits contiguous");
+    markLogits(b, shifted);
+    const int lsm = b.keepsOutput(shifted, n, 4, "log_softmax");
+    markLogits(b, lsm);
+    return nllLoss(b, lsm);
+}
+
 int torchtuneChunkedLoss(GraphBuilder &b, int logits)
 {
     constexpr double kChunks = 8; // CEWithChunkedOutputLoss(num_output_chunks=8)
@@ -180,27 +194,11 @@ int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision 
         markLogits(b, lsm);
         return nllLoss(b, lsm);
     }
-    case LossImplementation::HfLegacy: {
-        const int l32 = b.cast(logits, 4, "logits.float() (model output)");
-        markLogits(b, l32);
-        b.graph().tensors[static_cast<std::size_t>(l32)].hold = Hold::StepEnd;
-        const int shifted = b.copy(l32, n, 4, "shift_logits contiguous");
-        markLogits(b, shifted);
-        const int lsm = b.keepsOutput(shifted, n, 4, "log_softmax");
-        markLogits(b, lsm);
-        return nllLoss(b, lsm);
-    }
-    case LossImplementation::Hf446: {
+    case LossImplementation::HfLegacy:
+        return shiftedCopyLoss(b, logits, Hold::StepEnd, "logits.float() (model output)");
+    case LossImplementation::Hf446:
         b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
-        const int l32 = b.cast(logits, 4, "logits.float()");
-        markLogits(b, l32);
-        b.graph().tensors[static_cast<std::size_t>(l32)].hold = Hold::ForwardEnd;
-        const int shifted = b.copy(l32, n, 4, "shift_logits contiguous");
-        markLogits(b, shifted);
-        const int lsm = b.keepsOutput(shifted, n, 4, "log_softmax");
-        markLogits(b, lsm);
-        return nllLoss(b, lsm);
-    }
+        return shiftedCopyLoss(b, logits, Hold::ForwardEnd, "logits.float()");
     case LossImplementation::TorchtuneChunked:
         return torchtuneChunkedLoss(b, logits);
     case LossImplementation::LigerFused: // built with the projection (ligerFusedLoss)

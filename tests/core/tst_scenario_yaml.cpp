@@ -50,7 +50,9 @@ private slots:
         s.training.loss = LossImplementation::HfLegacy;
         s.training.lora = {64, 128.5, 0.1, TargetQ | TargetDown, AdapterPrecision::Base};
         s.training.offload = {true, true};
-        s.parallelism = {16, Sharding::Zero3, 2};
+        s.parallelism.gpus = 16;
+        s.parallelism.sharding = Sharding::Zero3;
+        s.parallelism.tensor_parallel = 2;
         s.overheads = {123456789, 987654321, 0.25};
         s.gpus = {"h100-80gb", "rtx-4090"};
         s.dataset = DatasetConfig{10000, 1024, 2.5};
