@@ -5,6 +5,7 @@
 #include "advice/fit_solver.h"
 #include "advice/gpu_verdict.h"
 #include "base/time_format.h"
+#include "model/stack_profile.h"
 #include "throughput/throughput_model.h"
 
 #include <algorithm>
@@ -24,10 +25,26 @@ std::string padded(const std::string &text, std::size_t width, bool right)
 
 namespace {
 
+// ": optimizer adamw-fused, loss hf" - the choices the stack made (none for plain-torch).
+std::string stackDefaultsText(const EstimateInput &in)
+{
+    if (in.training.stack.name == Stack::PlainTorch)
+        return "";
+    std::string s;
+    for (const StackChoice &c : stackChoices(in)) {
+        if (!c.from_stack)
+            continue;
+        const std::size_t dot = c.key.rfind('.');
+        s += (s.empty() ? ": " : ", ") + c.key.substr(dot + 1) + " " + c.value;
+    }
+    return s;
+}
+
 std::string describeTraining(const EstimateInput &in)
 {
     const TrainingConfig &t = in.training;
-    std::string s = std::string(modeName(t.mode)) + " · " + methodName(t.method);
+    std::string s = "stack " + describeStack(t.stack) + stackDefaultsText(in) + "\n";
+    s += std::string(modeName(t.mode)) + " · " + methodName(t.method);
     if (t.method != Method::Full) {
         s += " r" + std::to_string(t.lora.rank);
         const auto names = loraTargetNames(t.lora.targets);
@@ -193,6 +210,10 @@ std::string estimateTable(const Scenario &scenario,
         out += std::string(", in the ") + phaseLabel(est.peak_phase) + " phase";
     out += ".\n";
     out += explainPhase(input, est, est.peak_phase, unit) + "\n";
+    if (est.paged_optimizer_bytes > 0)
+        out += "Paged optimizer states: " + formatBytes(est.paged_optimizer_bytes, unit)
+               + " per GPU in CUDA managed memory, outside the caching allocator (paged to CPU "
+                 "RAM when the GPU is full; not in the totals above).\n";
     if (est.cpu_offload_total > 0)
         out += "CPU RAM for offload: " + formatBytes(est.cpu_offload_bytes, unit) + " per GPU, "
                + formatBytes(est.cpu_offload_total, unit) + " in all.\n";

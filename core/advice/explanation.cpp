@@ -166,6 +166,9 @@ std::string explainComponent(
         return num(d.trainable_per_gpu) + " trainable params x 4 B fp32 master copy"
                + shardText(d.state_shard) + total;
     case Component::OptimizerStates:
+        if (bytes == 0 && est.paged_optimizer_bytes > 0)
+            return "paged (" + formatBytes(est.paged_optimizer_bytes, unit)
+                   + " per GPU in CUDA managed memory, outside torch's allocator)";
         if (bytes == 0)
             return t.offload.optimizer
                        ? "offloaded to CPU RAM (" + formatBytes(est.cpu_offload_bytes, unit)
@@ -174,7 +177,11 @@ std::string explainComponent(
         return num(d.trainable_per_gpu) + " trainable params x "
                + num(d.optimizer_bytes_per_param, 3) + " B (" + optimizerName(t.optimizer) + ")"
                + shardText(d.state_shard)
-               + (d.paged_optimizer ? "; paged: may spill to CPU under pressure" : "") + total;
+               + (est.paged_optimizer_bytes > 0
+                      ? "; tensors of 1e5 values or more paged apart ("
+                            + formatBytes(est.paged_optimizer_bytes, unit) + " per GPU)"
+                      : "")
+               + total;
     case Component::Activations: {
         if (bytes == 0)
             return t.mode == Mode::Inference ? "none (inference saves nothing for backward)"

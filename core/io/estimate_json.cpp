@@ -5,6 +5,7 @@
 #include "advice/fit_solver.h"
 #include "advice/gpu_verdict.h"
 #include "model/scenario.h"
+#include "model/stack_profile.h"
 #include "model/step_model.h"
 #include "model/timeline_expand.h"
 #include "model/timeline_live.h"
@@ -89,6 +90,22 @@ nlohmann::json throughputToJson(const Scenario &scenario,
     return j;
 }
 
+// The stack and the byte-deciding choices it resolved: {"name", "version", "choices": [{"key",
+// "value", "from_stack"}]}. version is null when the newest known behaviour was used.
+nlohmann::json stackToJson(const EstimateInput &input)
+{
+    const StackConfig &s = input.training.stack;
+    nlohmann::json j;
+    j["name"] = stackName(s.name);
+    j["version"] = s.version.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.version);
+    j["description"] = describeStack(s);
+    nlohmann::json choices = nlohmann::json::array();
+    for (const StackChoice &c : stackChoices(input))
+        choices.push_back({{"key", c.key}, {"value", c.value}, {"from_stack", c.from_stack}});
+    j["choices"] = choices;
+    return j;
+}
+
 nlohmann::json estimateToJson(const Scenario &scenario,
                               const EstimateInput &input,
                               const MemoryEstimate &est,
@@ -100,6 +117,7 @@ nlohmann::json estimateToJson(const Scenario &scenario,
     j["format"] = kScenarioFormat;
     j["name"] = scenario.name;
     j["mode"] = modeName(input.training.mode);
+    j["stack"] = stackToJson(input);
     j["parameters"] = est.parameters;
     j["trainable_parameters"] = est.trainable_parameters;
 
@@ -137,6 +155,7 @@ nlohmann::json estimateToJson(const Scenario &scenario,
     perGpu["reserve_modelled"] = est.reserve_replayed;
     j["cpu_offload_bytes"] = est.cpu_offload_total;
     j["cpu_offload_bytes_per_gpu"] = est.cpu_offload_bytes;
+    j["paged_optimizer_bytes_per_gpu"] = est.paged_optimizer_bytes;
 
     const MemoryBand band = memoryBand(model, est);
     perGpu["band"] = {{"low", band.low}, {"expected", band.expected}, {"high", band.high}};

@@ -5,11 +5,13 @@
 
 #include "base/byte_format.h"
 #include "io/atomic_file.h"
+#include "io/deepspeed_config.h"
 #include "io/format_line.h"
 #include "io/input_file.h"
 #include "io/model_spec_yaml.h"
 #include "io/preset_catalog.h"
 #include "io/yaml_reader.h"
+#include "model/stack_profile.h"
 
 #include <map>
 
@@ -33,7 +35,8 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                       "attention",
                       "loss",
                       "lora",
-                      "offload"}))
+                      "offload",
+                      "kbit_fp32_upcast"}))
         return false;
     if (!(r.getEnum(t, "mode", c.mode, parseMode, kModeNames, 2)
           && r.getEnum(t, "method", c.method, parseMethod, kMethodNames, 3)
@@ -49,7 +52,8 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                        kCheckpointingNames,
                        3)
           && r.getEnum(t, "attention", c.attention, parseAttention, kAttentionNames, 3)
-          && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 3)))
+          && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 6)
+          && r.getBool(t, "kbit_fp32_upcast", c.kbit_fp32_upcast)))
         return false;
     // QLoRA implies a 4-bit base unless the file says otherwise.
     if (c.method == Method::Qlora)
@@ -107,6 +111,108 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
             return false;
     }
     return true;
+}
+
+// stack: a name, or {name, version}.
+bool readStack(YamlReader &r, const YAML::Node &node, StackConfig &stack)
+{
+    const YAML::Node nameNode = node.IsMap() ? node["name"] : node;
+    if (node.IsMap()) {
+        if (!r.expectMap(node, "stack", {"name", "version"}))
+            return false;
+        if (!nameNode.IsDefined())
+            return r.fail(node, "a stack needs a 'name' (" + allowedNames(kStackNames, 7) + ")");
+    } else if (!node.IsScalar()) {
+        return r.fail(node,
+                      "'stack' must be a name such as hf-trainer, or {name: hf-trainer, version: "
+                      "\"4.46\"}");
+    }
+    std::string name;
+    if (!r.scalarText(nameNode, "stack", name))
+        return false;
+    if (!parseStack(name, stack.name))
+        return r.fail(nameNode,
+                      "unknown stack '" + name + "'; expected " + allowedNames(kStackNames, 7));
+    if (node.IsMap() && node["version"].IsDefined()) {
+        std::string version;
+        LibraryVersion parsed;
+        if (!r.scalarText(node["version"], "version", version))
+            return false;
+        if (!parseLibraryVersion(version, parsed))
+            return r.fail(node["version"],
+                          "'" + version + "' is not a version; expected one such as 4.46 or 0.25.1 ("
+                              + stackLibrary(stack.name) + "'s)");
+        stack.version = version;
+    }
+    return true;
+}
+
+bool readDeepSpeedKeys(YamlReader &r, const YAML::Node &d, DeepSpeedConfig &c)
+{
+    if (!r.expectMap(d, "parallelism.deepspeed", {"reduce_bucket_size", "overlap_comm"}))
+        return false;
+    return r.getDouble(d, "reduce_bucket_size", c.reduce_bucket_size, 1, 1e12)
+           && r.getBool(d, "overlap_comm", c.overlap_comm);
+}
+
+bool readParallelism(YamlReader &r,
+                     const YAML::Node &p,
+                     ParallelismConfig &c,
+                     const std::string &fileName,
+                     DeepSpeedFileSettings &file)
+{
+    if (!r.expectMap(p,
+                     "parallelism",
+                     {"gpus",
+                      "sharding",
+                      "tensor_parallel",
+                      "fsdp_param_dtype",
+                      "fsdp_reduce_dtype",
+                      "deepspeed",
+                      "deepspeed_config"})
+        || !r.getInt(p, "gpus", c.gpus, 1, 1'000'000)
+        || !r.getEnum(p, "sharding", c.sharding, parseSharding, kShardingNames, 6)
+        || !r.getInt(p, "tensor_parallel", c.tensor_parallel, 1, 65536)
+        || !r.getEnum(p, "fsdp_param_dtype", c.fsdp_param_dtype, parseParamDtype, kParamDtypeNames, 3)
+        || !r.getEnum(p,
+                      "fsdp_reduce_dtype",
+                      c.fsdp_reduce_dtype,
+                      parseParamDtype,
+                      kParamDtypeNames,
+                      3)
+        || !r.getString(p, "deepspeed_config", c.deepspeed_config))
+        return false;
+    if (const YAML::Node d = p["deepspeed"]; d.IsDefined() && !readDeepSpeedKeys(r, d, c.deepspeed))
+        return false;
+    if (c.gpus % c.tensor_parallel != 0)
+        return r.fail(p,
+                      "gpus (" + std::to_string(c.gpus) + ") must be a multiple of tensor_parallel ("
+                          + std::to_string(c.tensor_parallel) + ")");
+    if (!c.deepspeed_config.empty()) {
+        std::string problem;
+        if (!readDeepSpeedConfigFile(resolveBeside(fileName, c.deepspeed_config), file, problem))
+            return r.fail(p["deepspeed_config"], problem);
+    }
+    return true;
+}
+
+// Which keys a stack may set were written in the file.
+ExplicitKeys explicitKeys(const YAML::Node &root)
+{
+    const YAML::Node t = root["training"];
+    const YAML::Node p = root["parallelism"];
+    auto has = [](const YAML::Node &map, const char *key) {
+        return map.IsDefined() && map.IsMap() && map[key].IsDefined();
+    };
+    ExplicitKeys x;
+    x.precision = has(t, "precision");
+    x.optimizer = has(t, "optimizer");
+    x.loss = has(t, "loss");
+    x.checkpointing = has(t, "gradient_checkpointing");
+    x.adapter_precision = has(t, "lora") && has(t["lora"], "adapter_precision");
+    x.sharding = has(p, "sharding");
+    x.offload = has(t, "offload");
+    return x;
 }
 
 bool readModel(YamlReader &r, const YAML::Node &m, ModelSpec &spec, const PresetCatalog *catalog)
@@ -241,6 +347,7 @@ std::optional<Scenario> parseScenario(const std::string &text,
                          {"format",
                           "name",
                           "description",
+                          "stack",
                           "model",
                           "training",
                           "parallelism",
@@ -273,22 +380,19 @@ std::optional<Scenario> parseScenario(const std::string &text,
             return std::nullopt;
         if (const YAML::Node m = root["model"]; m.IsDefined() && !readModel(r, m, s.model, catalog))
             return std::nullopt;
+        if (const YAML::Node st = root["stack"];
+            st.IsDefined() && !readStack(r, st, s.training.stack))
+            return std::nullopt;
         if (const YAML::Node t = root["training"]; t.IsDefined() && !readTraining(r, t, s.training))
             return std::nullopt;
-        if (const YAML::Node p = root["parallelism"]; p.IsDefined()) {
-            if (!r.expectMap(p, "parallelism", {"gpus", "sharding", "tensor_parallel"})
-                || !r.getInt(p, "gpus", s.parallelism.gpus, 1, 1'000'000)
-                || !r.getEnum(p, "sharding", s.parallelism.sharding, parseSharding, kShardingNames, 6)
-                || !r.getInt(p, "tensor_parallel", s.parallelism.tensor_parallel, 1, 65536))
-                return std::nullopt;
-            if (s.parallelism.gpus % s.parallelism.tensor_parallel != 0) {
-                r.fail(p,
-                       "gpus (" + std::to_string(s.parallelism.gpus)
-                           + ") must be a multiple of tensor_parallel ("
-                           + std::to_string(s.parallelism.tensor_parallel) + ")");
-                return std::nullopt;
-            }
-        }
+        DeepSpeedFileSettings dsFile;
+        if (const YAML::Node p = root["parallelism"];
+            p.IsDefined() && !readParallelism(r, p, s.parallelism, fileName, dsFile))
+            return std::nullopt;
+        // The deepspeed_config file fills what the scenario leaves out; then the stack's defaults.
+        ExplicitKeys given = explicitKeys(root);
+        applyDeepSpeedFileSettings(dsFile, given, s.training, s.parallelism);
+        applyStackDefaults(s.training, s.parallelism, given);
         if (const YAML::Node o = root["overheads"]; o.IsDefined()) {
             if (!r.expectMap(o,
                              "overheads",
@@ -407,10 +511,57 @@ std::optional<Scenario> loadScenarioFile(const std::string &path,
     return parseScenario(text, path, error, catalog);
 }
 
+namespace {
+
+std::string stackYaml(const StackConfig &stack)
+{
+    if (stack.version.empty())
+        return std::string("stack: ") + stackName(stack.name) + "\n";
+    return std::string("stack: {name: ") + stackName(stack.name)
+           + ", version: " + yamlString(stack.version) + "}\n";
+}
+
+// Keys written only when set, after the documented ones of `training`.
+void trainingExtras(const TrainingConfig &t, std::string &out)
+{
+    if (t.kbit_fp32_upcast)
+        out += std::string("  kbit_fp32_upcast: ") + (*t.kbit_fp32_upcast ? "true" : "false")
+               + "\n";
+}
+
+void parallelismYaml(const ParallelismConfig &p, std::string &out)
+{
+    out += "parallelism:\n";
+    out += "  gpus: " + std::to_string(p.gpus) + "\n";
+    out += std::string("  sharding: ") + shardingName(p.sharding) + "\n";
+    out += "  tensor_parallel: " + std::to_string(p.tensor_parallel) + "\n";
+    if (p.fsdp_param_dtype)
+        out += std::string("  fsdp_param_dtype: ") + paramDtypeName(*p.fsdp_param_dtype) + "\n";
+    if (p.fsdp_reduce_dtype)
+        out += std::string("  fsdp_reduce_dtype: ") + paramDtypeName(*p.fsdp_reduce_dtype) + "\n";
+    const DeepSpeedConfig &d = p.deepspeed;
+    if (!(d == DeepSpeedConfig{})) {
+        out += "  deepspeed:\n";
+        if (d.reduce_bucket_size)
+            out += "    reduce_bucket_size: " + formatYamlNumber(*d.reduce_bucket_size) + "\n";
+        if (d.overlap_comm)
+            out += std::string("    overlap_comm: ") + (*d.overlap_comm ? "true" : "false") + "\n";
+    }
+    if (!p.deepspeed_config.empty())
+        out += "  deepspeed_config: " + yamlString(p.deepspeed_config) + "\n";
+}
+
+} // namespace
+
 std::string scenarioToYaml(const Scenario &s)
 {
     const TrainingConfig &t = s.training;
-    const TrainingConfig defaults;
+    // What reading the file back would assume for the keys written only when they differ.
+    TrainingConfig defaults;
+    defaults.stack = t.stack;
+    defaults.method = t.method;
+    ParallelismConfig parallelDefaults;
+    applyStackDefaults(defaults, parallelDefaults);
     std::string out;
     out += "format: ";
     out += kScenarioFormat;
@@ -419,6 +570,8 @@ std::string scenarioToYaml(const Scenario &s)
         out += "name: " + yamlString(s.name) + "\n";
     if (!s.description.empty())
         out += "description: " + yamlString(s.description) + "\n";
+    if (!(t.stack == StackConfig{}))
+        out += stackYaml(t.stack);
     out += "model:\n";
     if (!s.model.preset.empty())
         out += "  preset: " + yamlString(s.model.preset) + "\n";
@@ -457,10 +610,8 @@ std::string scenarioToYaml(const Scenario &s)
     }
     out += std::string("  offload: {optimizer: ") + (t.offload.optimizer ? "true" : "false")
            + ", parameters: " + (t.offload.parameters ? "true" : "false") + "}\n";
-    out += "parallelism:\n";
-    out += "  gpus: " + std::to_string(s.parallelism.gpus) + "\n";
-    out += std::string("  sharding: ") + shardingName(s.parallelism.sharding) + "\n";
-    out += "  tensor_parallel: " + std::to_string(s.parallelism.tensor_parallel) + "\n";
+    trainingExtras(t, out);
+    parallelismYaml(s.parallelism, out);
     if (!(s.overheads == OverheadConfig{})) {
         out += "overheads:\n";
         out += "  cuda_context: " + std::to_string(s.overheads.cuda_context_bytes) + "\n";

@@ -119,6 +119,7 @@ private:
         double copies = 1;         // matrices per layer (MoE: the experts)
     };
     int baseMatmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
+    int int8Matmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
     int loraBranch(int x, int base, const LinearShape &shape, const char *name);
     int attention(int x);
     int rotary(int t, const char *name);
@@ -181,15 +182,22 @@ int LayerBuilder::linear(
 int LayerBuilder::baseMatmul(
     int x, int w, double weightElements, SizeExpr outElements, const char *name)
 {
+    if (m_p.quantization == Quantization::Int8)
+        return int8Matmul(x, w, weightElements, outElements, name);
     if (m_p.quantization != Quantization::None) {
-        // bitsandbytes MatMul4Bit: dequantizes the whole weight to the compute dtype in forward and
-        // again in backward; keeps only the packed weight (bitsandbytes/autograd/_functions.py).
+        // bitsandbytes Linear4bit casts its input to the compute dtype and returns its output in
+        // the input's dtype (bitsandbytes/nn/modules.py, Linear4bit.forward), so an fp32 stream
+        // (PEFT's k-bit preparation) stays fp32. MatMul4Bit dequantizes the whole weight to the
+        // compute dtype in forward and again in backward and keeps only the packed weight
+        // (bitsandbytes/autograd/_functions.py).
+        const double inBytes = m_b.elementBytes(x);
+        const int xc = m_b.cast(x, m_p.compute, "4-bit input cast");
         const int deq = m_b.copy(w, SizeExpr::constant(weightElements), 2, "dequantized weight");
         m_b.graph().tensors[static_cast<std::size_t>(deq)].use = TensorUse::WeightCopy;
-        const int out = m_b.matmul(x, deq, outElements, m_p.compute, name);
+        const int out = m_b.matmul(xc, deq, outElements, m_p.compute, name);
         m_b.lastOp().saves.clear();
         m_b.lastOp().backward_workspace = SizeExpr::constant(2 * weightElements);
-        return out;
+        return m_b.cast(out, inBytes, "4-bit output cast");
     }
     if (m_p.amp) {
         const int xc = amp16(x);
@@ -197,6 +205,26 @@ int LayerBuilder::baseMatmul(
         return m_b.matmul(xc, wc, outElements, 2, name);
     }
     return m_b.matmul(x, w, outElements, m_p.compute, name);
+}
+
+// bitsandbytes MatMul8bitLt (LLM.int8, bitsandbytes/autograd/_functions.py, 0.45 and later): the
+// input is cast to fp16 and quantized row-wise to int8 (transients), the int8 matmul returns the
+// input's dtype, and when an input needs a gradient it keeps (CAt, subA, A): the input A itself,
+// subA (its outlier columns, data-dependent, not counted) and CAt (only when the weight trains;
+// before 0.45 always, an int8 copy of A). Backward dequantizes the weight (CB) in A's dtype.
+int LayerBuilder::int8Matmul(
+    int x, int w, double weightElements, SizeExpr outElements, const char *name)
+{
+    const double inBytes = m_b.elementBytes(x);
+    const int a16 = m_b.cast(x, 2, "int8 input fp16 copy");
+    const int ca = m_b.copy(a16, m_b.elements(x), 1, "int8 quantized input");
+    m_b.graph().tensors[static_cast<std::size_t>(ca)].differentiable = false;
+    const int out = m_b.matmul(x, w, outElements, inBytes, name);
+    GraphOp &op = m_b.lastOp();
+    op.inputs.push_back(ca);
+    op.saves = {{x, 0}};
+    op.backward_workspace = SizeExpr::constant(inBytes * weightElements);
+    return out;
 }
 
 // PEFT LoRA: result = base(x) + lora_B(lora_A(dropout(x.to(A.dtype)))) * scaling, cast back to the
@@ -359,14 +387,15 @@ int LayerBuilder::sdpaCore(int q, int k, int v)
 
 int LayerBuilder::mlp(int x)
 {
-    const double E = m_p.compute;
     switch (m_arch.mlp) {
     case MlpKind::GatedSilu:
     case MlpKind::GatedGelu: {
         const int g = linear(x, TensorRole::Gate, m_h, m_i, TargetGate, "gate_proj");
         const int act = m_b.keepsInput(g, m_b.elements(g), m_b.elementBytes(g), "mlp activation");
         const int u = linear(x, TensorRole::Up, m_h, m_i, TargetUp, "up_proj");
-        const int p = m_b.mul(act, u, m_b.elements(u), E, "act(gate) * up");
+        // Type promotion: fp32 halves (an fp32 stream through 4-bit layers) give an fp32 product.
+        const double pBytes = std::max(m_b.elementBytes(act), m_b.elementBytes(u));
+        const int p = m_b.mul(act, u, m_b.elements(u), pBytes, "act(gate) * up");
         return linear(p, TensorRole::Down, m_i, m_h, TargetDown, "down_proj");
     }
     case MlpKind::Gelu: {

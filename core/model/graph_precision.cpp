@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/graph_precision.h"
 
+#include "model/stack_profile.h"
+
 namespace membudget {
 
 GraphPrecision graphPrecision(const TrainingConfig &t)
@@ -22,6 +24,17 @@ GraphPrecision graphPrecision(const TrainingConfig &t)
     p.adapter_weight = t.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : p.weight;
     const bool quantized = t.mode == Mode::Inference || t.method == Method::Qlora;
     p.quantization = quantized ? t.quantization : Quantization::None;
+    p.head_weight = p.weight;
+    if (kbitUpcast(t)) {
+        // peft/utils/other.py: every fp16/bf16 parameter that is not quantized becomes fp32;
+        // the Trainer's bf16/fp16 flag still autocasts (accelerate's autocast around forward).
+        p.kbit_upcast = true;
+        p.amp = t.precision != Precision::Fp32;
+        p.compute = p.amp ? 2 : 4;
+        p.stream = 4;
+        p.weight = 4;
+        p.head_weight = kbitKeepsHead16bit(t) ? 2 : 4;
+    }
     return p;
 }
 

@@ -23,6 +23,11 @@ struct GraphPrecision
     double lora_rank = 0;
     double lora_dropout = 0;
     Quantization quantization = Quantization::None; // frozen base weights stored quantized
+    // PEFT prepare_model_for_kbit_training (QLoRA): the non-quantized parameters are fp32, so the
+    // norms' outputs and the residual stream are fp32; the Trainer's autocast still runs the
+    // matmuls in 16-bit.
+    bool kbit_upcast = false;
+    double head_weight = 2; // bytes per element of the embedding and lm_head weights
 };
 
 GraphPrecision graphPrecision(const TrainingConfig &training);

@@ -115,9 +115,10 @@ struct MemoryEstimate
     Bytes peak_allocated = 0; // torch.cuda.max_memory_allocated()
     Bytes peak_reserved = 0;  // torch.cuda.max_memory_reserved()
     Bytes device_total = 0;   // nvidia-smi
-    Bytes cpu_offload_bytes = 0; // CPU RAM per GPU for offloaded states / parameters
-    Bytes cpu_offload_total = 0; // for all GPUs of the job
-    bool too_large = false;      // some figure saturated at 2^63 bytes
+    Bytes cpu_offload_bytes = 0;     // CPU RAM per GPU for offloaded states / parameters
+    Bytes cpu_offload_total = 0;     // for all GPUs of the job
+    Bytes paged_optimizer_bytes = 0; // per GPU: managed memory outside torch's allocator
+    bool too_large = false;          // some figure saturated at 2^63 bytes
     bool reserve_replayed
         = true; // reserved memory from the caching-allocator model (else a fraction)
     Derivation derivation;

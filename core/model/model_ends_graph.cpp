@@ -6,6 +6,7 @@
 #include "model/norm_graph.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace membudget {
 
@@ -60,11 +61,15 @@ int lmHead(GraphBuilder &b,
     const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
     const SizeExpr out = b.elements(x) * (vocab / h);
     int logits;
-    if (p.amp) {
+    if (p.amp && p.head_weight == 4) {
         const int copy = b.autocastWeightCopy(w, elements, "autocast lm_head copy");
         logits = b.matmul(b.cast(x, 2, "autocast input copy"), copy, out, 2, "lm_head logits");
     } else {
-        logits = b.matmul(x, w, out, p.compute, "lm_head logits");
+        logits = b.matmul(p.amp ? b.cast(x, 2, "autocast input copy") : x,
+                          w,
+                          out,
+                          p.amp ? 2 : p.compute,
+                          "lm_head logits");
     }
     b.graph().tensors[static_cast<std::size_t>(logits)].use = TensorUse::Logits;
     return logits;
@@ -86,6 +91,83 @@ int nllLoss(GraphBuilder &b, int logProbs)
     return loss;
 }
 
+// A tensor of the loss's chain (`elements` values of `elementBytes` bytes), no gradient of its own.
+int lossTensor(GraphBuilder &b, const char *name, SizeExpr elements, double elementBytes)
+{
+    GraphTensor t;
+    t.name = name;
+    t.size = elements * elementBytes;
+    t.element_bytes = elementBytes;
+    t.use = TensorUse::Logits;
+    t.differentiable = false;
+    return b.graph().addTensor(t);
+}
+
+// logits.float() held until `upcastHold`, a shifted contiguous fp32 copy, log-softmax and NLL.
+int shiftedCopyLoss(GraphBuilder &b, int logits, Hold upcastHold, const char *upcastName)
+{
+    const SizeExpr n = b.elements(logits);
+    const int l32 = b.cast(logits, 4, upcastName);
+    markLogits(b, l32);
+    b.graph().tensors[static_cast<std::size_t>(l32)].hold = upcastHold;
+    const int shifted = b.copy(l32, n, 4, "shift_logits contiguous");
+    markLogits(b, shifted);
+    const int lsm = b.keepsOutput(shifted, n, 4, "log_softmax");
+    markLogits(b, lsm);
+    return nllLoss(b, lsm);
+}
+
+int torchtuneChunkedLoss(GraphBuilder &b, int logits)
+{
+    constexpr double kChunks = 8; // CEWithChunkedOutputLoss(num_output_chunks=8)
+    const SizeExpr n = b.elements(logits);
+    b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
+    const int targets = ids(b, "shifted labels");
+    markLogits(b, targets);
+    const int chunk = lossTensor(b, "logits chunk .float()", n * (1 / kChunks), 4);
+    const int lsm = lossTensor(b, "log_softmax of every chunk", n, 4);
+    const int loss = lossTensor(b, "chunked cross_entropy", SizeExpr::constant(1), 4);
+    b.graph().tensors[static_cast<std::size_t>(loss)].differentiable = true;
+    GraphOp &op = b.graph().addOp("chunked cross_entropy");
+    op.inputs = {logits, targets};
+    op.outputs = {chunk, lsm, loss};
+    op.saves = {{lsm, -1}, {targets, -1}};
+    op.backward_workspace = n * (2 * 4 / kChunks); // a chunk's fp32 gradient and its softmax
+    return loss;
+}
+
+// Liger's LigerFusedLinearCrossEntropyLoss (src/liger_kernel/ops/fused_linear_cross_entropy.py):
+// the T x V logits never exist; tokens go through lm_head in chunks of T / ceil(V / H), so a
+// chunk's logits are about T x H elements (Liger rounds the chunk up to a power of two: up to
+// twice that, not counted); the cross-entropy kernel writes the logits' gradient in place and
+// forward already computes grad_input (T x H, the input's dtype) and, when lm_head trains,
+// grad_weight (V x H), both kept for backward.
+int ligerFusedLoss(
+    GraphBuilder &b, const GraphPrecision &p, int x, int w, double vocab, double h, double wElements)
+{
+    const SizeExpr n = b.elements(x);
+    const double chunkTokens = 1.0 / std::max(1.0, std::ceil(vocab / h)); // of T
+    const double logitBytes = p.amp ? 2 : p.compute;
+    const int targets = ids(b, "shifted labels");
+    markLogits(b, targets);
+    const int c = lossTensor(b, "fused CE logits chunk", n * (vocab / h * chunkTokens), logitBytes);
+    const int gradInput = lossTensor(b, "grad_input (fused CE)", n, b.elementBytes(x));
+    int gradWeight = -1;
+    if (p.train_base)
+        gradWeight = lossTensor(b, "grad_weight (fused CE)", SizeExpr::constant(wElements), p.grad);
+    const int loss = lossTensor(b, "fused linear cross_entropy", SizeExpr::constant(1), 4);
+    b.graph().tensors[static_cast<std::size_t>(loss)].differentiable = true;
+    GraphOp &op = b.graph().addOp("fused linear cross_entropy");
+    op.inputs = {x, w, targets};
+    op.outputs = {c, gradInput, loss};
+    op.saves = {{gradInput, 0}};
+    if (gradWeight >= 0) {
+        op.outputs.push_back(gradWeight);
+        op.saves.push_back({gradWeight, 1});
+    }
+    return loss;
+}
+
 // The causal-LM loss of each implementation (see LossImplementation).
 //  hf: ForCausalLMLoss (transformers >= 4.46) upcasts the logits to fp32 inside the loss; the
 //      model output (16-bit logits) is dropped by the Trainer when forward returns.
@@ -93,6 +175,13 @@ int nllLoss(GraphBuilder &b, int logProbs)
 //      through backward) and made a shifted contiguous fp32 copy for CrossEntropyLoss.
 //  chunked: a chunked cross-entropy over 8 chunks: 16-bit logits kept, one chunk's fp32 chain
 //      at a time in forward and in backward.
+//  hf-4.46: ForCausalLMLoss of transformers 4.46 to 4.48 (src/transformers/loss/loss_utils.py):
+//      logits.float(), then logits[..., :-1, :].contiguous(); the fp32 upcast lives until the
+//      loss returns, next to the shifted copy and the log-softmax.
+//  torchtune-chunked: CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py):
+//      the model returns its 16-bit logits in 8 chunks and each chunk is upcast with .float()
+//      before F.cross_entropy, whose log-softmax output autograd keeps: all 8 fp32 chunks live
+//      until backward, one chunk's upcast at a time is a transient.
 int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision &p, int logits)
 {
     const SizeExpr n = b.elements(logits);
@@ -105,16 +194,15 @@ int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision 
         markLogits(b, lsm);
         return nllLoss(b, lsm);
     }
-    case LossImplementation::HfLegacy: {
-        const int l32 = b.cast(logits, 4, "logits.float() (model output)");
-        markLogits(b, l32);
-        b.graph().tensors[static_cast<std::size_t>(l32)].hold = Hold::StepEnd;
-        const int shifted = b.copy(l32, n, 4, "shift_logits contiguous");
-        markLogits(b, shifted);
-        const int lsm = b.keepsOutput(shifted, n, 4, "log_softmax");
-        markLogits(b, lsm);
-        return nllLoss(b, lsm);
-    }
+    case LossImplementation::HfLegacy:
+        return shiftedCopyLoss(b, logits, Hold::StepEnd, "logits.float() (model output)");
+    case LossImplementation::Hf446:
+        b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
+        return shiftedCopyLoss(b, logits, Hold::ForwardEnd, "logits.float()");
+    case LossImplementation::TorchtuneChunked:
+        return torchtuneChunkedLoss(b, logits);
+    case LossImplementation::LigerFused: // built with the projection (ligerFusedLoss)
+        return logits;
     case LossImplementation::Chunked: {
         const int targets = ids(b, "shifted labels");
         markLogits(b, targets);
@@ -192,6 +280,13 @@ OpGraph headGraph(const ModelArchitecture &arch,
         g.tensors[static_cast<std::size_t>(normed)].hold = Hold::ForwardEnd;
     else // generate(): logits for the last position only (logits_to_keep=1), then fp32
         normed = b.copy(normed, SizeExpr::perSequence(h), b.elementBytes(normed), "last position");
+    if (p.train && training.loss == LossImplementation::LigerFused) {
+        const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
+        const double elements = parameterElements(layout, role, tp);
+        const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
+        g.output = ligerFusedLoss(b, p, normed, w, vocab, h, elements);
+        return g;
+    }
     const int logits = lmHead(b, arch, p, normed, vocab, layout, tp);
     g.output = p.train ? causalLmLoss(b, training, p, logits) : b.cast(logits, 4, "logits fp32");
     return g;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/model_states.h"
 
+#include "model/stack_profile.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -59,6 +61,18 @@ double optimizerStateBytes(Optimizer opt, double rows, double cols, double count
 
 namespace {
 
+// bitsandbytes paged optimizers put the states of tensors of 1e5 elements or more in CUDA managed
+// memory (bitsandbytes/optim/optimizer.py, get_state_buffer; functional.py, get_paged:
+// cudaMallocManaged): the driver pages them to CPU RAM under pressure and torch's caching
+// allocator never sees them, so they stay out of its replay and of the fits test.
+double pagedStateBytes(Optimizer opt, double rows, double cols, double count, double stateBytes)
+{
+    const bool paged = opt == Optimizer::PagedAdamW || opt == Optimizer::PagedAdamW8bit;
+    if (!paged || rows * cols < 1e5)
+        return 0;
+    return optimizerStateBytes(opt, rows, cols, count, stateBytes);
+}
+
 // Frozen base weights in a bitsandbytes format.
 //  - LLM.int8 (Dettmers et al. 2022, arXiv:2208.07339): int8 values plus an fp32 scale per output row;
 //  - NF4 (Dettmers et al. 2023, arXiv:2305.14314, section 3): 4-bit values plus an fp32 absmax per
@@ -78,6 +92,17 @@ double quantizedBytes(Quantization q, double rows, double cols, double count)
         return count * (n / 2 + std::ceil(n / 64.0) + 4 * std::ceil(n / (64.0 * 256.0)));
     }
     return 0;
+}
+
+// Bytes per element of a parameter that is not quantized: the precision's, or fp32 after PEFT's
+// prepare_model_for_kbit_training (TRL before 0.26 then casts embeddings and lm_head back to bf16).
+double storedBytes(const TrainingConfig &tr, TensorRole role, double precisionBytes)
+{
+    if (!kbitUpcast(tr))
+        return precisionBytes;
+    const bool head = role == TensorRole::Embedding || role == TensorRole::LmHead
+                      || role == TensorRole::PositionEmbedding;
+    return head && kbitKeepsHead16bit(tr) ? 2 : 4;
 }
 
 bool inDecoderLayer(TensorRole role)
@@ -118,19 +143,21 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             s.linear_elements += n;
         const bool quantized = quant != Quantization::None && g.linear
                                && g.role != TensorRole::LmHead;
-        const double w = quantized ? quantizedBytes(quant, rows, cols, count) : n * wb;
+        const double w = quantized ? quantizedBytes(quant, rows, cols, count)
+                                   : n * storedBytes(tr, g.role, wb);
         const double perLayer = inLayer ? count / static_cast<double>(in.arch.layers) : count;
         s.weights += w;
         (inLayer ? s.layer_weights : s.root_weights) += w;
         (inLayer ? s.layer_tensors : s.root_tensors) += perLayer;
         if (!train)
             continue;
-        double grad = 0, master = 0, states = 0, tensors = 0;
+        double grad = 0, master = 0, states = 0, tensors = 0, paged = 0;
         if (full) {
             s.trainable += n;
             grad = n * wb;
             master = n * mb;
             states = optimizerStateBytes(tr.optimizer, rows, cols, count, sb);
+            paged = pagedStateBytes(tr.optimizer, rows, cols, count, sb);
             tensors = perLayer;
             s.largest_trainable = std::max(s.largest_trainable, rows * cols);
         } else if (g.linear && (g.lora_bits & tr.lora.targets) != 0) {
@@ -144,9 +171,13 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             master = adapter * mb;
             states = optimizerStateBytes(tr.optimizer, rows, rank, count, asb)
                      + optimizerStateBytes(tr.optimizer, rank, cols, count, asb);
+            paged = pagedStateBytes(tr.optimizer, rows, rank, count, asb)
+                    + pagedStateBytes(tr.optimizer, rank, cols, count, asb);
             tensors = 2 * perLayer;
             s.largest_trainable = std::max(s.largest_trainable, std::max(rows, cols) * rank);
         }
+        states -= paged; // outside torch's allocator
+        s.paged_states += paged;
         s.grads += grad;
         s.master += master;
         s.states += states;
@@ -202,6 +233,8 @@ void shard(ModelStates &s, const EstimateInput &in)
     }
     if (train && tr.offload.parameters)
         s.cpu_offload_bytes += s.weights / s.weight_shard;
+    if (train && !tr.offload.optimizer)
+        s.paged_state_bytes = s.paged_states / s.state_shard;
 }
 
 } // namespace

@@ -43,6 +43,8 @@ struct ModelStates
     double resident_master = 0;   // not offloaded
     double resident_states = 0;   // not offloaded
     double cpu_offload_bytes = 0; // CPU RAM per GPU
+    double paged_states = 0;      // paged optimizer states (all GPUs' shards), not in `states`
+    double paged_state_bytes = 0; // per GPU: CUDA managed memory, outside torch's allocator
     bool gathers = false;         // parameters are gathered unit by unit (ZeRO-3 / FSDP)
 };
 

@@ -19,11 +19,14 @@ bool operator==(const TrainingConfig &a, const TrainingConfig &b)
            && a.micro_batch_size == b.micro_batch_size && a.sequence_length == b.sequence_length
            && a.gradient_accumulation_steps == b.gradient_accumulation_steps
            && a.checkpointing == b.checkpointing && a.attention == b.attention && a.loss == b.loss
-           && a.lora == b.lora && a.offload == b.offload;
+           && a.lora == b.lora && a.offload == b.offload && a.stack == b.stack
+           && a.kbit_fp32_upcast == b.kbit_fp32_upcast;
 }
 bool operator==(const ParallelismConfig &a, const ParallelismConfig &b)
 {
-    return a.gpus == b.gpus && a.sharding == b.sharding && a.tensor_parallel == b.tensor_parallel;
+    return a.gpus == b.gpus && a.sharding == b.sharding && a.tensor_parallel == b.tensor_parallel
+           && a.fsdp_param_dtype == b.fsdp_param_dtype && a.fsdp_reduce_dtype == b.fsdp_reduce_dtype
+           && a.deepspeed == b.deepspeed && a.deepspeed_config == b.deepspeed_config;
 }
 bool operator==(const OverheadConfig &a, const OverheadConfig &b)
 {

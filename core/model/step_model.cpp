@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/step_model.h"
 
+#include "model/stack_profile.h"
 #include "model/step_timeline_builder.h"
 #include "model/timeline_peaks.h"
 
@@ -9,19 +10,20 @@
 namespace membudget {
 
 StepModel::StepModel(const EstimateInput &input)
-    : m_input(input)
+    : m_input(resolveStackChoices(input))
 {
-    const ModelArchitecture &a = input.arch;
+    const ModelArchitecture &a = m_input.arch;
     m_valid = a.layers >= 1 && a.hidden_size >= 1 && a.head_dim >= 1 && a.attention_heads >= 1
               && a.kv_heads >= 1 && a.vocab_size >= 1 && a.intermediate_size >= 1;
     if (!m_valid)
         return;
-    const std::int64_t tp = input.parallelism.tensor_parallel;
+    const std::int64_t tp = m_input.parallelism.tensor_parallel;
+    const TrainingConfig graphTraining = graphTrainingConfig(m_input);
     m_layout = parameterLayout(a);
-    m_states = modelStates(input, m_layout);
-    m_graphs = stepGraphs(a, input.training, m_layout, tp);
-    m_timeline = buildStepTimeline(input, m_states, m_graphs);
-    m_profile = activationProfile(a, input.training, m_graphs, tp);
+    m_states = modelStates(m_input, m_layout);
+    m_graphs = stepGraphs(a, graphTraining, m_layout, tp);
+    m_timeline = buildStepTimeline(m_input, m_states, m_graphs);
+    m_profile = activationProfile(a, graphTraining, m_graphs, tp);
 }
 
 MemoryEstimate StepModel::estimate() const
@@ -141,6 +143,7 @@ void StepModel::fillDerivation(MemoryEstimate &est, double T, double s) const
     d.paged_optimizer = tr.optimizer == Optimizer::PagedAdamW
                         || tr.optimizer == Optimizer::PagedAdamW8bit;
     est.cpu_offload_bytes = toBytes(d.cpu_offload_bytes);
+    est.paged_optimizer_bytes = train ? toBytes(st.paged_state_bytes) : 0;
     est.cpu_offload_total = toBytes(d.cpu_offload_bytes
                                     * static_cast<double>(m_input.parallelism.gpus));
 }

@@ -3,6 +3,7 @@
 
 #include "model/graph_precision.h"
 #include "model/graph_timeline.h"
+#include "model/stack_profile.h"
 
 #include <algorithm>
 #include <memory>
@@ -32,7 +33,7 @@ public:
         : m_in(in)
         , m_s(states)
         , m_g(graphs)
-        , m_p(graphPrecision(in.training))
+        , m_p(graphPrecision(graphTrainingConfig(in)))
         , m_layers(static_cast<int>(in.arch.layers))
     {
         // FSDP SHARD_GRAD_OP keeps each unit gathered from its forward to its backward; FULL_SHARD
@@ -99,6 +100,7 @@ private:
     void forwardLayers();
     void forwardEnd();
     void backward();
+    double reduceBucketBytes() const;
     void backwardLayers();
     void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from);
     void optimizerStep();
@@ -325,15 +327,26 @@ void StepBuilder::forwardEnd()
 // Backward: loss.backward() from the head down to the embedding. Each layer's trainable weights
 // get their .grad as its backward produces them; with ZeRO-3 / FSDP the layer is gathered again
 // (the previous one prefetched), its gradients are made unsharded and reduce-scattered into a
-// shard when it is done; ZeRO-1/2 reduce through double-buffered buckets (transformers' "auto"
-// bucket sizes: hidden^2 elements).
+// shard when it is done; ZeRO-1/2 reduce through the stage's gradient buckets.
+// DeepSpeedZeroOptimizer.backward (deepspeed/runtime/zero/stage_1_and_2.py) allocates, with
+// contiguous_gradients, one reduce_bucket_size buffer in the gradients' dtype and a second one with
+// overlap_comm (double buffering); the stack profile fills the sizes (stack_profile.cpp). ZeRO-3
+// keeps the same two buckets here as an approximation of its own reduce buffers.
+double StepBuilder::reduceBucketBytes() const
+{
+    const DeepSpeedConfig &d = m_in.parallelism.deepspeed;
+    const double h = static_cast<double>(m_in.arch.hidden_size);
+    const double elements = d.reduce_bucket_size.value_or(h * h);
+    const double buffers = d.overlap_comm.value_or(true) ? 2 : 1;
+    return buffers * elements * m_s.grad_bytes_per_param;
+}
+
 void StepBuilder::backward()
 {
     TimelineBlock &b = m_tl.addBlock(Stage::Loss, Phase::Backward);
-    const double h = static_cast<double>(m_in.arch.hidden_size);
     if (isDeepSpeed(m_s.sharding) && m_in.parallelism.gpus > 1) {
-        const double bucket = std::min(2 * h * h * m_s.grad_bytes_per_param, m_s.resident_grads);
-        m_bucket = tensor("reduce buckets", bytes(bucket), Component::Temporaries, false);
+        m_bucket
+            = tensor("reduce buckets", bytes(reduceBucketBytes()), Component::Temporaries, false);
         alloc(b, m_bucket);
     }
     m_lossGrad = m_head->gradTensor(m_g.head.output);
@@ -485,8 +498,7 @@ void StepBuilder::optimizerStep()
         double temp = 0, parts = 1;
         const char *name = "optimizer working copies";
         switch (t.optimizer) {
-        case Optimizer::AdamW:
-        case Optimizer::PagedAdamW:
+        case Optimizer::AdamW: // bitsandbytes' paged AdamW updates tensor by tensor in one kernel
             if (!isDeepSpeed(m_s.sharding) && !isMixedMaster(t.precision)) {
                 temp = m_s.states / m_s.state_shard / 2; // the size of exp_avg_sq
                 name = "foreach AdamW sqrt(exp_avg_sq)";

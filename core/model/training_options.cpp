@@ -24,7 +24,16 @@ const char *const kAttentionNames[3] = {"eager", "sdpa", "flash"};
 const char *const kShardingNames[6]
     = {"none", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op"};
 const char *const kAdapterPrecisionNames[2] = {"fp32", "base"};
-const char *const kLossNames[3] = {"hf", "hf-legacy", "chunked"};
+const char *const kLossNames[6]
+    = {"hf", "hf-legacy", "chunked", "hf-4.46", "liger-fused", "torchtune-chunked"};
+const char *const kStackNames[7] = {"plain-torch",
+                                    "hf-trainer",
+                                    "trl-sft",
+                                    "accelerate-fsdp",
+                                    "deepspeed",
+                                    "torchtune",
+                                    "torchtitan"};
+const char *const kParamDtypeNames[3] = {"fp32", "bf16", "fp16"};
 const char *const kLoraTargetNames[7]
     = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
 
@@ -110,6 +119,22 @@ const char *lossName(LossImplementation v)
 bool parseLoss(const std::string &s, LossImplementation &v)
 {
     return parseEnumName(kLossNames, s, v);
+}
+const char *stackName(Stack v)
+{
+    return kStackNames[static_cast<int>(v)];
+}
+bool parseStack(const std::string &s, Stack &v)
+{
+    return parseEnumName(kStackNames, s, v);
+}
+const char *paramDtypeName(ParamDtype v)
+{
+    return kParamDtypeNames[static_cast<int>(v)];
+}
+bool parseParamDtype(const std::string &s, ParamDtype &v)
+{
+    return parseEnumName(kParamDtypeNames, s, v);
 }
 const char *adapterPrecisionName(AdapterPrecision v)
 {

@@ -42,10 +42,36 @@ enum class Sharding { None, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp };
 
 // How the causal-LM loss is computed, which decides the size of the logits spike.
 enum class LossImplementation {
-    Hf, // transformers >= 4.46 ForCausalLMLoss: fp32 upcast inside the loss, outputs dropped (Trainer)
+    Hf, // transformers >= 4.49 ForCausalLMLoss: fp32 upcast inside the loss, outputs dropped (Trainer)
     HfLegacy, // transformers < 4.46: fp32 logits kept in the model output plus a shifted fp32 copy
-    Chunked,  // chunked / fused cross-entropy (torchtune, Liger): logits never exist whole in fp32
+    Chunked,  // a generic chunked cross-entropy: one chunk's fp32 chain at a time (kept as written)
+    Hf446,    // transformers 4.46-4.48 ForCausalLMLoss: fp32 upcast plus a shifted fp32 copy
+    LigerFused, // Liger fused_linear_cross_entropy: no T x V logits, gradients made in forward
+    TorchtuneChunked, // torchtune CEWithChunkedOutputLoss: every chunk's fp32 log-softmax kept
 };
+
+// The software stack that runs the step. It sets the defaults the way that stack does (optimizer,
+// loss, PEFT's k-bit preparation, FSDP mixed precision, DeepSpeed buckets...); explicit keys win.
+// PlainTorch is MemBudget's behaviour before stacks existed.
+enum class Stack {
+    PlainTorch,
+    HfTrainer,
+    TrlSft,
+    AccelerateFsdp,
+    DeepSpeed,
+    Torchtune,
+    Torchtitan
+};
+
+struct StackConfig
+{
+    Stack name = Stack::PlainTorch;
+    std::string version; // the stack's main library version ("4.46", "0.25.1"); empty: newest known
+    bool operator==(const StackConfig &) const = default;
+};
+
+// A parameter dtype for FSDP's mixed-precision policy.
+enum class ParamDtype { Fp32, Bf16, Fp16 };
 
 // Hugging Face Llama module names; other families map their own names onto these.
 enum LoraTarget : unsigned {
@@ -94,6 +120,19 @@ struct TrainingConfig
     LossImplementation loss = LossImplementation::Hf;
     LoraConfig lora;
     OffloadConfig offload;
+    StackConfig stack;
+    // PEFT prepare_model_for_kbit_training for QLoRA: non-quantized parameters cast to fp32 (norms,
+    // embeddings, lm_head), input require-grads. Unset: the stack decides (stack_profile.h).
+    std::optional<bool> kbit_fp32_upcast;
+};
+
+// DeepSpeed ZeRO-1/2 gradient-reduction settings (deepspeed/runtime/zero/config.py); unset: the
+// stack's default. Bucket sizes are in elements.
+struct DeepSpeedConfig
+{
+    std::optional<double> reduce_bucket_size;
+    std::optional<bool> overlap_comm;
+    bool operator==(const DeepSpeedConfig &) const = default;
 };
 
 struct ParallelismConfig
@@ -101,6 +140,13 @@ struct ParallelismConfig
     std::int64_t gpus = 1;
     Sharding sharding = Sharding::None;
     std::int64_t tensor_parallel = 1;
+    // FSDP MixedPrecision(param_dtype, reduce_dtype); unset: the stack decides (none: the
+    // parameters' own dtype).
+    std::optional<ParamDtype> fsdp_param_dtype;
+    std::optional<ParamDtype> fsdp_reduce_dtype;
+    DeepSpeedConfig deepspeed;
+    std::string deepspeed_config;        // a DeepSpeed JSON file to read ZeRO settings from (io/)
+    DeepSpeedConfig deepspeed_from_file; // what that file says, under the keys above (not saved)
     std::int64_t dataParallel() const
     {
         return tensor_parallel > 0 ? gpus / tensor_parallel : gpus;
@@ -139,6 +185,10 @@ const char *shardingName(Sharding v);
 bool parseSharding(const std::string &s, Sharding &v);
 const char *lossName(LossImplementation v);
 bool parseLoss(const std::string &s, LossImplementation &v);
+const char *stackName(Stack v);
+bool parseStack(const std::string &s, Stack &v);
+const char *paramDtypeName(ParamDtype v);
+bool parseParamDtype(const std::string &s, ParamDtype &v);
 const char *adapterPrecisionName(AdapterPrecision v);
 bool parseAdapterPrecision(const std::string &s, AdapterPrecision &v);
 const char *loraTargetName(LoraTarget t);
@@ -156,7 +206,9 @@ extern const char *const kCheckpointingNames[3];
 extern const char *const kAttentionNames[3];
 extern const char *const kShardingNames[6];
 extern const char *const kAdapterPrecisionNames[2];
-extern const char *const kLossNames[3];
+extern const char *const kLossNames[6];
+extern const char *const kStackNames[7];
+extern const char *const kParamDtypeNames[3];
 extern const char *const kLoraTargetNames[7];
 
 // Bytes per element of the precision's 16-bit or 32-bit compute type.

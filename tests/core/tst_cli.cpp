@@ -49,6 +49,37 @@ private slots:
     }
     void cleanupTestCase() { QDir(m_dir).removeRecursively(); }
 
+    void estimateSaysTheStack()
+    {
+        const QString file = write("stack.yaml",
+                                   "format: membudget/1\nstack: {name: hf-trainer, version: "
+                                   "\"4.46\"}\nmodel: {preset: llama-3.1-8b}\n"
+                                   "training: {optimizer: lion}\n");
+        Result r = run({"estimate", file, "--json"});
+        QCOMPARE(r.code, 0);
+        const QJsonObject stack = QJsonDocument::fromJson(r.out).object()["stack"].toObject();
+        QCOMPARE(stack["name"].toString(), QString("hf-trainer"));
+        QCOMPARE(stack["version"].toString(), QString("4.46"));
+        bool sawLoss = false, sawOptimizer = false;
+        for (const QJsonValue &v : stack["choices"].toArray()) {
+            const QJsonObject c = v.toObject();
+            if (c["key"].toString() == "training.loss") {
+                sawLoss = true;
+                QCOMPARE(c["value"].toString(), QString("hf-4.46"));
+                QVERIFY(c["from_stack"].toBool());
+            }
+            if (c["key"].toString() == "training.optimizer") {
+                sawOptimizer = true;
+                QCOMPARE(c["value"].toString(), QString("lion"));
+                QVERIFY(!c["from_stack"].toBool());
+            }
+        }
+        QVERIFY(sawLoss && sawOptimizer);
+        r = run({"estimate", file});
+        QCOMPARE(r.code, 0);
+        QVERIFY2(r.out.contains("stack hf-trainer (transformers 4.46): "), r.out.constData());
+    }
+
     void estimateJsonHasTheDocumentedShape()
     {
         const QString file

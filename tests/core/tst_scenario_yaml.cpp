@@ -50,7 +50,9 @@ private slots:
         s.training.loss = LossImplementation::HfLegacy;
         s.training.lora = {64, 128.5, 0.1, TargetQ | TargetDown, AdapterPrecision::Base};
         s.training.offload = {true, true};
-        s.parallelism = {16, Sharding::Zero3, 2};
+        s.parallelism.gpus = 16;
+        s.parallelism.sharding = Sharding::Zero3;
+        s.parallelism.tensor_parallel = 2;
         s.overheads = {123456789, 987654321, 0.25};
         s.gpus = {"h100-80gb", "rtx-4090"};
         s.dataset = DatasetConfig{10000, 1024, 2.5};
@@ -277,6 +279,21 @@ parallelism:
                                        << 2 << 21 << "must be a number";
         QTest::newRow("negative price") << "format: membudget/1\nprices: {a100-80gb: -1}\n"
                                         << 2 << 21 << "between 0 and";
+        QTest::newRow("unknown stack") << "format: membudget/1\nstack: hf\n"
+                                       << 2 << 8 << "unknown stack 'hf'; expected plain-torch";
+        QTest::newRow("stack version not a version")
+            << "format: membudget/1\nstack: {name: trl-sft, version: latest}\n"
+            << 2 << 33 << "'latest' is not a version";
+        QTest::newRow("stack without name") << "format: membudget/1\nstack: {version: \"4.46\"}\n"
+                                            << 2 << 8 << "a stack needs a 'name'";
+        QTest::newRow("unknown loss") << "format: membudget/1\ntraining:\n  loss: liger\n"
+                                      << 3 << 9 << "liger-fused";
+        QTest::newRow("bad fsdp dtype")
+            << "format: membudget/1\nparallelism:\n  fsdp_param_dtype: int8\n"
+            << 3 << 21 << "fp32";
+        QTest::newRow("missing deepspeed config")
+            << "format: membudget/1\nparallelism:\n  deepspeed_config: /nonexistent/ds.json\n"
+            << 3 << 21 << "ds.json";
         QTest::newRow("binary garbage")
             << QString::fromLatin1("\x01\x02\xff\xfe: [") << 1 << 1 << "binary file, not text";
         QString deep = "format: membudget/1\nname: ";
@@ -302,6 +319,85 @@ parallelism:
         QCOMPARE(error.line, line);
         if (column > 0)
             QCOMPARE(error.column, column);
+    }
+
+    void stackRoundTripsAndSetsDefaults()
+    {
+        LoadError error;
+        const std::string text = "format: membudget/1\n"
+                                 "stack: {name: hf-trainer, version: \"4.46\"}\n"
+                                 "training: {method: qlora, precision: bf16}\n";
+        const auto s = parseScenario(text, "stack.yaml", error, &PresetCatalog::bundled());
+        QVERIFY2(s.has_value(), error.toString().c_str());
+        QCOMPARE(s->training.stack.name, Stack::HfTrainer);
+        QCOMPARE(s->training.stack.version, std::string("4.46"));
+        QCOMPARE(s->training.optimizer, Optimizer::AdamW);
+        QCOMPARE(s->training.loss, LossImplementation::Hf446);
+        QCOMPARE(s->training.checkpointing, Checkpointing::Full); // PEFT's k-bit recipe
+        QVERIFY(!s->training.kbit_fp32_upcast.has_value());       // decided at estimate time
+        const std::string saved = scenarioToYaml(*s);
+        QVERIFY2(saved.find("stack: {name: hf-trainer, version: \"4.46\"}") != std::string::npos,
+                 saved.c_str());
+        const auto back = parseScenario(saved, "back.yaml", error, &PresetCatalog::bundled());
+        QVERIFY2(back.has_value(), error.toString().c_str());
+        QVERIFY(*back == *s);
+        QCOMPARE(scenarioToYaml(*back), saved);
+
+        // Every key still overrides; a stack-less file keeps today's defaults.
+        const auto explicitOpt = parseScenario(
+            "format: membudget/1\nstack: torchtune\ntraining: {optimizer: adamw, loss: hf}\n",
+            "x.yaml",
+            error);
+        QVERIFY2(explicitOpt.has_value(), error.toString().c_str());
+        QCOMPARE(explicitOpt->training.optimizer, Optimizer::AdamW);
+        QCOMPARE(explicitOpt->training.loss, LossImplementation::Hf);
+        QCOMPARE(explicitOpt->training.precision, Precision::Bf16);
+        const auto plain = parseScenario("format: membudget/1\n", "p.yaml", error);
+        QVERIFY(plain.has_value());
+        QCOMPARE(plain->training.stack.name, Stack::PlainTorch);
+        QVERIFY(scenarioToYaml(*plain).find("stack") == std::string::npos);
+
+        Scenario all = *s;
+        all.training.kbit_fp32_upcast = false;
+        all.parallelism.gpus = 4;
+        all.parallelism.sharding = Sharding::Zero2;
+        all.parallelism.fsdp_param_dtype = ParamDtype::Bf16;
+        all.parallelism.fsdp_reduce_dtype = ParamDtype::Fp32;
+        all.parallelism.deepspeed.reduce_bucket_size = 2e8;
+        all.parallelism.deepspeed.overlap_comm = false;
+        const auto allBack = parseScenario(scenarioToYaml(all), "all.yaml", error);
+        QVERIFY2(allBack.has_value(), error.toString().c_str());
+        QVERIFY(*allBack == all);
+    }
+
+    void deepSpeedConfigFileFillsWhatTheScenarioLeavesOut()
+    {
+        const std::string dir = QDir::tempPath().toStdString() + "/membudget-ds-"
+                                + std::to_string(QCoreApplication::applicationPid());
+        std::filesystem::create_directories(dir);
+        std::ofstream(dir + "/ds.json")
+            << R"({"zero_optimization": {"stage": 2, "reduce_bucket_size": 2e8, "overlap_comm": true,
+   "allgather_bucket_size": "auto", "offload_optimizer": {"device": "cpu"}},
+ "bf16": {"enabled": true}})";
+        std::ofstream(dir + "/s.yaml") << "format: membudget/1\nstack: deepspeed\n"
+                                          "parallelism: {gpus: 2, deepspeed_config: ds.json}\n";
+        LoadError error;
+        const auto s = loadScenarioFile(dir + "/s.yaml", error);
+        QVERIFY2(s.has_value(), error.toString().c_str());
+        QCOMPARE(s->parallelism.sharding, Sharding::Zero2);
+        QCOMPARE(s->training.precision, Precision::MixedBf16);
+        QVERIFY(s->training.offload.optimizer);
+        QCOMPARE(*s->parallelism.deepspeed_from_file.reduce_bucket_size, 2e8);
+        QVERIFY(!s->parallelism.deepspeed.reduce_bucket_size); // the file's, not written back
+        QVERIFY(scenarioToYaml(*s).find("deepspeed_config: ds.json") != std::string::npos);
+
+        std::ofstream(dir + "/bad.json") << "{\"zero_optimization\": {\"stage\": 2,}\n";
+        std::ofstream(dir + "/b.yaml") << "format: membudget/1\n"
+                                          "parallelism: {deepspeed_config: bad.json}\n";
+        QVERIFY(!loadScenarioFile(dir + "/b.yaml", error).has_value());
+        QVERIFY2(QString::fromStdString(error.message).contains("bad.json:1:"),
+                 error.toString().c_str());
+        std::filesystem::remove_all(dir);
     }
 
     void fileErrorsAndAtomicSave()

@@ -289,10 +289,40 @@ def causal_lm_loss(logits, labels, vocab_size):
     return F.cross_entropy(logits, shift_labels, ignore_index=IGNORE_INDEX, reduction="mean")
 
 
+def causal_lm_loss_446(logits, labels, vocab_size):
+    """transformers 4.46-4.48 ForCausalLMLoss: the fp32 upcast stays referenced while a shifted
+    contiguous fp32 copy feeds the cross-entropy."""
+    logits = logits.float()
+    shift_logits = logits[..., :-1, :].contiguous()
+    shift_labels = labels[..., 1:].contiguous().to(shift_logits.device)
+    shift_logits = shift_logits.view(-1, vocab_size)
+    shift_labels = shift_labels.view(-1)
+    return F.cross_entropy(shift_logits, shift_labels, ignore_index=IGNORE_INDEX, reduction="mean")
+
+
+TORCHTUNE_CHUNKS = 8
+
+
+def torchtune_chunked_loss(logit_chunks, labels):
+    """torchtune CEWithChunkedOutputLoss(num_output_chunks=8): the model returns its logits in chunks
+    along the sequence; each chunk is upcast with .float() and summed through F.cross_entropy. The
+    labels are shifted by the recipe beforehand (here: padded and shifted as transformers does)."""
+    labels = F.pad(labels, (0, 1), value=IGNORE_INDEX)[..., 1:]
+    total = (labels != IGNORE_INDEX).sum()
+    label_chunks = [c.reshape(-1) for c in labels.chunk(TORCHTUNE_CHUNKS, dim=1)]
+    loss = 0.0
+    for logit_chunk, label_chunk in zip(logit_chunks, label_chunks):
+        logit_chunk = logit_chunk.reshape(-1, logit_chunk.size(-1))
+        loss = loss + F.cross_entropy(logit_chunk.float(), label_chunk, ignore_index=IGNORE_INDEX,
+                                      reduction="sum")
+    return loss / total
+
+
 class LlamaForCausalLM(nn.Module):
-    def __init__(self, arch, attention="eager", device=None, dtype=None):
+    def __init__(self, arch, attention="eager", device=None, dtype=None, loss="hf"):
         super().__init__()
         self.arch = arch
+        self.loss_kind = loss
         self.model = LlamaModel(arch, attention, device, dtype)
         self.lm_head = nn.Linear(arch.hidden_size, arch.vocab_size, bias=False, device=device, dtype=dtype)
         if arch.tied_embeddings:
@@ -322,10 +352,18 @@ class LlamaForCausalLM(nn.Module):
 
     def forward(self, input_ids, attention_mask=None, labels=None):
         hidden_states = self.model(input_ids, attention_mask)
+        if self.loss_kind == "torchtune-chunked":
+            # torchtune's TransformerDecoder with num_output_chunks: the output projection per chunk
+            logits = [self.lm_head(c) for c in hidden_states.chunk(TORCHTUNE_CHUNKS, dim=1)]
+            loss = torchtune_chunked_loss(logits, labels) if labels is not None else None
+            return loss, logits
         logits = self.lm_head(hidden_states[:, slice(0, None), :])
         loss = None
         if labels is not None:
-            loss = causal_lm_loss(logits, labels, self.arch.vocab_size)
+            if self.loss_kind == "hf-4.46":
+                loss = causal_lm_loss_446(logits, labels, self.arch.vocab_size)
+            else:
+                loss = causal_lm_loss(logits, labels, self.arch.vocab_size)
         return loss, logits
 
 

@@ -113,6 +113,12 @@ if _Mode is not None:
                 self.peak = max(self.peak, self.live_bytes)
             if self.param_ptrs and outs:
                 ins = [t for t in _tensors((args, kwargs))]
+                # A fresh output storage may reuse the address of a freed weight copy: forget it.
+                in_ptrs = {torch_compat.storage_key(t)[0] for t in ins}
+                for t_out in outs:
+                    out_ptr = torch_compat.storage_key(t_out)[0]
+                    if out_ptr not in in_ptrs:
+                        self.weight_copies.pop(out_ptr, None)
                 for t_in in ins:
                     ptr = torch_compat.storage_key(t_in)[0]
                     if ptr not in self.param_ptrs:

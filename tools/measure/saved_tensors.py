@@ -126,7 +126,8 @@ class SavedTensorRecorder:
         r.producer = type(t.grad_fn).__name__ if t.grad_fn is not None else (
             "(leaf)" if t.requires_grad else "(no grad)")
         r.saved_by = []
-        r.category = None
+        # Classified now: a weight copy's address can be reused by another tensor later.
+        r.category = "weight_copy" if r.storage_ptr in self.weight_copy_storages else None
         self.records.append(r)
         token = _Token(r.index, t)
         self._tokens.append(weakref.ref(token))
@@ -176,7 +177,7 @@ class SavedTensorRecorder:
     def _classify(self, r):
         if r.storage_ptr in self.param_storages:
             return "parameter"
-        if r.storage_ptr in self.weight_copy_storages:
+        if r.category == "weight_copy":
             return "weight_copy"
         if len(r.shape) >= 2 and r.shape[-1] == self.vocab_size and r.dtype.is_floating_point:
             return "logits"

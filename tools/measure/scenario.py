@@ -29,8 +29,11 @@ ARCH_REQUIRED = ("layers", "hidden_size", "intermediate_size", "attention_heads"
 TRAINING_KEYS = (
     "mode", "method", "precision", "quantization", "optimizer", "micro_batch_size",
     "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "attention", "lora",
-    "offload",
+    "offload", "loss",
 )
+# Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
+# (liger-fused) or an older transformers model (hf-legacy).
+LOSSES = ("hf", "hf-4.46", "torchtune-chunked")
 LORA_KEYS = ("rank", "alpha", "dropout", "targets", "adapter_precision")
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -87,6 +90,7 @@ class Training:
     gradient_accumulation_steps: int = 1
     gradient_checkpointing: str = "none"
     attention: str = "sdpa"
+    loss: str = "hf"
     lora: LoraSettings = field(default_factory=LoraSettings)
 
 
@@ -282,6 +286,12 @@ def _parse_training(tr, path):
         raise Unsupported("%s: selective checkpointing (Megatron) is unsupported by the harness; HF "
                           "checkpoints whole decoder layers" % _where(path))
 
+    loss = tr.get("loss", "hf")
+    if loss in ("hf-legacy", "chunked", "liger-fused"):
+        raise Unsupported("%s: loss %s is unsupported by the harness (it writes %s)"
+                          % (_where(path), loss, ", ".join(LOSSES)))
+    loss = _choice(loss, "loss", LOSSES, path)
+
     lora_doc = tr.get("lora") or {}
     _check_keys(lora_doc, LORA_KEYS, "training.lora", path)
     targets = lora_doc.get("targets", ["q_proj", "k_proj", "v_proj", "o_proj"])
@@ -310,6 +320,7 @@ def _parse_training(tr, path):
                                          "gradient_accumulation_steps", path),
         gradient_checkpointing=ckpt,
         attention=_choice(tr.get("attention", "sdpa"), "attention", ATTENTIONS, path),
+        loss=loss,
         lora=lora,
     )
 

@@ -44,7 +44,8 @@ class Setup:
         torch.manual_seed(seed)
         if self.device.type == "cuda":
             torch.cuda.manual_seed_all(seed)
-        model = LlamaForCausalLM(arch, tr.attention, device=self.device, dtype=self.param_dtype)
+        model = LlamaForCausalLM(arch, tr.attention, device=self.device, dtype=self.param_dtype,
+                                 loss=tr.loss)
         model.init_weights()
         self.wrapped_linears = 0
         if tr.method == "lora":

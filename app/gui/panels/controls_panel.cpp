@@ -12,6 +12,7 @@
 #include "dialogs/architecture_dialog.h"
 #include "document/scenario_document.h"
 #include "hub/hub_model_ref.h"
+#include "model/stack_profile.h"
 #include "widgets/log_slider.h"
 
 #include <QCheckBox>
@@ -81,7 +82,19 @@ const EnumLabel kOptimizerLabels[]
 const EnumLabel kLossLabels[]
     = {{"hf", QT_TRANSLATE_NOOP("Controls", "Transformers (fp32 upcast)")},
        {"hf-legacy", QT_TRANSLATE_NOOP("Controls", "Transformers < 4.46 (keeps fp32 logits)")},
-       {"chunked", QT_TRANSLATE_NOOP("Controls", "Chunked cross-entropy")}};
+       {"chunked", QT_TRANSLATE_NOOP("Controls", "Chunked cross-entropy")},
+       {"hf-4.46", QT_TRANSLATE_NOOP("Controls", "Transformers 4.46-4.48 (shifted fp32 copy)")},
+       {"liger-fused", QT_TRANSLATE_NOOP("Controls", "Liger fused linear cross-entropy")},
+       {"torchtune-chunked",
+        QT_TRANSLATE_NOOP("Controls", "torchtune chunked (keeps fp32 chunks)")}};
+const EnumLabel kStackLabels[]
+    = {{"plain-torch", QT_TRANSLATE_NOOP("Controls", "Plain PyTorch")},
+       {"hf-trainer", QT_TRANSLATE_NOOP("Controls", "Hugging Face Trainer")},
+       {"trl-sft", QT_TRANSLATE_NOOP("Controls", "TRL SFTTrainer")},
+       {"accelerate-fsdp", QT_TRANSLATE_NOOP("Controls", "Accelerate + FSDP")},
+       {"deepspeed", QT_TRANSLATE_NOOP("Controls", "DeepSpeed")},
+       {"torchtune", QT_TRANSLATE_NOOP("Controls", "torchtune")},
+       {"torchtitan", QT_TRANSLATE_NOOP("Controls", "torchtitan")}};
 const EnumLabel kCheckpointingLabels[]
     = {{"none", QT_TRANSLATE_NOOP("Controls", "Off")},
        {"full", QT_TRANSLATE_NOOP("Controls", "Full (every layer)")},
@@ -447,6 +460,21 @@ QWidget *ControlsPanel::buildTrainingGroup()
         });
     });
     form->addRow(tr("Me&thod:"), m_method);
+
+    m_stack = enumCombo("stack",
+                        kStackLabels,
+                        tr("The library that runs the step: picking one sets the optimizer, loss, "
+                           "checkpointing and sharding the way it does (newest known version); "
+                           "each control below still overrides"));
+    connect(m_stack, &QComboBox::activated, this, [this] {
+        const std::string name = comboName(m_stack);
+        edit(tr("Change stack"), [name](Scenario &s) {
+            parseStack(name, s.training.stack.name);
+            s.training.stack.version.clear();
+            applyStackDefaults(s.training, s.parallelism);
+        });
+    });
+    form->addRow(tr("Stack:"), m_stack);
 
     m_precision
         = enumCombo("precision",
@@ -1019,6 +1047,7 @@ void ControlsPanel::syncFromDocument()
     for (int i = 0; i < m_loraTargets.size(); ++i)
         m_loraTargets[i]->setChecked((t.lora.targets & kTargets[i]) != 0);
     selectName(m_adapterPrecision, adapterPrecisionName(t.lora.adapter_precision));
+    selectName(m_stack, stackName(t.stack.name));
     selectName(m_precision, precisionName(t.precision));
     selectName(m_quantization, quantizationName(t.quantization));
     m_quantization->setEnabled(t.method == Method::Qlora || !train

@@ -115,6 +115,7 @@ private:
     QDoubleSpinBox *m_loraDropout = nullptr;
     QList<QCheckBox *> m_loraTargets;
     QComboBox *m_adapterPrecision = nullptr;
+    QComboBox *m_stack = nullptr;
     QComboBox *m_precision = nullptr;
     QComboBox *m_quantization = nullptr;
     QComboBox *m_optimizer = nullptr;

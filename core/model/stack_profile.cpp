@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/stack_profile.h"
+
+#include "model/model_states.h"
+
+#include <cctype>
+#include <cstdio>
+#include <optional>
+
+namespace membudget {
+
+namespace {
+
+// The keys a stack decides when a scenario leaves them out.
+struct StaticDefaults
+{
+    std::optional<Precision> precision;
+    Optimizer optimizer = Optimizer::AdamW;
+    LossImplementation loss = LossImplementation::Hf;
+    std::optional<Checkpointing> checkpointing;
+    AdapterPrecision adapter = AdapterPrecision::Fp32;
+    std::optional<Sharding> sharding;
+};
+
+LibraryVersion effectiveVersion(const StackConfig &s)
+{
+    LibraryVersion v;
+    if (!s.version.empty() && parseLibraryVersion(s.version, v))
+        return v;
+    return newestKnownVersion(s.name);
+}
+
+bool before(const LibraryVersion &v, int major, int minor, int patch = 0)
+{
+    return v < LibraryVersion{major, minor, patch};
+}
+
+// transformers' causal-LM loss by release (src/transformers/loss/loss_utils.py, ForCausalLMLoss):
+// before 4.46 the model upcast the logits itself and sliced a shifted contiguous fp32 copy; 4.46 to
+// 4.48 moved that into ForCausalLMLoss (still a shifted fp32 copy of the logits); from 4.49 the
+// labels are padded and shifted instead, so only the fp32 upcast remains.
+LossImplementation transformersLoss(const LibraryVersion &v)
+{
+    if (before(v, 4, 46))
+        return LossImplementation::HfLegacy;
+    if (before(v, 4, 49))
+        return LossImplementation::Hf446;
+    return LossImplementation::Hf;
+}
+
+// TrainingArguments.optim: "adamw_torch" (torch.optim.AdamW, foreach on CUDA) from 4.32
+// (transformers PR #25109), "adamw_torch_fused" with torch >= 2.8 from 4.54 (PR #37358). Before
+// 4.32 "adamw_hf", transformers' own per-tensor AdamW: no group-wide temporaries, as the fused one.
+Optimizer transformersOptimizer(const LibraryVersion &v)
+{
+    if (before(v, 4, 32))
+        return Optimizer::AdamWFused;
+    if (before(v, 4, 54))
+        return Optimizer::AdamW;
+    return Optimizer::AdamWFused;
+}
+
+StaticDefaults staticDefaults(const TrainingConfig &t)
+{
+    StaticDefaults d;
+    const LibraryVersion v = effectiveVersion(t.stack);
+    const bool qlora = t.method == Method::Qlora;
+    switch (t.stack.name) {
+    case Stack::PlainTorch:
+        break;
+    case Stack::HfTrainer:
+        d.optimizer = transformersOptimizer(v);
+        d.loss = transformersLoss(v);
+        // The PEFT QLoRA recipe: prepare_model_for_kbit_training(model) turns gradient
+        // checkpointing on by default (peft/utils/other.py, use_gradient_checkpointing=True).
+        if (qlora)
+            d.checkpointing = Checkpointing::Full;
+        break;
+    case Stack::TrlSft:
+        // TRL >= 0.22 requires transformers >= 4.55 (adamw_torch_fused) and defaults SFTConfig's
+        // gradient_checkpointing to True (trl/trainer/sft_config.py); TRL >= 0.26 no longer
+        // prepares k-bit models and casts the adapters of a quantized model to bf16
+        // (trl/trainer/sft_trainer.py).
+        d.optimizer = before(v, 0, 22) ? Optimizer::AdamW : Optimizer::AdamWFused;
+        if (!before(v, 0, 22))
+            d.checkpointing = Checkpointing::Full;
+        if (qlora && !before(v, 0, 26))
+            d.adapter = AdapterPrecision::Base;
+        break;
+    case Stack::AccelerateFsdp:
+        // FullyShardedDataParallelPlugin: FULL_SHARD, fsdp_version 1 unless FSDP_VERSION says 2
+        // (accelerate/utils/dataclasses.py); the script's own torch.optim.AdamW (foreach).
+        d.sharding = Sharding::FsdpFull;
+        break;
+    case Stack::DeepSpeed:
+        // An "AdamW" optimizer in the DeepSpeed config runs as FusedAdam (multi-tensor, in place).
+        d.optimizer = Optimizer::AdamWFused;
+        break;
+    case Stack::Torchtune:
+        // Recipes: dtype bf16, torch.optim.AdamW(fused=True), LoRA adapters in the model dtype,
+        // FSDP in the distributed recipes; the loss is CEWithChunkedOutputLoss
+        // (recipes/configs/llama3_1/8B_lora*.yaml, torchtune/modules/loss/ce_chunked_output_loss.py).
+        d.precision = Precision::Bf16;
+        d.optimizer = Optimizer::AdamWFused;
+        d.loss = LossImplementation::TorchtuneChunked;
+        d.adapter = AdapterPrecision::Base;
+        d.sharding = Sharding::FsdpFull;
+        break;
+    case Stack::Torchtitan:
+        // fp32 parameters with bf16 compute (training.mixed_precision_param), AdamW
+        // implementation "fused", FSDP (torchtitan/config/configs.py, trainer.py,
+        // components/optimizer/optimizer.py). Its default selective (op-level) activation
+        // checkpointing is not modelled yet: gradient_checkpointing stays the scenario's.
+        d.precision = Precision::AmpBf16;
+        d.optimizer = Optimizer::AdamWFused;
+        d.sharding = Sharding::FsdpFull;
+        break;
+    }
+    return d;
+}
+
+bool shardsOverFsdp(const EstimateInput &in)
+{
+    const Sharding s = in.parallelism.sharding;
+    return (s == Sharding::FsdpFull || s == Sharding::FsdpGradOp)
+           && (in.parallelism.gpus > 1 || in.training.offload.parameters);
+}
+
+bool shardedQlora(const EstimateInput &in)
+{
+    return in.parallelism.gpus > 1
+           && (shardsParameters(in.parallelism.sharding)
+               || in.parallelism.sharding == Sharding::FsdpGradOp);
+}
+
+// PEFT prepare_model_for_kbit_training: the PEFT QLoRA recipe with the Trainer calls it; TRL's
+// SFTTrainer did before 0.26 unless the 4-bit weights are sharded (FSDP / ZeRO-3 QLoRA keep them on
+// the CPU or meta device first: trl/models/utils.py, prepare_peft_model).
+bool stackUpcastsKbit(const EstimateInput &in)
+{
+    if (in.training.method != Method::Qlora || in.training.mode != Mode::Train)
+        return false;
+    const StackConfig &s = in.training.stack;
+    switch (s.name) {
+    case Stack::HfTrainer:
+        return !shardedQlora(in);
+    case Stack::TrlSft:
+        return before(effectiveVersion(s), 0, 26) && !shardedQlora(in);
+    default:
+        return false;
+    }
+}
+
+// accelerate's FSDP plugin: MixedPrecision(param_dtype=reduce_dtype=buffer_dtype=the mixed
+// precision) for FSDP1, MixedPrecisionPolicy(param_dtype, reduce_dtype, output_dtype) for FSDP2
+// (set_mixed_precision); torchtitan: param bf16, reduce fp32.
+void fsdpMixedPrecision(EstimateInput &in)
+{
+    ParallelismConfig &p = in.parallelism;
+    const Precision prec = in.training.precision;
+    if (!shardsOverFsdp(in) || !isAmp(prec))
+        return;
+    const ParamDtype half = prec == Precision::AmpFp16 ? ParamDtype::Fp16 : ParamDtype::Bf16;
+    switch (in.training.stack.name) {
+    case Stack::HfTrainer:
+    case Stack::TrlSft:
+    case Stack::AccelerateFsdp:
+        if (!p.fsdp_param_dtype)
+            p.fsdp_param_dtype = half;
+        if (!p.fsdp_reduce_dtype)
+            p.fsdp_reduce_dtype = *p.fsdp_param_dtype;
+        break;
+    case Stack::Torchtitan:
+        if (!p.fsdp_param_dtype)
+            p.fsdp_param_dtype = ParamDtype::Bf16;
+        if (!p.fsdp_reduce_dtype)
+            p.fsdp_reduce_dtype = ParamDtype::Fp32;
+        break;
+    default:
+        break;
+    }
+}
+
+// ZeRO-1/2 buckets (deepspeed/runtime/zero/config.py, stage_1_and_2.py): DeepSpeed's own
+// defaults are 5e8-element buckets and overlap_comm only for stage 3; Hugging Face's integration
+// fills reduce_bucket_size "auto" with hidden_size^2 and its example configs turn overlap_comm on
+// (MemBudget's behaviour before stacks, kept for plain-torch).
+void deepSpeedBuckets(EstimateInput &in)
+{
+    DeepSpeedConfig &d = in.parallelism.deepspeed;
+    const DeepSpeedConfig &file = in.parallelism.deepspeed_from_file;
+    if (!d.reduce_bucket_size)
+        d.reduce_bucket_size = file.reduce_bucket_size;
+    if (!d.overlap_comm)
+        d.overlap_comm = file.overlap_comm;
+    const double h = static_cast<double>(in.arch.hidden_size);
+    const bool native = in.training.stack.name == Stack::DeepSpeed;
+    if (!d.reduce_bucket_size)
+        d.reduce_bucket_size = native ? 5e8 : h * h;
+    if (!d.overlap_comm)
+        d.overlap_comm = native ? in.parallelism.sharding == Sharding::Zero3 : true;
+}
+
+std::string dtypeText(const std::optional<ParamDtype> &d)
+{
+    return d ? paramDtypeName(*d) : "none (the parameters' dtype)";
+}
+
+std::string number(double v)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return text;
+}
+
+} // namespace
+
+bool parseLibraryVersion(const std::string &text, LibraryVersion &out)
+{
+    std::size_t i = !text.empty() && (text[0] == 'v' || text[0] == 'V') ? 1 : 0;
+    int parts[3] = {0, 0, 0};
+    int count = 0;
+    while (count < 3 && i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+        long value = 0;
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+            value = value * 10 + (text[i] - '0');
+            if (value > 100000)
+                return false;
+            ++i;
+        }
+        parts[count++] = static_cast<int>(value);
+        if (i < text.size() && text[i] == '.' && i + 1 < text.size()
+            && std::isdigit(static_cast<unsigned char>(text[i + 1])))
+            ++i;
+        else
+            break;
+    }
+    if (count == 0)
+        return false;
+    for (; i < text.size(); ++i) { // a suffix: ".dev0", "rc1", "+cu121"
+        const char c = text[i];
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '+')
+            return false;
+    }
+    out = {parts[0], parts[1], parts[2]};
+    return true;
+}
+
+const char *stackLibrary(Stack stack)
+{
+    switch (stack) {
+    case Stack::PlainTorch:
+        return "PyTorch";
+    case Stack::HfTrainer:
+        return "transformers";
+    case Stack::TrlSft:
+        return "TRL";
+    case Stack::AccelerateFsdp:
+        return "accelerate";
+    case Stack::DeepSpeed:
+        return "DeepSpeed";
+    case Stack::Torchtune:
+        return "torchtune";
+    case Stack::Torchtitan:
+        return "torchtitan";
+    }
+    return "";
+}
+
+LibraryVersion newestKnownVersion(Stack stack)
+{
+    switch (stack) {
+    case Stack::PlainTorch:
+        return {2, 8, 0};
+    case Stack::HfTrainer:
+        return {4, 57, 0};
+    case Stack::TrlSft:
+        return {0, 26, 0};
+    case Stack::AccelerateFsdp:
+        return {1, 10, 0};
+    case Stack::DeepSpeed:
+        return {0, 17, 0};
+    case Stack::Torchtune:
+        return {0, 6, 1};
+    case Stack::Torchtitan:
+        return {0, 2, 0};
+    }
+    return {};
+}
+
+void applyStackDefaults(TrainingConfig &t, ParallelismConfig &p, const ExplicitKeys &x)
+{
+    const StaticDefaults d = staticDefaults(t);
+    if (d.precision && !x.precision)
+        t.precision = *d.precision;
+    if (!x.optimizer)
+        t.optimizer = d.optimizer;
+    if (!x.loss)
+        t.loss = d.loss;
+    if (d.checkpointing && !x.checkpointing)
+        t.checkpointing = *d.checkpointing;
+    if (!x.adapter_precision)
+        t.lora.adapter_precision = d.adapter;
+    if (d.sharding && !x.sharding)
+        p.sharding = *d.sharding;
+}
+
+EstimateInput resolveStackChoices(const EstimateInput &input)
+{
+    EstimateInput in = input;
+    if (!in.training.kbit_fp32_upcast)
+        in.training.kbit_fp32_upcast = stackUpcastsKbit(in);
+    fsdpMixedPrecision(in);
+    deepSpeedBuckets(in);
+    return in;
+}
+
+TrainingConfig graphTrainingConfig(const EstimateInput &in)
+{
+    TrainingConfig t = in.training;
+    const auto param = in.parallelism.fsdp_param_dtype;
+    if (param && *param != ParamDtype::Fp32 && shardsOverFsdp(in) && in.training.mode == Mode::Train
+        && (t.precision == Precision::Fp32 || isAmp(t.precision))) {
+        // FSDP casts every parameter of a unit (LoRA adapters included) to param_dtype when it
+        // gathers it: the layers compute as a pure 16-bit model.
+        t.precision = *param == ParamDtype::Fp16 ? Precision::Fp16 : Precision::Bf16;
+        t.lora.adapter_precision = AdapterPrecision::Base;
+    }
+    return t;
+}
+
+std::vector<StackChoice> stackChoices(const EstimateInput &input)
+{
+    const EstimateInput in = resolveStackChoices(input);
+    const TrainingConfig &t = in.training;
+    const ParallelismConfig &p = in.parallelism;
+    const StaticDefaults d = staticDefaults(t);
+    const bool train = t.mode == Mode::Train;
+    std::vector<StackChoice> out;
+    out.push_back({"training.precision",
+                   precisionName(t.precision),
+                   d.precision && *d.precision == t.precision});
+    if (!train)
+        return out;
+    out.push_back({"training.optimizer", optimizerName(t.optimizer), d.optimizer == t.optimizer});
+    out.push_back({"training.loss", lossName(t.loss), d.loss == t.loss});
+    out.push_back({"training.gradient_checkpointing",
+                   checkpointingName(t.checkpointing),
+                   d.checkpointing && *d.checkpointing == t.checkpointing});
+    if (t.method != Method::Full)
+        out.push_back({"training.lora.adapter_precision",
+                       adapterPrecisionName(t.lora.adapter_precision),
+                       d.adapter == t.lora.adapter_precision});
+    if (t.method == Method::Qlora)
+        out.push_back({"training.kbit_fp32_upcast",
+                       *t.kbit_fp32_upcast ? "true" : "false",
+                       !input.training.kbit_fp32_upcast.has_value()});
+    if (p.gpus > 1 || t.offload.parameters || t.offload.optimizer)
+        out.push_back({"parallelism.sharding",
+                       shardingName(p.sharding),
+                       d.sharding && *d.sharding == p.sharding});
+    if (shardsOverFsdp(in)) {
+        out.push_back({"parallelism.fsdp_param_dtype",
+                       dtypeText(p.fsdp_param_dtype),
+                       !input.parallelism.fsdp_param_dtype.has_value()});
+        out.push_back({"parallelism.fsdp_reduce_dtype",
+                       dtypeText(p.fsdp_reduce_dtype ? p.fsdp_reduce_dtype : p.fsdp_param_dtype),
+                       !input.parallelism.fsdp_reduce_dtype.has_value()});
+    }
+    if (isDeepSpeed(p.sharding) && p.gpus > 1) {
+        const DeepSpeedConfig &ds = p.deepspeed;
+        const DeepSpeedConfig &given = input.parallelism.deepspeed;
+        out.push_back({"parallelism.deepspeed.reduce_bucket_size",
+                       number(*ds.reduce_bucket_size),
+                       !given.reduce_bucket_size.has_value()});
+        out.push_back({"parallelism.deepspeed.overlap_comm",
+                       *ds.overlap_comm ? "true" : "false",
+                       !given.overlap_comm.has_value()});
+    }
+    return out;
+}
+
+bool kbitUpcast(const TrainingConfig &t)
+{
+    return t.kbit_fp32_upcast.value_or(false) && t.mode == Mode::Train && t.method == Method::Qlora;
+}
+
+bool kbitKeepsHead16bit(const TrainingConfig &t)
+{
+    const bool bf16 = t.precision == Precision::Bf16 || t.precision == Precision::AmpBf16
+                      || t.precision == Precision::MixedBf16;
+    return kbitUpcast(t) && bf16 && t.stack.name == Stack::TrlSft
+           && before(effectiveVersion(t.stack), 0, 26);
+}
+
+std::string describeStack(const StackConfig &s)
+{
+    std::string out = stackName(s.name);
+    if (s.name == Stack::PlainTorch)
+        return out;
+    out += " (";
+    out += stackLibrary(s.name);
+    out += " ";
+    if (s.version.empty()) {
+        const LibraryVersion v = newestKnownVersion(s.name);
+        out += std::to_string(v.major) + "." + std::to_string(v.minor);
+        if (v.patch)
+            out += "." + std::to_string(v.patch);
+        out += ", the newest known";
+    } else {
+        out += s.version;
+    }
+    return out + ")";
+}
+
+} // namespace membudget

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include "model/memory_estimator.h"
+#include "model/training_options.h"
+
+#include <string>
+#include <vector>
+
+namespace membudget {
+
+// A library version such as "4.46.3", compared component by component.
+struct LibraryVersion
+{
+    int major = 0, minor = 0, patch = 0;
+    auto operator<=>(const LibraryVersion &) const = default;
+};
+
+// Reads "major[.minor[.patch]]" (a leading "v" and a suffix such as ".dev0" or "rc1" allowed).
+bool parseLibraryVersion(const std::string &text, LibraryVersion &out);
+
+// The library whose version a stack's `version` names, and the newest behaviour MemBudget knows
+// (used when no version is given).
+const char *stackLibrary(Stack stack);
+LibraryVersion newestKnownVersion(Stack stack);
+
+// Which of the keys a stack sets were written explicitly (and so are kept).
+struct ExplicitKeys
+{
+    bool precision = false, optimizer = false, loss = false, checkpointing = false;
+    bool adapter_precision = false, sharding = false, offload = false;
+};
+
+// Sets the keys a stack decides when a scenario leaves them out (read a scenario, or pick a stack
+// in the app): precision, optimizer, loss, checkpointing, LoRA adapter dtype, sharding and FSDP
+// version. Each choice and its upstream source is in stack_profile.cpp and docs/memory-model.md.
+void applyStackDefaults(TrainingConfig &training,
+                        ParallelismConfig &parallelism,
+                        const ExplicitKeys &explicitKeys = {});
+
+// The scenario with the choices a stack makes at estimate time filled in (they depend on other
+// keys: PEFT's k-bit preparation on the method and sharding, FSDP's mixed precision on the
+// precision, DeepSpeed's buckets on the stage). Keys set in the scenario are kept.
+EstimateInput resolveStackChoices(const EstimateInput &input);
+
+// The training settings the op graphs are built from: FSDP with a 16-bit param_dtype computes as
+// pure 16-bit (gathered units, activations and unsharded gradients in that dtype) whatever the
+// sharded parameters' dtype. `input` must be resolved.
+TrainingConfig graphTrainingConfig(const EstimateInput &input);
+
+// Whether PEFT's prepare_model_for_kbit_training runs (a resolved QLoRA training step).
+bool kbitUpcast(const TrainingConfig &training);
+// TRL before 0.26 then casts the embeddings and lm_head back to bf16 when training in bf16
+// (trl/models/utils.py, peft_module_casting_to_bf16); the norms stay fp32.
+bool kbitKeepsHead16bit(const TrainingConfig &training);
+
+// One choice that decides bytes, as the estimate used it, for people to see.
+struct StackChoice
+{
+    std::string key;         // scenario key: "training.optimizer"
+    std::string value;       // "adamw-fused"
+    bool from_stack = false; // the value the stack itself sets (else the scenario or MemBudget)
+};
+
+// The stack's resolved choices for `input` (resolved or not), in the scenario's key order.
+std::vector<StackChoice> stackChoices(const EstimateInput &input);
+
+// "hf-trainer (transformers 4.46)" or "plain-torch".
+std::string describeStack(const StackConfig &stack);
+
+} // namespace membudget

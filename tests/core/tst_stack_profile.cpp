@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/memory_estimator.h"
+#include "model/parameter_layout.h"
+#include "model/scenario.h"
+#include "model/stack_profile.h"
+#include "test_architectures.h"
+
+#include <QtTest>
+
+using namespace membudget;
+using namespace membudget::testing;
+
+class TestStackProfile : public QObject
+{
+    Q_OBJECT
+private:
+    static EstimateInput input(const ModelArchitecture &arch, Method method, Precision precision)
+    {
+        EstimateInput in;
+        in.arch = arch;
+        in.training.method = method;
+        in.training.precision = precision;
+        if (method == Method::Qlora)
+            in.training.quantization = Quantization::Nf4;
+        in.training.micro_batch_size = 1;
+        in.training.sequence_length = 512;
+        in.training.attention = Attention::Flash;
+        return in;
+    }
+    static EstimateInput withStack(EstimateInput in, Stack stack, const std::string &version = "")
+    {
+        in.training.stack = {stack, version};
+        applyStackDefaults(in.training, in.parallelism);
+        return in;
+    }
+    static qint64 at(const MemoryEstimate &e, Phase p, Component c) { return e.phase(p)[c]; }
+
+private slots:
+    void versionsParse()
+    {
+        LibraryVersion v;
+        QVERIFY(parseLibraryVersion("4.46.3", v));
+        QCOMPARE(v, (LibraryVersion{4, 46, 3}));
+        QVERIFY(parseLibraryVersion("v0.25", v));
+        QCOMPARE(v, (LibraryVersion{0, 25, 0}));
+        QVERIFY(parseLibraryVersion("4.57.0.dev0", v));
+        QCOMPARE(v, (LibraryVersion{4, 57, 0}));
+        QVERIFY(!parseLibraryVersion("", v));
+        QVERIFY(!parseLibraryVersion("latest", v));
+        QVERIFY(!parseLibraryVersion("4.46 beta", v));
+    }
+
+    // transformers' default optim and loss by release (stack_profile.cpp cites the PRs).
+    void hfTrainerDefaultsFollowTheVersion_data()
+    {
+        QTest::addColumn<QString>("version");
+        QTest::addColumn<int>("optimizer");
+        QTest::addColumn<int>("loss");
+        QTest::newRow("4.31: adamw_hf, sliced fp32 copy")
+            << "4.31" << int(Optimizer::AdamWFused) << int(LossImplementation::HfLegacy);
+        QTest::newRow("4.40: adamw_torch")
+            << "4.40" << int(Optimizer::AdamW) << int(LossImplementation::HfLegacy);
+        QTest::newRow("4.46: ForCausalLMLoss with a shifted copy")
+            << "4.46.1" << int(Optimizer::AdamW) << int(LossImplementation::Hf446);
+        QTest::newRow("4.49: padded labels")
+            << "4.49" << int(Optimizer::AdamW) << int(LossImplementation::Hf);
+        QTest::newRow("4.54: adamw_torch_fused")
+            << "4.54" << int(Optimizer::AdamWFused) << int(LossImplementation::Hf);
+        QTest::newRow("newest known")
+            << "" << int(Optimizer::AdamWFused) << int(LossImplementation::Hf);
+    }
+    void hfTrainerDefaultsFollowTheVersion()
+    {
+        QFETCH(QString, version);
+        QFETCH(int, optimizer);
+        QFETCH(int, loss);
+        const EstimateInput in = withStack(input(tinyLlama(), Method::Full, Precision::Bf16),
+                                           Stack::HfTrainer,
+                                           version.toStdString());
+        QCOMPARE(int(in.training.optimizer), optimizer);
+        QCOMPARE(int(in.training.loss), loss);
+    }
+
+    void explicitKeysWinAndPlainTorchKeepsTodaysBehaviour()
+    {
+        EstimateInput in = input(tinyLlama(), Method::Full, Precision::Bf16);
+        in.training.optimizer = Optimizer::Lion;
+        in.training.stack.name = Stack::Torchtune;
+        ExplicitKeys given;
+        given.optimizer = true;
+        applyStackDefaults(in.training, in.parallelism, given);
+        QCOMPARE(in.training.optimizer, Optimizer::Lion);
+        QCOMPARE(in.training.loss, LossImplementation::TorchtuneChunked);
+        QCOMPARE(in.parallelism.sharding, Sharding::FsdpFull);
+
+        const EstimateInput plain = input(tinyLlama(), Method::Full, Precision::Bf16);
+        const EstimateInput viaStack = withStack(plain, Stack::PlainTorch);
+        QVERIFY(viaStack.training == plain.training);
+        QCOMPARE(estimateMemory(viaStack).peak_allocated, estimateMemory(plain).peak_allocated);
+    }
+
+    // adamw_torch_fused has no foreach temporaries: the optimizer step of a full bf16 fine-tune
+    // loses the group-wide sqrt(exp_avg_sq) copy (the size of one state: 2 bytes per parameter).
+    void hfTrainerFusedOptimizerDropsForeachTemporaries()
+    {
+        const EstimateInput plain = input(tinyLlama(), Method::Full, Precision::Bf16);
+        const EstimateInput hf = withStack(plain, Stack::HfTrainer);
+        const MemoryEstimate a = estimateMemory(plain);
+        const MemoryEstimate b = estimateMemory(hf);
+        const qint64 psi = a.trainable_parameters;
+        QCOMPARE(at(a, Phase::OptimizerStep, Component::Temporaries)
+                     - at(b, Phase::OptimizerStep, Component::Temporaries),
+                 2 * psi);
+    }
+
+    // PEFT prepare_model_for_kbit_training: every parameter that is not 4-bit becomes fp32.
+    void kbitPreparationUpcastsTheParametersLeftInSixteenBit()
+    {
+        const ModelArchitecture arch = tinyLlama();
+        // A 16-bit base (torch_dtype=bfloat16) under the Trainer's bf16 autocast.
+        const EstimateInput plain = input(arch, Method::Qlora, Precision::Bf16);
+        const EstimateInput hf = withStack(plain, Stack::HfTrainer);
+        QVERIFY(!resolveStackChoices(plain).training.kbit_fp32_upcast.value_or(false));
+        QVERIFY(resolveStackChoices(hf).training.kbit_fp32_upcast.value_or(false));
+        double unquantized = 0;
+        for (const TensorGroup &g : parameterLayout(arch))
+            if (!g.linear || g.role == TensorRole::LmHead)
+                unquantized += g.totalElements();
+        const MemoryEstimate a = estimateMemory(plain);
+        const MemoryEstimate b = estimateMemory(hf);
+        QCOMPARE(at(b, Phase::Forward, Component::Weights)
+                     - at(a, Phase::Forward, Component::Weights),
+                 static_cast<qint64>(2 * unquantized));
+        // The switch overrides the stack.
+        EstimateInput off = hf;
+        off.training.kbit_fp32_upcast = false;
+        QCOMPARE(at(estimateMemory(off), Phase::Forward, Component::Weights),
+                 at(a, Phase::Forward, Component::Weights));
+    }
+
+    // The loss's fp32 chain (T tokens, V vocabulary): transformers >= 4.49 holds the 16-bit logits,
+    // their fp32 upcast and the fp32 log-softmax (10 bytes x T x V); 4.46-4.48 add a shifted fp32
+    // copy (14); torchtune keeps every chunk's fp32 log-softmax and one chunk's upcast (2 + 4 + 4/8);
+    // Liger never builds the T x V logits.
+    void lossVariantsSizeTheLogitsChain()
+    {
+        EstimateInput in = input(tinyLlama(), Method::Full, Precision::Bf16);
+        const double tv = 512.0 * 1000.0;
+        auto logits = [&](LossImplementation loss) {
+            in.training.loss = loss;
+            return static_cast<double>(estimateMemory(in).derivation.logits_forward_bytes);
+        };
+        const double hf = logits(LossImplementation::Hf);
+        const double hf446 = logits(LossImplementation::Hf446);
+        const double tune = logits(LossImplementation::TorchtuneChunked);
+        const double liger = logits(LossImplementation::LigerFused);
+        QCOMPARE(hf446 - hf, 4 * tv);
+        QCOMPARE(hf - tune, (10 - 6.5) * tv);
+        // Liger: a chunk of T / ceil(V / H) tokens' 16-bit logits and the bf16 grad_input (T x H).
+        QCOMPARE(liger, 512.0 * (1000.0 / std::ceil(1000.0 / 256)) * 2 + 512.0 * 256 * 2);
+    }
+
+    // DeepSpeedZeroOptimizer.backward: one reduce bucket, two with overlap_comm.
+    void deepSpeedBucketsFollowTheConfig()
+    {
+        EstimateInput in = input(llama32_1b(), Method::Full, Precision::MixedBf16);
+        in.parallelism.gpus = 2;
+        in.parallelism.sharding = Sharding::Zero2;
+        in.training.stack.name = Stack::DeepSpeed;
+        in.parallelism.deepspeed.reduce_bucket_size = 2e8;
+        in.parallelism.deepspeed.overlap_comm = true;
+        const qint64 both = at(estimateMemory(in), Phase::Backward, Component::Temporaries);
+        in.parallelism.deepspeed.overlap_comm = false;
+        const qint64 one = at(estimateMemory(in), Phase::Backward, Component::Temporaries);
+        QCOMPARE(both - one, static_cast<qint64>(2e8 * 2));
+        // DeepSpeed's own defaults: 5e8 elements, overlap_comm only for ZeRO-3.
+        in.parallelism.deepspeed = {};
+        const EstimateInput resolved = resolveStackChoices(in);
+        QCOMPARE(*resolved.parallelism.deepspeed.reduce_bucket_size, 5e8);
+        QVERIFY(!*resolved.parallelism.deepspeed.overlap_comm);
+    }
+
+    // accelerate's FSDP plugin under bf16: MixedPrecision(param_dtype=bf16): the layers run as a
+    // pure bf16 model while shards and states stay fp32.
+    void accelerateFsdpComputesInBf16()
+    {
+        EstimateInput plain = input(llama32_1b(), Method::Full, Precision::AmpBf16);
+        plain.parallelism.gpus = 8;
+        plain.parallelism.sharding = Sharding::FsdpFull;
+        const EstimateInput acc = withStack(plain, Stack::AccelerateFsdp);
+        const MemoryEstimate a = estimateMemory(plain);
+        const MemoryEstimate b = estimateMemory(acc);
+        QCOMPARE(at(b, Phase::OptimizerStep, Component::OptimizerStates),
+                 at(a, Phase::OptimizerStep, Component::OptimizerStates));
+        QVERIFY(b.peak_allocated < a.peak_allocated);
+        QVERIFY(at(b, Phase::Forward, Component::Activations)
+                < at(a, Phase::Forward, Component::Activations));
+        EstimateInput fp32 = acc;
+        fp32.parallelism.fsdp_param_dtype = ParamDtype::Fp32;
+        QCOMPARE(estimateMemory(fp32).peak_allocated, a.peak_allocated);
+    }
+
+    // bitsandbytes MatMul8bitLt keeps its input A when the input needs a gradient (LoRA over an
+    // int8 base); a 4-bit base keeps nothing.
+    void int8BaseKeepsItsInputsUnderLora()
+    {
+        EstimateInput nf4 = input(tinyLlama(), Method::Qlora, Precision::Bf16);
+        EstimateInput int8 = nf4;
+        int8.training.quantization = Quantization::Int8;
+        QVERIFY(at(estimateMemory(int8), Phase::Forward, Component::Activations)
+                > at(estimateMemory(nf4), Phase::Forward, Component::Activations));
+    }
+
+    // bitsandbytes paged optimizers: the states of tensors of 1e5 elements or more live in CUDA
+    // managed memory, reported apart and kept out of the allocator's replay (so out of the fits
+    // test); smaller tensors' states stay ordinary torch tensors.
+    void pagedStatesLiveOutsideTheAllocator()
+    {
+        const ModelArchitecture arch = tinyLlama();
+        EstimateInput in = input(arch, Method::Full, Precision::Bf16);
+        in.training.optimizer = Optimizer::AdamWFused;
+        const MemoryEstimate plain = estimateMemory(in);
+        in.training.optimizer = Optimizer::PagedAdamW;
+        const MemoryEstimate paged = estimateMemory(in);
+        double large = 0;
+        for (const TensorGroup &g : parameterLayout(arch))
+            if (g.elements() >= 1e5)
+                large += g.totalElements();
+        QVERIFY(large > 0);
+        const qint64 pagedBytes = static_cast<qint64>(2 * 2 * large); // two bf16 states
+        QCOMPARE(paged.paged_optimizer_bytes, pagedBytes);
+        QCOMPARE(at(paged, Phase::OptimizerStep, Component::OptimizerStates),
+                 at(plain, Phase::OptimizerStep, Component::OptimizerStates) - pagedBytes);
+        QVERIFY(paged.peak_allocated < plain.peak_allocated);
+        // LoRA adapters of a small model stay under the threshold: nothing is paged.
+        EstimateInput lora = input(arch, Method::Lora, Precision::Bf16);
+        lora.training.optimizer = Optimizer::PagedAdamW;
+        QCOMPARE(estimateMemory(lora).paged_optimizer_bytes, qint64(0));
+    }
+
+    void choicesSayWhereTheyCameFrom()
+    {
+        EstimateInput in = withStack(input(tinyLlama(), Method::Full, Precision::Bf16),
+                                     Stack::HfTrainer,
+                                     "4.46");
+        in.training.checkpointing = Checkpointing::Full;
+        bool sawOptimizer = false, sawLoss = false;
+        for (const StackChoice &c : stackChoices(in)) {
+            if (c.key == "training.optimizer") {
+                sawOptimizer = true;
+                QCOMPARE(c.value, std::string("adamw"));
+                QVERIFY(c.from_stack);
+            }
+            if (c.key == "training.loss") {
+                sawLoss = true;
+                QCOMPARE(c.value, std::string("hf-4.46"));
+            }
+            if (c.key == "training.gradient_checkpointing")
+                QVERIFY(!c.from_stack);
+        }
+        QVERIFY(sawOptimizer && sawLoss);
+        QCOMPARE(describeStack(in.training.stack), std::string("hf-trainer (transformers 4.46)"));
+    }
+};
+
+QTEST_APPLESS_MAIN(TestStackProfile)
+#include "tst_stack_profile.moc"
