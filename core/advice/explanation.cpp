@@ -95,6 +95,9 @@ std::string whereIn(const PeakMoment &m)
         return "in the loss (lm_head, log-softmax and their gradients)";
     case Stage::OptimizerStep:
         return "during the update";
+    case Stage::Decode:
+        return m.layer >= 0 ? "generating the last token, in layer " + num(m.layer)
+                            : "generating the last token";
     case Stage::Forward:
     case Stage::Backward:
     case Stage::Prefill:

@@ -22,7 +22,13 @@ struct GraphPrecision
     unsigned lora_targets = 0;
     double lora_rank = 0;
     double lora_dropout = 0;
+    bool dora = false; // DoRA's magnitude and weight norm on every LoRA adapter
+    bool ia3 = false;  // IA3 vectors
+    unsigned ia3_targets = 0;
     Quantization quantization = Quantization::None; // frozen base weights stored quantized
+    QuantizationOptions quantization_options;
+    double dequantized = 2;   // the dtype a quantized weight is dequantized to (the load dtype)
+    double quant_compute = 2; // bitsandbytes' compute dtype: 4 with bnb_4bit_compute_dtype fp32
 };
 
 GraphPrecision graphPrecision(const TrainingConfig &training);
