@@ -216,6 +216,26 @@ double quantizedBitsPerWeight(Quantization q, const QuantizationOptions &o, doub
     return n > 0 ? 8 * oneMatrix(q, o, in, out) / n : 0;
 }
 
+double layoutBitsPerWeight(const ParameterLayout &layout,
+                           Quantization q,
+                           const QuantizationOptions &o)
+{
+    double bytes = 0, elements = 0;
+    for (const TensorGroup &g : layout) {
+        const bool head = g.role == TensorRole::LmHead;
+        if (!(head ? o.lm_head : g.linear))
+            continue;
+        const double count = static_cast<double>(g.count);
+        bytes += quantizedMatrixBytes(q,
+                                      o,
+                                      static_cast<double>(g.rows),
+                                      static_cast<double>(g.cols),
+                                      count);
+        elements += g.totalElements();
+    }
+    return elements > 0 ? 8 * bytes / elements : 0;
+}
+
 // bitsandbytes matmul_4bit (autograd/_functions.py): an input of one row that needs no gradient
 // goes to gemv_4bit, which reads the packed weight; anything else to MatMul4Bit, which dequantizes.
 // AutoAWQ gemm.py: FP16_MATMUL_HEURISTIC_CONDITION = tokens >= 1024.

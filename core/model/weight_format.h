@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "model/parameter_layout.h"
 #include "model/training_options.h"
 
 namespace membudget {
@@ -35,6 +36,12 @@ double quantizedMatrixBytes(
 
 // Average bits per weight of an `in` x `out` matrix, for people.
 double quantizedBitsPerWeight(Quantization q, const QuantizationOptions &o, double in, double out);
+
+// Average bits per weight over the matrices `q` stores quantized (the linear layers, and lm_head
+// when the options say so), scales and zero points included.
+double layoutBitsPerWeight(const ParameterLayout &layout,
+                           Quantization q,
+                           const QuantizationOptions &o);
 
 // Whether a quantized matmul of `tokens` input rows makes a dequantized copy of its whole weight
 // (`gradients`: the input needs a gradient, which rules out bitsandbytes' packed gemv).
