@@ -6,6 +6,7 @@
 #include "advice/gpu_verdict.h"
 #include "base/time_format.h"
 #include "model/stack_profile.h"
+#include "model/weight_format.h"
 #include "throughput/throughput_model.h"
 
 #include <algorithm>
@@ -40,14 +41,24 @@ std::string stackDefaultsText(const EstimateInput &in)
     return s;
 }
 
+std::string bitsText(double bits)
+{
+    char text[16];
+    std::snprintf(text, sizeof text, "%.2f", bits);
+    return text;
+}
+
 std::string describeTraining(const EstimateInput &in)
 {
     const TrainingConfig &t = in.training;
     std::string s = "stack " + describeStack(t.stack) + stackDefaultsText(in) + "\n";
     s += std::string(modeName(t.mode)) + " · " + methodName(t.method);
-    if (t.method != Method::Full) {
-        s += " r" + std::to_string(t.lora.rank);
-        const auto names = loraTargetNames(t.lora.targets);
+    if (t.method != Method::Full && t.mode == Mode::Train) {
+        if (t.method != Method::Ia3)
+            s += " r" + std::to_string(t.lora.rank) + (t.lora.use_dora ? " dora" : "")
+                 + (t.lora.use_rslora ? " rslora" : "")
+                 + (t.lora.loraplus_lr_ratio > 0 ? " lora+" : "");
+        const auto names = loraTargetNames(t.method == Method::Ia3 ? t.ia3.targets : t.lora.targets);
         s += " [";
         for (std::size_t i = 0; i < names.size(); ++i)
             s += (i ? "," : "") + names[i];
@@ -55,11 +66,24 @@ std::string describeTraining(const EstimateInput &in)
     }
     s += std::string(" · ") + precisionName(t.precision);
     if (t.quantization != Quantization::None)
-        s += std::string(" · ") + quantizationName(t.quantization);
+        s += std::string(" · ") + quantizationName(t.quantization) + " "
+             + bitsText(layoutBitsPerWeight(parameterLayout(in.arch),
+                                            t.quantization,
+                                            t.quantization_options))
+             + " bits/weight";
     if (t.mode == Mode::Train)
         s += std::string(" · ") + optimizerName(t.optimizer);
-    s += " · batch " + std::to_string(t.micro_batch_size) + " x "
-         + std::to_string(t.sequence_length) + " tokens";
+    if (t.mode == Mode::Inference) {
+        const InferenceConfig &i = t.inference;
+        s += " · " + std::to_string(t.micro_batch_size) + " sequences x "
+             + std::to_string(t.sequence_length) + " prompt + " + std::to_string(i.generated_tokens)
+             + " generated tokens · " + kvCacheKindName(i.kv_cache) + " KV cache";
+        if (i.kv_cache_dtype != KvCacheDtype::Model)
+            s += std::string(" ") + kvCacheDtypeName(i.kv_cache_dtype);
+    } else {
+        s += " · batch " + std::to_string(t.micro_batch_size) + " x "
+             + std::to_string(t.sequence_length) + " tokens";
+    }
     if (t.gradient_accumulation_steps > 1)
         s += " x " + std::to_string(t.gradient_accumulation_steps) + " accumulation";
     if (t.mode == Mode::Train)

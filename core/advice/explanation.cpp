@@ -95,6 +95,9 @@ std::string whereIn(const PeakMoment &m)
         return "in the loss (lm_head, log-softmax and their gradients)";
     case Stage::OptimizerStep:
         return "during the update";
+    case Stage::Decode:
+        return m.layer >= 0 ? "generating the last token, in layer " + num(m.layer)
+                            : "generating the last token";
     case Stage::Forward:
     case Stage::Backward:
     case Stage::Prefill:
@@ -103,6 +106,39 @@ std::string whereIn(const PeakMoment &m)
                                                           : "in the embedding");
     }
     return {};
+}
+
+} // namespace
+
+namespace {
+
+// The KV cache at the peak: positions per sequence after the prefill or the last generated token
+// (a static cache: max_cache_len from the start), bytes per stored element, and what the update
+// adds on top (DynamicCache's torch.cat, QuantizedCache's residual).
+std::string kvCacheFormula(const EstimateInput &in, Stage stage, const Derivation &d, ByteUnit unit)
+{
+    const TrainingConfig &t = in.training;
+    const InferenceConfig &inf = t.inference;
+    const double b = static_cast<double>(t.micro_batch_size);
+    const double s = static_cast<double>(t.sequence_length);
+    double positions = stage == Stage::Decode ? s + static_cast<double>(inf.generated_tokens) : s;
+    if (inf.kv_cache == KvCacheKind::Static)
+        positions = static_cast<double>(staticCacheLength(inf, t.sequence_length));
+    const double full = t.precision == Precision::Fp32 ? 4 : 2;
+    double e = inf.kv_cache_dtype == KvCacheDtype::Fp8 ? 1 : full;
+    if (inf.kv_cache == KvCacheKind::Quantized)
+        e = quantizedKvBytesPerElement(inf, full);
+    const double tp = static_cast<double>(std::max<std::int64_t>(1, in.parallelism.tensor_parallel));
+    const double heads = std::max(1.0, static_cast<double>(in.arch.kv_heads) / tp);
+    const double stored = 2 * static_cast<double>(in.arch.layers) * b * positions * heads
+                          * static_cast<double>(in.arch.head_dim) * e;
+    std::string s2 = "2 x " + num(static_cast<double>(in.arch.layers)) + " layers x " + num(b)
+                     + " sequences x " + num(positions) + " positions x " + num(heads)
+                     + " KV heads x " + num(static_cast<double>(in.arch.head_dim)) + " x "
+                     + num(e, 3) + " B (" + kvCacheKindName(inf.kv_cache) + " cache)";
+    if (d.kv_cache_bytes > stored * 1.0001)
+        s2 += " + " + sized(d.kv_cache_bytes - stored, unit) + " being updated";
+    return s2;
 }
 
 } // namespace
@@ -210,15 +246,8 @@ std::string explainComponent(
     case Component::KvCache:
         if (bytes == 0)
             return "none (training keeps no KV cache)";
-        return "2 x " + num(static_cast<double>(in.arch.layers)) + " layers x " + num(tokens)
-               + " tokens x " + num(static_cast<double>(in.arch.kv_heads)) + " KV heads x "
-               + num(static_cast<double>(in.arch.head_dim)) + " x "
-               + num(d.kv_cache_bytes
-                         / std::max(1.0,
-                                    2 * static_cast<double>(in.arch.layers) * tokens
-                                        * static_cast<double>(in.arch.kv_heads * in.arch.head_dim)),
-                     0)
-               + " B" + total;
+        return kvCacheFormula(in, est.moments[static_cast<std::size_t>(phase)].stage, d, unit)
+               + total;
     case Component::Logits:
         if (bytes == 0)
             return "none at this moment";
@@ -274,8 +303,9 @@ std::string explainPhase(const EstimateInput &in,
 {
     const std::string alloc = formatBytes(est.phase(phase).allocated(), unit);
     const PeakMoment &m = est.moments[static_cast<std::size_t>(phase)];
-    const std::string name = in.training.mode == Mode::Inference ? "Inference (prefill)"
-                                                                 : phaseLabel(phase);
+    std::string name = phaseLabel(phase);
+    if (in.training.mode == Mode::Inference)
+        name = m.stage == Stage::Decode ? "Inference" : "Inference (prefill)";
     std::string s = name + " peaks " + whereIn(m) + ": " + alloc + " allocated";
     std::string biggest;
     Bytes most = 0;

@@ -93,6 +93,9 @@ std::string outOfMemoryText(const StepReplay &r, ByteUnit unit)
     case Stage::OptimizerStep:
         where = "in the optimizer step";
         break;
+    case Stage::Decode:
+        where = "while generating the last token" + layer;
+        break;
     }
     std::string s = "a " + formatBytes(r.oom->requested, unit) + " allocation fails " + where
                     + " with " + formatBytes(r.oom->allocated, unit) + " allocated";

@@ -4,6 +4,7 @@
 #include "hub/hub_model_ref.h"
 #include "io/preset_catalog.h"
 #include "model/memory_estimator.h"
+#include "model/weight_format.h"
 
 namespace membudget {
 
@@ -104,6 +105,11 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
         plan.notes.push_back("selective (attention-only) checkpointing has no Trainer, accelerate "
                              "or DeepSpeed setting: full gradient checkpointing is written, which "
                              "needs less memory and more compute than estimated");
+    if (t.lora.loraplus_lr_ratio > 0)
+        plan.notes.push_back(
+            "LoRA+ (loraplus_lr_ratio) has no Trainer setting: build the optimizer "
+            "with peft.optimizers.create_loraplus_optimizer and pass it to the "
+            "trainer; memory is the same as LoRA's");
     if (t.loss == LossImplementation::HfLegacy)
         plan.notes.push_back("loss hf-legacy is how transformers before 4.46 computed the loss; "
                              "no setting selects it");
@@ -132,6 +138,17 @@ std::optional<ExportPlan> makeExportPlan(const Scenario &scenario,
     if (scenario.training.mode != Mode::Train) {
         problem = "this is an inference scenario; the exported files configure training (set "
                   "training.mode: train)";
+        return std::nullopt;
+    }
+    const TrainingConfig &t = scenario.training;
+    if (t.method == Method::Ia3) {
+        problem = "IA3 has no export yet: the exported files configure LoRA and QLoRA";
+        return std::nullopt;
+    }
+    if (t.quantization != Quantization::None && !isBitsandbytes(t.quantization)) {
+        problem = std::string("quantization ") + quantizationName(t.quantization)
+                  + " has no export yet: the exported files load bitsandbytes formats (int8, "
+                    "nf4, nf4-double, fp4, fp4-double)";
         return std::nullopt;
     }
     ExportPlan plan;

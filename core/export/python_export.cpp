@@ -80,10 +80,18 @@ void quantizationConfig(const ExportPlan &plan, Lines &out)
         out("    load_in_8bit=True,");
     } else {
         out("    load_in_4bit=True,");
-        out("    bnb_4bit_quant_type=\"nf4\",");
-        out(std::string("    bnb_4bit_use_double_quant=")
-            + (t.quantization == Quantization::Nf4Double ? "True" : "False") + ",");
-        out("    bnb_4bit_compute_dtype=torch." + plan.computeDtype + ",");
+        const bool fp4 = t.quantization == Quantization::Fp4
+                         || t.quantization == Quantization::Fp4Double;
+        const bool nested = t.quantization == Quantization::Nf4Double
+                            || t.quantization == Quantization::Fp4Double;
+        out(std::string("    bnb_4bit_quant_type=\"") + (fp4 ? "fp4" : "nf4") + "\",");
+        out(std::string("    bnb_4bit_use_double_quant=") + (nested ? "True" : "False") + ",");
+        const QuantComputeDtype c = t.quantization_options.compute_dtype;
+        const std::string dtype = c == QuantComputeDtype::Fp32   ? "float32"
+                                  : c == QuantComputeDtype::Bf16 ? "bfloat16"
+                                  : c == QuantComputeDtype::Fp16 ? "float16"
+                                                                 : plan.computeDtype;
+        out("    bnb_4bit_compute_dtype=torch." + dtype + ",");
         // FSDP shards the packed 4-bit weights only when they are stored in a float type
         // (transformers' FSDP-QLoRA guide).
         if (usesFsdp(plan.scenario))
@@ -99,6 +107,10 @@ void loraConfig(const ExportPlan &plan, const char *variable, Lines &out)
     out("    r=" + std::to_string(l.rank) + ",");
     out("    lora_alpha=" + pythonFloat(l.alpha) + ",");
     out("    lora_dropout=" + pythonFloat(l.dropout) + ",");
+    if (l.use_dora)
+        out("    use_dora=True,");
+    if (l.use_rslora)
+        out("    use_rslora=True,");
     if (plan.loraTargets == std::vector<std::string>{"all-linear"}) {
         out("    target_modules=\"all-linear\",");
     } else {

@@ -9,6 +9,7 @@
 #include "model/step_model.h"
 #include "model/timeline_expand.h"
 #include "model/timeline_live.h"
+#include "model/weight_format.h"
 #include "throughput/throughput_model.h"
 
 namespace membudget {
@@ -106,6 +107,42 @@ nlohmann::json stackToJson(const EstimateInput &input)
     return j;
 }
 
+namespace {
+
+// Issue 14: the weight format, the adapter's variant and the inference shape, when they apply.
+void addFormatKeys(const EstimateInput &input, nlohmann::json &j)
+{
+    const TrainingConfig &t = input.training;
+    if (t.quantization != Quantization::None) {
+        const QuantizationOptions &o = t.quantization_options;
+        const ParameterLayout layout = parameterLayout(input.arch);
+        j["weight_format"] = {{"quantization", quantizationName(t.quantization)},
+                              {"bits", quantBits(t.quantization, o)},
+                              {"bits_per_weight", layoutBitsPerWeight(layout, t.quantization, o)},
+                              {"lm_head_quantized", o.lm_head},
+                              {"source", weightFormatSource(t.quantization)}};
+    }
+    if (t.mode == Mode::Train && t.method != Method::Full)
+        j["adapter"] = {{"method", methodName(t.method)},
+                        {"use_dora", t.method != Method::Ia3 && t.lora.use_dora},
+                        {"use_rslora", t.method != Method::Ia3 && t.lora.use_rslora},
+                        {"loraplus_lr_ratio", t.lora.loraplus_lr_ratio}};
+    if (t.mode == Mode::Inference) {
+        const InferenceConfig &i = t.inference;
+        const std::int64_t end = i.kv_cache == KvCacheKind::Static
+                                     ? staticCacheLength(i, t.sequence_length)
+                                     : t.sequence_length + i.generated_tokens;
+        j["inference"] = {{"sequences", t.micro_batch_size},
+                          {"prompt_tokens", t.sequence_length},
+                          {"generated_tokens", i.generated_tokens},
+                          {"cache_positions", end},
+                          {"kv_cache", kvCacheKindName(i.kv_cache)},
+                          {"kv_cache_dtype", kvCacheDtypeName(i.kv_cache_dtype)}};
+    }
+}
+
+} // namespace
+
 nlohmann::json estimateToJson(const Scenario &scenario,
                               const EstimateInput &input,
                               const MemoryEstimate &est,
@@ -120,6 +157,7 @@ nlohmann::json estimateToJson(const Scenario &scenario,
     j["stack"] = stackToJson(input);
     j["parameters"] = est.parameters;
     j["trainable_parameters"] = est.trainable_parameters;
+    addFormatKeys(input, j);
 
     nlohmann::json perGpu;
     nlohmann::json components = nlohmann::json::object();

@@ -125,7 +125,7 @@ bool readGpuPerformance(YamlReader &r, const YAML::Node &node, GpuPerformance &p
           && r.getDouble(node, "memory_bandwidth_gbps", p.memory_bandwidth_gbps, 0, 1e7)
           && r.getInt(node, "multiprocessors", units, 0, 100000)
           && r.getDouble(node, "matmul_efficiency", p.matmul_efficiency, 0, 1)
-          && r.getEnum(node, "interconnect", p.interconnect, parseInterconnect, kInterconnectNames, 3)
+          && r.getEnum(node, "interconnect", p.interconnect, parseInterconnect, kInterconnectNames, 4)
           && r.getDouble(node, "interconnect_gbps", p.interconnect_gbps, 0, 1e6)
           && r.getInt(node, "pcie_generation", pcie, 0, 10)
           && r.getInt(node, "gpus_per_node", gpusPerNode, 1, 1024)

@@ -19,6 +19,87 @@ namespace membudget {
 
 namespace {
 
+// LoRA or IA3 target modules: all-linear or a list of module names.
+bool readTargets(YamlReader &r, const YAML::Node &targets, const std::string &what, unsigned &out)
+{
+    if (!targets.IsDefined())
+        return true;
+    unsigned bits = 0;
+    if (targets.IsScalar()) {
+        if (!parseLoraTarget(targets.Scalar(), bits))
+            return r.fail(targets,
+                          "unknown " + what + " target '" + targets.Scalar()
+                              + "'; expected all-linear or a list of "
+                              + allowedNames(kLoraTargetNames, 7));
+    } else if (targets.IsSequence()) {
+        if (targets.size() == 0)
+            return r.fail(targets, what + " targets must name at least one module");
+        for (const YAML::Node &item : targets) {
+            std::string name;
+            if (!r.scalarText(item, "targets", name))
+                return false;
+            if (!parseLoraTarget(name, bits))
+                return r.fail(item,
+                              "unknown " + what + " target '" + name + "'; expected all-linear or "
+                                  + allowedNames(kLoraTargetNames, 7));
+        }
+    } else {
+        return r.fail(targets,
+                      what + " targets must be a list of module names such as [q_proj, v_proj]");
+    }
+    out = bits;
+    return true;
+}
+
+// training.quantization_options (docs/scenario-format.md): the weight format's knobs.
+bool readQuantizationOptions(YamlReader &r, const YAML::Node &q, QuantizationOptions &o)
+{
+    if (!q.IsDefined())
+        return true;
+    if (!r.expectMap(q,
+                     "training.quantization_options",
+                     {"bits", "group_size", "fp8_scales", "lm_head", "compute_dtype"}))
+        return false;
+    return r.getInt(q, "bits", o.bits, 0, 8) && r.getInt(q, "group_size", o.group_size, -1, 1 << 20)
+           && r.getEnum(q, "fp8_scales", o.fp8_scales, parseFp8Scales, kFp8ScalesNames, 3)
+           && r.getBool(q, "lm_head", o.lm_head)
+           && r.getEnum(q,
+                        "compute_dtype",
+                        o.compute_dtype,
+                        parseQuantComputeDtype,
+                        kQuantComputeDtypeNames,
+                        4);
+}
+
+// training.inference: generated tokens and the KV cache (mode inference).
+bool readInference(YamlReader &r, const YAML::Node &n, InferenceConfig &c)
+{
+    if (!n.IsDefined())
+        return true;
+    if (!r.expectMap(n,
+                     "training.inference",
+                     {"generated_tokens",
+                      "kv_cache",
+                      "kv_cache_dtype",
+                      "max_cache_len",
+                      "kv_bits",
+                      "kv_group_size",
+                      "kv_residual_length"}))
+        return false;
+    return r.getInt(n, "generated_tokens", c.generated_tokens, 0, 100'000'000)
+           && r.getEnum(n, "kv_cache", c.kv_cache, parseKvCacheKind, kKvCacheKindNames, 3)
+           && r.getEnum(n,
+                        "kv_cache_dtype",
+                        c.kv_cache_dtype,
+                        parseKvCacheDtype,
+                        kKvCacheDtypeNames,
+                        2)
+           && r.getInt(n, "max_cache_len", c.max_cache_len, 0, 100'000'000)
+           && r.getInt(n, "kv_bits", c.kv_bits, 1, 8)
+           && r.getInt(n, "kv_group_size", c.kv_group_size, 1, 1 << 20)
+           && r.getInt(n, "kv_residual_length", c.kv_residual_length, 0, 100'000'000);
+}
+
 bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
 {
     if (!r.expectMap(t,
@@ -36,10 +117,13 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                       "loss",
                       "lora",
                       "offload",
-                      "kbit_fp32_upcast"}))
+                      "kbit_fp32_upcast",
+                      "quantization_options",
+                      "ia3",
+                      "inference"}))
         return false;
     if (!(r.getEnum(t, "mode", c.mode, parseMode, kModeNames, 2)
-          && r.getEnum(t, "method", c.method, parseMethod, kMethodNames, 3)
+          && r.getEnum(t, "method", c.method, parseMethod, kMethodNames, 4)
           && r.getEnum(t, "precision", c.precision, parsePrecision, kPrecisionNames, 7)
           && r.getEnum(t, "optimizer", c.optimizer, parseOptimizer, kOptimizerNames, 9)
           && r.getInt(t, "micro_batch_size", c.micro_batch_size, 1, 1'000'000)
@@ -58,12 +142,22 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
     // QLoRA implies a 4-bit base unless the file says otherwise.
     if (c.method == Method::Qlora)
         c.quantization = Quantization::Nf4;
-    if (!r.getEnum(t, "quantization", c.quantization, parseQuantization, kQuantizationNames, 4))
+    if (!r.getEnum(t, "quantization", c.quantization, parseQuantization, kQuantizationNames, 16))
+        return false;
+    if (!readQuantizationOptions(r, t["quantization_options"], c.quantization_options)
+        || !readInference(r, t["inference"], c.inference))
         return false;
     if (const YAML::Node lora = t["lora"]; lora.IsDefined()) {
         if (!r.expectMap(lora,
                          "training.lora",
-                         {"rank", "alpha", "dropout", "targets", "adapter_precision"}))
+                         {"rank",
+                          "alpha",
+                          "dropout",
+                          "targets",
+                          "adapter_precision",
+                          "use_dora",
+                          "use_rslora",
+                          "loraplus_lr_ratio"}))
             return false;
         if (!(r.getInt(lora, "rank", c.lora.rank, 1, 65536)
               && r.getDouble(lora, "alpha", c.lora.alpha, 1e-6, 1e6)
@@ -73,35 +167,18 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                            c.lora.adapter_precision,
                            parseAdapterPrecision,
                            kAdapterPrecisionNames,
-                           2)))
+                           2)
+              && r.getBool(lora, "use_dora", c.lora.use_dora)
+              && r.getBool(lora, "use_rslora", c.lora.use_rslora)
+              && r.getDouble(lora, "loraplus_lr_ratio", c.lora.loraplus_lr_ratio, 0.0, 1e6)))
             return false;
-        if (const YAML::Node targets = lora["targets"]; targets.IsDefined()) {
-            unsigned bits = 0;
-            if (targets.IsScalar()) {
-                if (!parseLoraTarget(targets.Scalar(), bits))
-                    return r.fail(targets,
-                                  "unknown LoRA target '" + targets.Scalar()
-                                      + "'; expected all-linear or a list of "
-                                      + allowedNames(kLoraTargetNames, 7));
-            } else if (targets.IsSequence()) {
-                if (targets.size() == 0)
-                    return r.fail(targets, "LoRA targets must name at least one module");
-                for (const YAML::Node &item : targets) {
-                    std::string name;
-                    if (!r.scalarText(item, "targets", name))
-                        return false;
-                    if (!parseLoraTarget(name, bits))
-                        return r.fail(item,
-                                      "unknown LoRA target '" + name + "'; expected all-linear or "
-                                          + allowedNames(kLoraTargetNames, 7));
-                }
-            } else {
-                return r
-                    .fail(targets,
-                          "LoRA targets must be a list of module names such as [q_proj, v_proj]");
-            }
-            c.lora.targets = bits;
-        }
+        if (!readTargets(r, lora["targets"], "LoRA", c.lora.targets))
+            return false;
+    }
+    if (const YAML::Node ia3 = t["ia3"]; ia3.IsDefined()) {
+        if (!r.expectMap(ia3, "training.ia3", {"targets"})
+            || !readTargets(r, ia3["targets"], "IA3", c.ia3.targets))
+            return false;
     }
     if (const YAML::Node off = t["offload"]; off.IsDefined()) {
         if (!r.expectMap(off, "training.offload", {"optimizer", "parameters"}))
@@ -330,6 +407,38 @@ bool readGpuList(YamlReader &r,
     return true;
 }
 
+// The keys of issue 14 (quantization_options, ia3, inference), written only when they differ
+// from the defaults so that older scenarios round-trip unchanged.
+void writeAdapterAndFormatKeys(const TrainingConfig &t, std::string &out)
+{
+    const TrainingConfig defaults;
+    const QuantizationOptions &q = t.quantization_options;
+    if (!(q == defaults.quantization_options)) {
+        out += "  quantization_options: {bits: " + std::to_string(q.bits) + ", group_size: "
+               + std::to_string(q.group_size) + ", fp8_scales: " + fp8ScalesName(q.fp8_scales)
+               + ", lm_head: " + (q.lm_head ? "true" : "false")
+               + ", compute_dtype: " + quantComputeDtypeName(q.compute_dtype) + "}\n";
+    }
+    if (t.method == Method::Ia3 || t.ia3.targets != defaults.ia3.targets) {
+        out += "  ia3:\n    targets: [";
+        const auto names = loraTargetNames(t.ia3.targets);
+        for (std::size_t i = 0; i < names.size(); ++i)
+            out += (i ? ", " : "") + names[i];
+        out += "]\n";
+    }
+    const InferenceConfig &i = t.inference;
+    if (!(i == defaults.inference)) {
+        out += "  inference:\n";
+        out += "    generated_tokens: " + std::to_string(i.generated_tokens) + "\n";
+        out += std::string("    kv_cache: ") + kvCacheKindName(i.kv_cache) + "\n";
+        out += std::string("    kv_cache_dtype: ") + kvCacheDtypeName(i.kv_cache_dtype) + "\n";
+        out += "    max_cache_len: " + std::to_string(i.max_cache_len) + "\n";
+        out += "    kv_bits: " + std::to_string(i.kv_bits) + "\n";
+        out += "    kv_group_size: " + std::to_string(i.kv_group_size) + "\n";
+        out += "    kv_residual_length: " + std::to_string(i.kv_residual_length) + "\n";
+    }
+}
+
 } // namespace
 
 std::optional<Scenario> parseScenario(const std::string &text,
@@ -491,7 +600,8 @@ std::optional<Scenario> parseScenario(const std::string &text,
         } else if (s.training.method == Method::Qlora
                    && s.training.quantization == Quantization::None) {
             r.fail(root["training"]["quantization"],
-                   "qlora needs a quantized base: quantization int8, nf4 or nf4-double");
+                   "qlora needs a quantized base: quantization int8, nf4, gptq, awq, hqq or "
+                   "another format");
             return std::nullopt;
         }
         return s;
@@ -607,7 +717,14 @@ std::string scenarioToYaml(const Scenario &s)
         out += "]\n";
         out += std::string("    adapter_precision: ")
                + adapterPrecisionName(t.lora.adapter_precision) + "\n";
+        if (t.lora.use_dora)
+            out += "    use_dora: true\n";
+        if (t.lora.use_rslora)
+            out += "    use_rslora: true\n";
+        if (t.lora.loraplus_lr_ratio > 0)
+            out += "    loraplus_lr_ratio: " + formatYamlNumber(t.lora.loraplus_lr_ratio) + "\n";
     }
+    writeAdapterAndFormatKeys(t, out);
     out += std::string("  offload: {optimizer: ") + (t.offload.optimizer ? "true" : "false")
            + ", parameters: " + (t.offload.parameters ? "true" : "false") + "}\n";
     trainingExtras(t, out);

@@ -1,20 +1,17 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/decoder_layer_graph.h"
 
+#include "model/attention_shape.h"
 #include "model/graph_builder.h"
 #include "model/graph_precision.h"
 #include "model/norm_graph.h"
+#include "model/quantized_linear_graph.h"
 
 #include <algorithm>
 
 namespace membudget {
 
 namespace {
-
-SizeExpr tok(double width)
-{
-    return SizeExpr::perToken(width);
-}
 
 // Builds the op graph of one layer: transformers' modeling_llama.py (also Mistral, Qwen2, Gemma),
 // modeling_gpt2.py, modeling_gpt_bigcode.py, modeling_falcon.py and modeling_mixtral.py, with PEFT's
@@ -31,6 +28,7 @@ public:
         , m_training(training)
         , m_layout(layout)
         , m_p(graphPrecision(training))
+        , m_shape(attentionShape(training))
     {
         m_tp = static_cast<double>(std::max<std::int64_t>(1, tensorParallel));
         m_h = static_cast<double>(arch.hidden_size);
@@ -108,6 +106,8 @@ private:
         return n / static_cast<double>(std::max<std::int64_t>(1, m_arch.layers));
     }
 
+    static SizeExpr tok(double width) { return SizeExpr::perToken(width); }
+
     int norm(int x, const char *name, double groups = 0);
     int amp16(int x);
     int linear(int x, TensorRole role, double dIn, double dOut, unsigned loraBit, const char *name);
@@ -120,8 +120,11 @@ private:
     };
     int baseMatmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
     int int8Matmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
-    int loraBranch(int x, int base, const LinearShape &shape, const char *name);
+    int loraBranch(int x, int base, int w, const LinearShape &shape, const char *name);
+    int doraTerm(int xd, int base, int w, int A, int B, int loraOut, const LinearShape &shape);
+    int ia3Scale(int t, const LinearShape &shape, bool input);
     int attention(int x);
+    int cacheEntry(int t, const char *name);
     int rotary(int t, const char *name);
     int attentionCore(int q, int k, int v);
     int eagerCore(int q, int k, int v);
@@ -136,6 +139,7 @@ private:
     const TrainingConfig &m_training;
     const ParameterLayout &m_layout;
     GraphPrecision m_p;
+    AttentionShape m_shape;
     double m_tp = 1, m_h = 0, m_d = 0, m_a = 0, m_k = 0, m_i = 0;
     bool m_llama = true;
     int m_cos = -1, m_sin = -1, m_mask = -1;
@@ -172,11 +176,31 @@ int LayerBuilder::linear(
     if (role == TensorRole::Output)
         gradBytes += layerElements(TensorRole::Bias) * m_p.grad; // all of a layer's biases
     const int w = m_b.parameter(name, gradBytes, m_p.train_base);
+    // PEFT IA3: the feed-forward output projection scales its input, other targets their output.
+    const bool ia3 = m_p.ia3 && (loraBit & m_p.ia3_targets) != 0;
+    const bool feedforward = role == TensorRole::Down;
+    const int in = ia3 && feedforward ? ia3Scale(x, shape, true) : x;
     const SizeExpr outElements = m_b.elements(x) * (dOut / dIn);
-    const int base = baseMatmul(x, w, shape.rows * shape.cols, outElements, name);
+    const int base = baseMatmul(in, w, shape.rows * shape.cols, outElements, name);
+    if (ia3 && !feedforward)
+        return ia3Scale(base, shape, false);
     if (!m_p.lora || (loraBit & m_p.lora_targets) == 0)
         return base;
-    return loraBranch(x, base, shape, name);
+    return loraBranch(x, base, w, shape, name);
+}
+
+// PEFT IA3 Linear.forward (peft/tuners/ia3/layer.py): x.to(ia3 dtype) * ia3_l cast back before the
+// base layer, or base(x) * ia3_l cast back after it. The vector trains, so the product keeps the
+// other factor for its gradient.
+int LayerBuilder::ia3Scale(int t, const LinearShape &shape, bool input)
+{
+    const double width = input ? shape.in : shape.out;
+    const int vec = m_b.parameter("ia3_l", width * shape.copies * m_p.adapter_weight, true);
+    const double bytes = m_b.elementBytes(t);
+    const int src = input ? m_b.cast(t, m_p.adapter_weight, "ia3 input cast") : t;
+    const double outBytes = std::max(m_b.elementBytes(src), m_p.adapter_weight);
+    const int scaled = m_b.mul(src, vec, m_b.elements(t), outBytes, "ia3 scaling");
+    return m_b.cast(scaled, bytes, "ia3 result cast");
 }
 
 int LayerBuilder::baseMatmul(
@@ -184,21 +208,8 @@ int LayerBuilder::baseMatmul(
 {
     if (m_p.quantization == Quantization::Int8)
         return int8Matmul(x, w, weightElements, outElements, name);
-    if (m_p.quantization != Quantization::None) {
-        // bitsandbytes Linear4bit casts its input to the compute dtype and returns its output in
-        // the input's dtype (bitsandbytes/nn/modules.py, Linear4bit.forward), so an fp32 stream
-        // (PEFT's k-bit preparation) stays fp32. MatMul4Bit dequantizes the whole weight to the
-        // compute dtype in forward and again in backward and keeps only the packed weight
-        // (bitsandbytes/autograd/_functions.py).
-        const double inBytes = m_b.elementBytes(x);
-        const int xc = m_b.cast(x, m_p.compute, "4-bit input cast");
-        const int deq = m_b.copy(w, SizeExpr::constant(weightElements), 2, "dequantized weight");
-        m_b.graph().tensors[static_cast<std::size_t>(deq)].use = TensorUse::WeightCopy;
-        const int out = m_b.matmul(xc, deq, outElements, m_p.compute, name);
-        m_b.lastOp().saves.clear();
-        m_b.lastOp().backward_workspace = SizeExpr::constant(2 * weightElements);
-        return m_b.cast(out, inBytes, "4-bit output cast");
-    }
+    if (m_p.quantization != Quantization::None)
+        return quantizedMatmul(m_b, m_p, x, w, weightElements, outElements, name, m_shape.rows);
     if (m_p.amp) {
         const int xc = amp16(x);
         const int wc = m_b.autocastWeightCopy(w, weightElements, "autocast weight copy");
@@ -229,13 +240,13 @@ int LayerBuilder::int8Matmul(
 
 // PEFT LoRA: result = base(x) + lora_B(lora_A(dropout(x.to(A.dtype)))) * scaling, cast back to the
 // base output's dtype. Under autocast lora_A/lora_B cast their inputs like any F.linear.
-int LayerBuilder::loraBranch(int x, int base, const LinearShape &shape, const char *name)
+int LayerBuilder::loraBranch(int x, int base, int w, const LinearShape &shape, const char *name)
 {
     // Adapter A is in x r, B is r x out (the split dimension stays split under TP), per expert.
     const double r = m_p.lora_rank;
-    const double w = shape.copies * m_p.adapter_weight;
-    const int A = m_b.parameter("lora_A", w * shape.rows * r, true);
-    const int B = m_b.parameter("lora_B", w * r * shape.cols, true);
+    const double aw = shape.copies * m_p.adapter_weight;
+    const int A = m_b.parameter("lora_A", aw * shape.rows * r, true);
+    const int B = m_b.parameter("lora_B", aw * r * shape.cols, true);
     const SizeExpr tokens = m_b.elements(x) * (1.0 / shape.in);
     const int xa = m_b.cast(x, m_p.adapter, "lora input cast");
     const int xd = m_b.dropout(xa, m_p.lora_dropout, "lora dropout");
@@ -249,9 +260,64 @@ int LayerBuilder::loraBranch(int x, int base, const LinearShape &shape, const ch
         a = m_b.matmul(xd, A, tokens * r, m_p.adapter, "lora_A");
         b = m_b.matmul(a, B, tokens * shape.out, m_p.adapter, "lora_B");
     }
-    const int scaled = m_b.scalarOp(b, m_b.elements(b), m_b.elementBytes(b), "lora scaling");
-    const int sum = m_b.add(base, scaled, name);
+    const int delta = m_p.dora
+                          ? doraTerm(xd, base, w, A, B, b, shape)
+                          : m_b.scalarOp(b, m_b.elements(b), m_b.elementBytes(b), "lora scaling");
+    const int sum = m_b.add(base, delta, name);
     return m_b.cast(sum, m_b.elementBytes(base), "lora result cast");
+}
+
+// DoRA (Liu et al. 2024, arXiv:2402.09353, section 4.3) as PEFT computes it in every forward
+// (peft/tuners/lora/dora.py, DoraLinearLayer.forward): lora_weight = B(A(eye(in))).T, the base
+// weight cast to the adapter dtype, ||W + scaling * lora_weight|| per output row (detached), then
+// (m / norm - 1) * base(x) + m / norm * lora_B(lora_A(x)) * scaling. The identity, lora_weight and
+// the weight-sized sums live until the forward returns (lora_weight's graph keeps the identity);
+// the products keep base(x) and the LoRA output for the magnitude's gradient. With dropout the
+// base output is recomputed from the dropped input with the cast weight.
+int LayerBuilder::doraTerm(
+    int xd, int base, int w, int A, int B, int loraOut, const LinearShape &shape)
+{
+    const double in = shape.rows, out = shape.cols, r = m_p.lora_rank;
+    const double E = m_p.adapter;
+    const int eye = m_b.copy(A, SizeExpr::constant(in * in), E, "dora identity");
+    m_b.lastOp().inputs.clear();
+    const int aEye = m_b.copy(eye, SizeExpr::constant(in * r), E, "dora lora_A(identity)");
+    m_b.lastOp().inputs.push_back(A);
+    const int loraWeight = m_b.copy(aEye, SizeExpr::constant(in * out), E, "dora lora_weight");
+    m_b.lastOp().inputs.push_back(B);
+    for (int t : {eye, aEye, loraWeight})
+        m_b.graph().tensors[static_cast<std::size_t>(t)].differentiable = false;
+    int weight = w;
+    if (m_p.quantization != Quantization::None) // dequantize_module_weight
+        weight = m_b.copy(w, SizeExpr::constant(in * out), m_p.dequantized, "dora dequantized");
+    const double storage = m_p.quantization != Quantization::None ? m_p.dequantized : m_p.weight;
+    const int wc = storage == E ? weight
+                                : m_b.copy(weight, SizeExpr::constant(in * out), E, "dora weight");
+    const int scaled = m_b.copy(loraWeight, SizeExpr::constant(in * out), E, "dora scaled lora");
+    const int sum = m_b.copy(scaled, SizeExpr::constant(in * out), E, "dora W + scaled lora");
+    m_b.lastOp().inputs.push_back(wc);
+    const int norm = m_b.copy(sum, SizeExpr::constant(out), E, "dora weight norm");
+    m_b.graph().tensors[static_cast<std::size_t>(norm)].differentiable = false;
+    const int magnitude = m_b.parameter("lora_magnitude_vector",
+                                        shape.copies * out * m_p.adapter_weight,
+                                        true);
+    const int scale = m_b.mul(magnitude, norm, SizeExpr::constant(out), E, "dora m / norm");
+    int baseResult = base;
+    if (m_p.lora_dropout > 0)
+        baseResult = m_b.matmul(xd, wc, m_b.elements(base), E, "dora base on dropped input");
+    const int scaleMinus1 = m_b.scalarOp(scale, SizeExpr::constant(out), E, "dora m / norm - 1");
+    const double outBytes = std::max(E, m_b.elementBytes(baseResult));
+    const int t1 = m_b.mul(scaleMinus1, baseResult, m_b.elements(base), outBytes, "dora base term");
+    const int t2 = m_b.mul(scale, loraOut, m_b.elements(loraOut), E, "dora lora term");
+    const int t3 = m_b.scalarOp(t2, m_b.elements(t2), E, "dora scaling");
+    const int dora = m_b.add(t1, t3, "dora result");
+    for (int t : {eye, aEye, loraWeight, scaled, sum})
+        m_b.lastOp().inputs.push_back(t); // freed when DoraLinearLayer.forward returns
+    if (wc != w)
+        m_b.lastOp().inputs.push_back(wc);
+    if (weight != w && weight != wc)
+        m_b.lastOp().inputs.push_back(weight);
+    return dora;
 }
 
 int LayerBuilder::attention(int x)
@@ -281,16 +347,41 @@ int LayerBuilder::attention(int x)
         k = rotary(k, "k rotary");
     }
     if (!m_p.train) {
-        // generate(): DynamicCache.update keeps the layer's keys and values (for fused q/k/v,
-        // views that hold the whole projection output) for the tokens that follow.
-        for (int t : {k, v}) {
-            GraphTensor &x = m_graph.tensors[static_cast<std::size_t>(t)];
-            x.use = TensorUse::KvCache;
-            x.hold = Hold::StepEnd;
+        // A static cache is what attention reads; the others hand this step's keys on.
+        const int kc = cacheEntry(k, "key cache");
+        const int vc = m_llama ? cacheEntry(v, "value cache") : kc;
+        if (m_training.inference.kv_cache == KvCacheKind::Static) {
+            k = kc;
+            v = vc;
         }
     }
     const int core = attentionCore(q, k, v);
     return linear(core, TensorRole::Output, qW, m_h, TargetO, "o_proj");
+}
+
+// The layer's entry in generate()'s cache (transformers cache_utils.py): DynamicLayer keeps the
+// key (value) states themselves (for a fused q/k/v projection, a view that holds its whole output);
+// StaticLayer allocates max_cache_len positions at its first update and index_copy_s into them;
+// QuantizedLayer quantizes the prompt's states (quanto / HQQ, a scale and zero per group). An fp8
+// cache (vLLM, TGI kv_cache_dtype) stores a 1-byte copy.
+int LayerBuilder::cacheEntry(int t, const char *name)
+{
+    const InferenceConfig &inf = m_training.inference;
+    const double width = m_k * m_d;
+    const double bytes = inf.kv_cache_dtype == KvCacheDtype::Fp8 ? 1 : m_b.elementBytes(t);
+    int c = t;
+    if (inf.kv_cache == KvCacheKind::Static) {
+        c = m_b.copy(t, m_shape.cache * width, bytes, name);
+    } else if (inf.kv_cache == KvCacheKind::Quantized) {
+        const double q = quantizedKvBytesPerElement(inf, m_b.elementBytes(t));
+        c = m_b.copy(t, tok(width), q, name);
+    } else if (bytes != m_b.elementBytes(t)) {
+        c = m_b.copy(t, tok(width), bytes, name);
+    }
+    GraphTensor &x = m_graph.tensors[static_cast<std::size_t>(c)];
+    x.use = TensorUse::KvCache;
+    x.hold = Hold::StepEnd;
+    return c;
 }
 
 // apply_rotary_pos_emb: q * cos + rotate_half(q) * sin, cos/sin in the hidden states' dtype (so an
@@ -337,7 +428,7 @@ int LayerBuilder::eagerCore(int q, int k, int v)
     const int vr = repeat
                        ? m_b.copy(v, m_b.elements(v) * groups, m_b.elementBytes(v), "repeat_kv v")
                        : v;
-    const SizeExpr scores = SizeExpr::perTokenSeq(m_a);
+    const SizeExpr scores = m_shape.scores * m_a;
     const double E = m_p.compute;
     const int s = m_b.matmul(amp16(q), amp16(kr), scores, E, "attention scores q @ k^T");
     const int scaled = m_b.scalarOp(s, scores, E, "scores * scaling");

@@ -5,7 +5,7 @@
 
 namespace membudget {
 
-const char *const kInterconnectNames[3] = {"pcie", "nvlink", "infinity-fabric"};
+const char *const kInterconnectNames[4] = {"pcie", "nvlink", "infinity-fabric", "ethernet"};
 const char *const kGpuArchitectureNames[9]
     = {"unknown", "volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna", "rdna"};
 

@@ -7,14 +7,15 @@
 namespace membudget {
 
 // How GPUs of one node talk to each other.
-enum class Interconnect { Pcie, NvLink, InfinityFabric };
+// Ethernet: scale-up over on-chip RoCE ports (Intel Gaudi).
+enum class Interconnect { Pcie, NvLink, InfinityFabric, Ethernet };
 
 // The GPU generation, which decides what its kernels reach (attention kernels, bf16 support).
 enum class GpuArchitecture { Unknown, Volta, Turing, Ampere, Ada, Hopper, Blackwell, Cdna, Rdna };
 
 const char *interconnectName(Interconnect v);
 bool parseInterconnect(const std::string &s, Interconnect &v);
-extern const char *const kInterconnectNames[3];
+extern const char *const kInterconnectNames[4];
 const char *gpuArchitectureName(GpuArchitecture v);
 bool parseGpuArchitecture(const std::string &s, GpuArchitecture &v);
 extern const char *const kGpuArchitectureNames[9];

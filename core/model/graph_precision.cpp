@@ -16,13 +16,17 @@ GraphPrecision graphPrecision(const TrainingConfig &t)
     p.grad = p.weight;
     p.train = t.mode == Mode::Train;
     p.train_base = p.train && t.method == Method::Full;
-    p.lora = p.train && t.method != Method::Full;
+    p.lora = p.train && (t.method == Method::Lora || t.method == Method::Qlora);
+    p.dora = p.lora && t.lora.use_dora;
+    p.ia3 = p.train && t.method == Method::Ia3;
+    p.ia3_targets = t.ia3.targets;
     p.lora_targets = t.lora.targets;
     p.lora_rank = static_cast<double>(t.lora.rank);
     p.lora_dropout = t.lora.dropout;
     p.adapter = t.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : p.compute;
     p.adapter_weight = t.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : p.weight;
-    const bool quantized = t.mode == Mode::Inference || t.method == Method::Qlora;
+    const bool quantized = t.mode == Mode::Inference || t.method == Method::Qlora
+                           || t.method == Method::Ia3;
     p.quantization = quantized ? t.quantization : Quantization::None;
     p.head_weight = p.weight;
     if (kbitUpcast(t)) {
@@ -35,6 +39,9 @@ GraphPrecision graphPrecision(const TrainingConfig &t)
         p.weight = 4;
         p.head_weight = kbitKeepsHead16bit(t) ? 2 : 4;
     }
+    p.quantization_options = t.quantization_options;
+    const bool fp32Compute = t.quantization_options.compute_dtype == QuantComputeDtype::Fp32;
+    p.quant_compute = fp32Compute ? 4 : 2;
     return p;
 }
 

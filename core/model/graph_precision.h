@@ -22,12 +22,18 @@ struct GraphPrecision
     unsigned lora_targets = 0;
     double lora_rank = 0;
     double lora_dropout = 0;
+    bool dora = false; // DoRA's magnitude and weight norm on every LoRA adapter
+    bool ia3 = false;  // IA3 vectors
+    unsigned ia3_targets = 0;
     Quantization quantization = Quantization::None; // frozen base weights stored quantized
     // PEFT prepare_model_for_kbit_training (QLoRA): the non-quantized parameters are fp32, so the
     // norms' outputs and the residual stream are fp32; the Trainer's autocast still runs the
     // matmuls in 16-bit.
     bool kbit_upcast = false;
     double head_weight = 2; // bytes per element of the embedding and lm_head weights
+    QuantizationOptions quantization_options;
+    double dequantized = 2;   // the dtype a quantized weight is dequantized to (the load dtype)
+    double quant_compute = 2; // bitsandbytes' compute dtype: 4 with bnb_4bit_compute_dtype fp32
 };
 
 GraphPrecision graphPrecision(const TrainingConfig &training);

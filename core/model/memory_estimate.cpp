@@ -29,9 +29,9 @@ const char *const kComponentLabels[kComponentCount] = {"Weights",
 const char *const kPhaseKeys[kPhaseCount] = {"forward", "backward", "optimizer_step"};
 const char *const kPhaseLabels[kPhaseCount] = {"Forward", "Backward", "Optimizer step"};
 const char *const kStageKeys[kStageCount]
-    = {"resident", "forward", "loss", "backward", "optimizer_step", "prefill"};
+    = {"resident", "forward", "loss", "backward", "optimizer_step", "prefill", "decode"};
 const char *const kStageLabels[kStageCount]
-    = {"Resident", "Forward", "Loss", "Backward", "Optimizer step", "Prefill"};
+    = {"Resident", "Forward", "Loss", "Backward", "Optimizer step", "Prefill", "Decode"};
 } // namespace
 
 const char *componentKey(Component c)

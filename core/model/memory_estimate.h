@@ -37,8 +37,9 @@ enum class Stage : std::uint8_t {
     Backward,      // decoder layers and embedding in reverse
     OptimizerStep, // the update, then zero_grad
     Prefill,       // inference: the prompt through every layer
+    Decode,        // inference: the last generated token (the largest cache)
 };
-inline constexpr int kStageCount = 6;
+inline constexpr int kStageCount = 7;
 const char *stageKey(Stage s);   // "optimizer_step"
 const char *stageLabel(Stage s); // "Optimizer step"
 

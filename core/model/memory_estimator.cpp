@@ -3,8 +3,49 @@
 
 #include "model/model_states.h"
 #include "model/step_model.h"
+#include "model/weight_format.h"
 
 namespace membudget {
+
+namespace {
+
+// The weight formats, IA3 and the inference keys (issue 14).
+std::string validateFormats(const TrainingConfig &t, std::string *key)
+{
+    auto problem = [key](const char *where, const char *message) {
+        if (key)
+            *key = where;
+        return std::string(message);
+    };
+    const QuantizationOptions &o = t.quantization_options;
+    const std::int64_t bits = o.bits;
+    if (bits != 0 && t.quantization == Quantization::Gptq && bits != 2 && bits != 3 && bits != 4
+        && bits != 8)
+        return problem("training.quantization_options.bits", "gptq stores 2, 3, 4 or 8 bits");
+    if (bits != 0 && t.quantization == Quantization::Hqq && bits != 1 && bits != 2 && bits != 3
+        && bits != 4 && bits != 8)
+        return problem("training.quantization_options.bits", "hqq stores 1, 2, 3, 4 or 8 bits");
+    const bool ggml = quantKernel(t.quantization) == QuantKernel::Fused
+                      && t.quantization != Quantization::Gptq
+                      && t.quantization != Quantization::TorchaoInt4;
+    if (t.mode == Mode::Train && ggml)
+        return problem("training.quantization",
+                       "llama.cpp formats (q4_k, q5_k, q6_k, q8_0) are for inference: "
+                       "transformers dequantizes GGUF weights when it loads them");
+    if (t.method == Method::Ia3 && t.ia3.targets == 0)
+        return problem("training.ia3.targets", "IA3 needs at least one target module");
+    const InferenceConfig &inf = t.inference;
+    if (t.mode == Mode::Inference && inf.kv_cache == KvCacheKind::Static && inf.max_cache_len > 0
+        && inf.max_cache_len < t.sequence_length + inf.generated_tokens)
+        return problem("training.inference.max_cache_len",
+                       "max_cache_len must hold the prompt and the generated tokens");
+    if (inf.kv_cache == KvCacheKind::Quantized && inf.kv_cache_dtype != KvCacheDtype::Model)
+        return problem("training.inference.kv_cache_dtype",
+                       "a quantized cache has its own bits: kv_cache_dtype model");
+    return {};
+}
+
+} // namespace
 
 std::string validateInput(const EstimateInput &in, std::string *key)
 {
@@ -30,15 +71,18 @@ std::string validateInput(const EstimateInput &in, std::string *key)
         return problem("model.experts_per_token", "experts_per_token must be between 1 and experts");
     if (t.method == Method::Qlora && t.quantization == Quantization::None)
         return problem("training.quantization",
-                       "qlora needs a quantized base: quantization int8, nf4 or nf4-double");
+                       "qlora needs a quantized base: quantization int8, nf4, gptq, awq, hqq or "
+                       "another format");
     if (t.mode == Mode::Train && t.method == Method::Full && t.quantization != Quantization::None)
         return problem("training.quantization",
                        "full fine-tuning cannot train quantized weights: use method qlora, or "
                        "quantization none");
     if (t.mode == Mode::Train && t.method == Method::Lora && t.quantization != Quantization::None)
         return problem("training.quantization", "a quantized base is QLoRA: use method qlora");
-    if (t.method != Method::Full && t.lora.targets == 0)
+    if ((t.method == Method::Lora || t.method == Method::Qlora) && t.lora.targets == 0)
         return problem("training.lora.targets", "LoRA needs at least one target module");
+    if (const std::string bad = validateFormats(t, key); !bad.empty())
+        return bad;
     if (p.tensor_parallel < 1 || p.gpus < 1)
         return problem("parallelism", "gpus and tensor_parallel must be at least 1");
     if (p.gpus % p.tensor_parallel != 0)

@@ -4,6 +4,7 @@
 #include "model/graph_builder.h"
 #include "model/graph_precision.h"
 #include "model/norm_graph.h"
+#include "model/quantized_linear_graph.h"
 
 #include <algorithm>
 #include <cmath>
@@ -53,7 +54,8 @@ int lmHead(GraphBuilder &b,
            int x,
            double vocab,
            const ParameterLayout &layout,
-           double tp)
+           double tp,
+           double rows)
 {
     const double h = static_cast<double>(arch.hidden_size);
     const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
@@ -61,7 +63,11 @@ int lmHead(GraphBuilder &b,
     const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
     const SizeExpr out = b.elements(x) * (vocab / h);
     int logits;
-    if (p.amp && p.head_weight == 4) {
+    const bool quantized = p.quantization != Quantization::None && !arch.tied_embeddings
+                           && p.quantization_options.lm_head;
+    if (quantized) { // GPTQModel lm_head=True and the like: the head runs the format's kernel
+        logits = quantizedMatmul(b, p, x, w, elements, out, "lm_head logits", rows);
+    } else if (p.amp && p.head_weight == 4) {
         const int copy = b.autocastWeightCopy(w, elements, "autocast lm_head copy");
         logits = b.matmul(b.cast(x, 2, "autocast input copy"), copy, out, 2, "lm_head logits");
     } else {
@@ -287,7 +293,10 @@ OpGraph headGraph(const ModelArchitecture &arch,
         g.output = ligerFusedLoss(b, p, normed, w, vocab, h, elements);
         return g;
     }
-    const int logits = lmHead(b, arch, p, normed, vocab, layout, tp);
+    // Rows lm_head sees: b x s in training, the last position of b sequences in generate().
+    const double batch = static_cast<double>(training.micro_batch_size);
+    const double rows = p.train ? batch * static_cast<double>(training.sequence_length) : batch;
+    const int logits = lmHead(b, arch, p, normed, vocab, layout, tp, rows);
     g.output = p.train ? causalLmLoss(b, training, p, logits) : b.cast(logits, 4, "logits fp32");
     return g;
 }

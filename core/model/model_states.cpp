@@ -2,6 +2,7 @@
 #include "model/model_states.h"
 
 #include "model/stack_profile.h"
+#include "model/weight_format.h"
 
 #include <algorithm>
 #include <cmath>
@@ -73,27 +74,6 @@ double pagedStateBytes(Optimizer opt, double rows, double cols, double count, do
     return optimizerStateBytes(opt, rows, cols, count, stateBytes);
 }
 
-// Frozen base weights in a bitsandbytes format.
-//  - LLM.int8 (Dettmers et al. 2022, arXiv:2208.07339): int8 values plus an fp32 scale per output row;
-//  - NF4 (Dettmers et al. 2023, arXiv:2305.14314, section 3): 4-bit values plus an fp32 absmax per
-//    block of 64 (4.5 bits); double quantization stores the absmax in 8 bits with an fp32 constant
-//    per 256 blocks (4 + 8/64 + 32/(64*256) = 4.127 bits).
-double quantizedBytes(Quantization q, double rows, double cols, double count)
-{
-    const double n = rows * cols;
-    switch (q) {
-    case Quantization::None:
-        return 0;
-    case Quantization::Int8:
-        return count * (n + 4 * cols);
-    case Quantization::Nf4:
-        return count * (n / 2 + 4 * std::ceil(n / 64.0));
-    case Quantization::Nf4Double:
-        return count * (n / 2 + std::ceil(n / 64.0) + 4 * std::ceil(n / (64.0 * 256.0)));
-    }
-    return 0;
-}
-
 // Bytes per element of a parameter that is not quantized: the precision's, or fp32 after PEFT's
 // prepare_model_for_kbit_training (TRL before 0.26 then casts embeddings and lm_head back to bf16).
 double storedBytes(const TrainingConfig &tr, TensorRole role, double precisionBytes)
@@ -111,6 +91,15 @@ bool inDecoderLayer(TensorRole role)
            && role != TensorRole::LmHead && role != TensorRole::FinalNorm;
 }
 
+// An IA3 vector of `elements` values in the adapter dtype, held with the weights.
+void addAdapter(ModelStates &s, bool inLayer, double elements, double bytes, double perLayer)
+{
+    s.trainable += elements;
+    s.weights += elements * bytes;
+    (inLayer ? s.layer_weights : s.root_weights) += elements * bytes;
+    (inLayer ? s.layer_tensors : s.root_tensors) += perLayer;
+}
+
 // Bytes per element: weights in their storage dtype; gradients in the parameter dtype; fp32 master
 // copy and fp32 states for mixed precision (Rajbhandari et al. 2020, arXiv:1910.02054, section 3.1:
 // 2 + 2 + 12 bytes per parameter with Adam); torch optimizers keep states in the parameter dtype.
@@ -124,8 +113,8 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
     const double sb = isPure16(tr.precision) ? 2 : 4;
     const double ab = tr.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : wb;
     const double asb = ab == 2 ? 2 : 4;
-    const Quantization quant = (!train || tr.method == Method::Qlora) ? tr.quantization
-                                                                      : Quantization::None;
+    const bool frozenBase = tr.method == Method::Qlora || tr.method == Method::Ia3;
+    const Quantization quant = (!train || frozenBase) ? tr.quantization : Quantization::None;
     const double rank = static_cast<double>(tr.lora.rank);
     const double tp = static_cast<double>(std::max<std::int64_t>(1, in.parallelism.tensor_parallel));
     s.grad_bytes_per_param = full ? wb : ab;
@@ -141,10 +130,12 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
         if (g.linear || g.role == TensorRole::LmHead
             || (g.role == TensorRole::Embedding && in.arch.tied_embeddings))
             s.linear_elements += n;
-        const bool quantized = quant != Quantization::None && g.linear
-                               && g.role != TensorRole::LmHead;
-        const double w = quantized ? quantizedBytes(quant, rows, cols, count)
-                                   : n * storedBytes(tr, g.role, wb);
+        const bool head = g.role == TensorRole::LmHead; // 16-bit unless lm_head is quantized too
+        const bool quantized = quant != Quantization::None
+                               && (head ? tr.quantization_options.lm_head : g.linear);
+        const double w
+            = quantized ? quantizedMatrixBytes(quant, tr.quantization_options, rows, cols, count)
+                        : n * storedBytes(tr, g.role, wb);
         const double perLayer = inLayer ? count / static_cast<double>(in.arch.layers) : count;
         s.weights += w;
         (inLayer ? s.layer_weights : s.root_weights) += w;
@@ -160,20 +151,35 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             paged = pagedStateBytes(tr.optimizer, rows, cols, count, sb);
             tensors = perLayer;
             s.largest_trainable = std::max(s.largest_trainable, rows * cols);
+        } else if (tr.method == Method::Ia3) {
+            if (!g.linear || (g.lora_bits & tr.ia3.targets) == 0)
+                continue;
+            // PEFT IA3: a vector of out_features, or in_features for the feed-forward output.
+            const double vector = (g.role == TensorRole::Down ? rows : cols) * count;
+            addAdapter(s, inLayer, vector, ab, perLayer);
+            s.largest_trainable = std::max(s.largest_trainable, vector / count);
+            grad = vector * ab;
+            master = vector * mb;
+            states = optimizerStateBytes(tr.optimizer, vector, 1, 1, asb);
+            tensors = perLayer;
         } else if (g.linear && (g.lora_bits & tr.lora.targets) != 0) {
             // Adapter A is in x r, B is r x out (the split dimension stays split under TP).
-            const double adapter = rows * rank * count + rank * cols * count;
-            s.trainable += adapter;
+            // DoRA adds lora_magnitude_vector, one value per output row (PEFT dora.py).
+            const double magnitude = tr.lora.use_dora ? cols * count : 0;
+            const double adapter = rows * rank * count + rank * cols * count + magnitude;
+            const double adapterTensors = (tr.lora.use_dora ? 3 : 2) * perLayer;
             s.weights += adapter * ab;
+            s.trainable += adapter;
             (inLayer ? s.layer_weights : s.root_weights) += adapter * ab;
-            (inLayer ? s.layer_tensors : s.root_tensors) += 2 * perLayer;
+            (inLayer ? s.layer_tensors : s.root_tensors) += adapterTensors;
             grad = adapter * ab;
             master = adapter * mb;
             states = optimizerStateBytes(tr.optimizer, rows, rank, count, asb)
-                     + optimizerStateBytes(tr.optimizer, rank, cols, count, asb);
+                     + optimizerStateBytes(tr.optimizer, rank, cols, count, asb)
+                     + optimizerStateBytes(tr.optimizer, magnitude, 1, 1, asb);
             paged = pagedStateBytes(tr.optimizer, rows, rank, count, asb)
                     + pagedStateBytes(tr.optimizer, rank, cols, count, asb);
-            tensors = 2 * perLayer;
+            tensors = adapterTensors;
             s.largest_trainable = std::max(s.largest_trainable, std::max(rows, cols) * rank);
         }
         states -= paged; // outside torch's allocator
@@ -190,9 +196,7 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             s.trainable_root_tensors += tensors;
         }
     }
-    s.trainable_all = !train ? 0
-                      : full ? layout.total
-                             : loraParameters(layout, tr.lora.targets, tr.lora.rank);
+    s.trainable_all = !train ? 0 : full ? layout.total : adapterParameters(layout, tr);
 }
 
 // ZeRO (Rajbhandari et al. 2020, section 5): stage 1 shards optimizer states (and the master copy),

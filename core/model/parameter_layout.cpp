@@ -140,4 +140,26 @@ double loraParameters(const ParameterLayout &layout, unsigned targets, std::int6
     return total;
 }
 
+// Trainable adapter parameters of the whole model: LoRA's A and B (plus DoRA's magnitude vector, one
+// value per output row: PEFT lora/dora.py), or IA3's vectors (out_features per targeted module,
+// in_features for the feed-forward output projection: PEFT ia3/layer.py).
+double adapterParameters(const ParameterLayout &layout, const TrainingConfig &training)
+{
+    double total = 0;
+    for (const TensorGroup &g : layout) {
+        if (!g.linear)
+            continue;
+        const double count = static_cast<double>(g.count);
+        if (training.method == Method::Ia3) {
+            if ((g.lora_bits & training.ia3.targets) != 0)
+                total += static_cast<double>(g.role == TensorRole::Down ? g.rows : g.cols) * count;
+        } else if ((g.lora_bits & training.lora.targets) != 0 && training.lora.use_dora) {
+            total += static_cast<double>(g.cols) * count;
+        }
+    }
+    if (training.method == Method::Ia3)
+        return total;
+    return total + loraParameters(layout, training.lora.targets, training.lora.rank);
+}
+
 } // namespace membudget

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/model_architecture.h"
+#include "model/training_options.h"
 
 #include <array>
 #include <cstdint>
@@ -62,5 +63,8 @@ ParameterLayout parameterLayout(const ModelArchitecture &arch);
 
 // Trainable LoRA parameters: rank x (in + out) for each targeted matrix.
 double loraParameters(const ParameterLayout &layout, unsigned targets, std::int64_t rank);
+
+// Trainable parameters of the scenario's adapters: LoRA (with DoRA's magnitudes) or IA3.
+double adapterParameters(const ParameterLayout &layout, const TrainingConfig &training);
 
 } // namespace membudget

@@ -6,7 +6,9 @@ namespace membudget {
 bool operator==(const LoraConfig &a, const LoraConfig &b)
 {
     return a.rank == b.rank && a.alpha == b.alpha && a.dropout == b.dropout
-           && a.targets == b.targets && a.adapter_precision == b.adapter_precision;
+           && a.targets == b.targets && a.adapter_precision == b.adapter_precision
+           && a.use_dora == b.use_dora && a.use_rslora == b.use_rslora
+           && a.loraplus_lr_ratio == b.loraplus_lr_ratio;
 }
 bool operator==(const OffloadConfig &a, const OffloadConfig &b)
 {
@@ -20,7 +22,9 @@ bool operator==(const TrainingConfig &a, const TrainingConfig &b)
            && a.gradient_accumulation_steps == b.gradient_accumulation_steps
            && a.checkpointing == b.checkpointing && a.attention == b.attention && a.loss == b.loss
            && a.lora == b.lora && a.offload == b.offload && a.stack == b.stack
-           && a.kbit_fp32_upcast == b.kbit_fp32_upcast;
+           && a.kbit_fp32_upcast == b.kbit_fp32_upcast
+           && a.quantization_options == b.quantization_options && a.ia3.targets == b.ia3.targets
+           && a.inference == b.inference;
 }
 bool operator==(const ParallelismConfig &a, const ParallelismConfig &b)
 {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/step_timeline_builder.h"
 
+#include "model/attention_shape.h"
 #include "model/graph_precision.h"
 #include "model/graph_timeline.h"
 #include "model/stack_profile.h"
@@ -52,6 +53,8 @@ public:
         if (m_p.train) {
             backward();
             optimizerStep();
+        } else if (m_in.training.inference.generated_tokens > 0) {
+            decode();
         }
         return std::move(m_tl);
     }
@@ -67,6 +70,9 @@ private:
         return m_in.training.attention == Attention::Eager
                && (f == ModelFamily::Llama || f == ModelFamily::Gemma);
     }
+    // The explicit mask [b, 1, s, keys]: eager Llama attention adds it in the compute dtype; SDPA
+    // with a static cache gets a boolean one (transformers masking_utils sdpa_mask).
+    bool explicitMask() const { return eagerMask() || attentionShape(m_in.training).mask; }
     // A tensor of `size` bytes in all, made of `copies` equal tensors.
     int tensor(const char *name,
                SizeExpr size,
@@ -99,6 +105,8 @@ private:
     void forward();
     void forwardLayers();
     void forwardEnd();
+    void decode();
+    void decodeLogits();
     void backward();
     double reduceBucketBytes() const;
     void backwardLayers();
@@ -249,9 +257,11 @@ void StepBuilder::forward()
         alloc(b, m_cos);
         alloc(b, m_sin);
     }
-    if (eagerMask()) {
+    if (explicitMask()) {
         const Component c = checkpointFull() ? Component::Activations : Component::Temporaries;
-        m_mask = tensor("causal mask [b, 1, s, s]", SizeExpr::perTokenSeq(m_p.stream), c, false);
+        const double maskBytes = eagerMask() ? m_p.stream : 1;
+        const SizeExpr size = attentionShape(m_in.training).scores * maskBytes;
+        m_mask = tensor("causal mask [b, 1, s, keys]", size, c, false);
         alloc(b, m_mask);
     }
     if (m_s.gathers)
@@ -322,6 +332,86 @@ void StepBuilder::forwardEnd()
         if (m_rootGathered >= 0)
             release(b, m_rootGathered);
     }
+}
+
+// generate()'s decode steps after the prefill, taken at the last one, where the cache is largest:
+// every layer's cache grown by g - 1 positions per sequence, then the step's update layer by layer
+// (transformers cache_utils.py). DynamicLayer.update re-makes keys and values with torch.cat, so
+// for a moment a layer holds its old and its new keys (then values). StaticLayer writes in place.
+// QuantizedLayer keeps up to residual_length positions in full precision and, every step,
+// dequantizes the layer's whole cache and cats it with the residual for attention: four
+// full-precision copies of the layer's cache in flight. The layers' own work on one token per
+// sequence is small (b x intermediate) and not counted; the step's logits are.
+void StepBuilder::decode()
+{
+    const InferenceConfig &inf = m_in.training.inference;
+    const double tp = static_cast<double>(
+        std::max<std::int64_t>(1, m_in.parallelism.tensor_parallel));
+    const double width = std::max(1.0, static_cast<double>(m_in.arch.kv_heads) / tp)
+                         * static_cast<double>(m_in.arch.head_dim);
+    const double full = m_p.compute;
+    const double e = inf.kv_cache_dtype == KvCacheDtype::Fp8 ? 1 : full;
+    const double g = static_cast<double>(inf.generated_tokens);
+    if (inf.kv_cache == KvCacheKind::Static) {
+        decodeLogits();
+        return;
+    }
+    const bool quantized = inf.kv_cache == KvCacheKind::Quantized;
+    const double stored = quantized ? quantizedKvBytesPerElement(inf, full) : e;
+    // The positions b (s + g - 1) before the last step, b (s + g) after it.
+    const SizeExpr before = (SizeExpr::perToken(1) + SizeExpr::perSequence(g - 1)) * width;
+    const SizeExpr after = before + SizeExpr::perSequence(width);
+    const int grownKeys = tensor("key cache", before * stored, Component::KvCache, true);
+    const int grownValues = tensor("value cache", before * stored, Component::KvCache, true);
+    TimelineBlock &grow = m_tl.addBlock(Stage::Decode, Phase::Forward, 0, 1, m_layers);
+    grow.decoder_layer = true;
+    alloc(grow, grownKeys);
+    alloc(grow, grownValues);
+    m_body->releaseHeld(grow, Hold::StepEnd); // the prefill's entry for this layer
+    TimelineBlock &last = m_tl.addBlock(Stage::Decode, Phase::Forward, 0, 1, m_layers);
+    last.decoder_layer = true;
+    if (quantized) {
+        const double residual = static_cast<double>(inf.kv_residual_length);
+        const int tail = tensor("full-precision residual",
+                                SizeExpr::perSequence(2 * residual * width * full),
+                                Component::KvCache,
+                                true);
+        const int copies = tensor("dequantized cache and cat for attention",
+                                  after * (4 * full),
+                                  Component::Temporaries,
+                                  true);
+        alloc(last, tail);
+        alloc(last, copies);
+        release(last, copies);
+    } else {
+        const int keys = tensor("torch.cat keys", after * e, Component::KvCache, true);
+        const int values = tensor("torch.cat values", after * e, Component::KvCache, true);
+        alloc(last, keys);
+        release(last, grownKeys);
+        alloc(last, values);
+        release(last, grownValues);
+    }
+    decodeLogits();
+}
+
+// The decode step's head: the last hidden state of each sequence through lm_head, in the compute
+// dtype, then cast to fp32 for sampling (generate(): outputs.logits[:, -1, :].float()).
+void StepBuilder::decodeLogits()
+{
+    const double tp = static_cast<double>(
+        std::max<std::int64_t>(1, m_in.parallelism.tensor_parallel));
+    const double vocab = static_cast<double>(m_in.arch.vocab_size) / tp;
+    TimelineBlock &b = m_tl.addBlock(Stage::Decode, Phase::Forward);
+    const int logits = tensor("decode logits",
+                              SizeExpr::perSequence(vocab * m_p.compute),
+                              Component::Logits,
+                              false);
+    const int fp32
+        = tensor("decode logits fp32", SizeExpr::perSequence(vocab * 4), Component::Logits, false);
+    alloc(b, logits);
+    alloc(b, fp32);
+    release(b, logits);
+    release(b, fp32);
 }
 
 // Backward: loss.backward() from the head down to the embedding. Each layer's trainable weights

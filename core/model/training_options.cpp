@@ -6,10 +6,25 @@
 namespace membudget {
 
 const char *const kModeNames[2] = {"train", "inference"};
-const char *const kMethodNames[3] = {"full", "lora", "qlora"};
+const char *const kMethodNames[4] = {"full", "lora", "qlora", "ia3"};
 const char *const kPrecisionNames[7]
     = {"fp32", "amp-bf16", "amp-fp16", "bf16", "fp16", "mixed-bf16", "mixed-fp16"};
-const char *const kQuantizationNames[4] = {"none", "int8", "nf4", "nf4-double"};
+const char *const kQuantizationNames[16] = {"none",
+                                            "int8",
+                                            "nf4",
+                                            "nf4-double",
+                                            "fp4",
+                                            "fp4-double",
+                                            "gptq",
+                                            "awq",
+                                            "fp8",
+                                            "hqq",
+                                            "torchao-int4",
+                                            "torchao-int8",
+                                            "q4_k",
+                                            "q5_k",
+                                            "q6_k",
+                                            "q8_0"};
 const char *const kOptimizerNames[9] = {"adamw",
                                         "adamw-8bit",
                                         "paged-adamw",
@@ -196,6 +211,10 @@ bool isMixedMaster(Precision p)
 bool is16bitWeights(Precision p)
 {
     return isPure16(p) || isMixedMaster(p);
+}
+bool isAdapterMethod(Method m)
+{
+    return m != Method::Full;
 }
 
 } // namespace membudget

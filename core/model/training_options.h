@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "model/inference_options.h"
+#include "model/weight_format_options.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -9,7 +12,8 @@
 namespace membudget {
 
 enum class Mode { Train, Inference };
-enum class Method { Full, Lora, Qlora };
+// Ia3 trains IA3 vectors on a frozen base, quantized or not (PEFT IA3Config).
+enum class Method { Full, Lora, Qlora, Ia3 };
 
 // The precisions people really train with (see docs/scenario-format.md):
 //  fp32      weights, grads, states fp32; compute fp32
@@ -18,8 +22,26 @@ enum class Method { Full, Lora, Qlora };
 //  mixed-*   16-bit weights and grads plus an fp32 master copy and fp32 states (DeepSpeed, Megatron)
 enum class Precision { Fp32, AmpBf16, AmpFp16, Bf16, Fp16, MixedBf16, MixedFp16 };
 
-// Storage of the frozen base weights (QLoRA, or quantized inference).
-enum class Quantization { None, Int8, Nf4, Nf4Double };
+// Storage of the frozen base weights (QLoRA, or quantized inference); bytes per weight and the
+// kernels' transients in model/weight_format.h.
+enum class Quantization {
+    None,
+    Int8,      // bitsandbytes LLM.int8
+    Nf4,       // bitsandbytes 4-bit NormalFloat
+    Nf4Double, // ... with double quantization
+    Fp4,       // bitsandbytes 4-bit float (bnb_4bit_quant_type="fp4"): the same bytes as NF4
+    Fp4Double,
+    Gptq,        // GPTQ (AutoGPTQ / GPTQModel packing)
+    Awq,         // AWQ (AutoAWQ GEMM packing)
+    Fp8,         // float8 e4m3 weights with fp32 scales (W8A8)
+    Hqq,         // HQQ
+    TorchaoInt4, // torchao int4_weight_only (tinygemm)
+    TorchaoInt8, // torchao int8_weight_only
+    Q4K,         // llama.cpp GGUF k-quants and Q8_0
+    Q5K,
+    Q6K,
+    Q8_0,
+};
 
 // AdamWFused is torch.optim.AdamW(fused=True): the same states, no foreach temporaries.
 enum class Optimizer {
@@ -97,6 +119,20 @@ struct LoraConfig
     double dropout = 0.0;
     unsigned targets = TargetQ | TargetK | TargetV | TargetO;
     AdapterPrecision adapter_precision = AdapterPrecision::Fp32;
+    // PEFT LoraConfig(use_dora=True): a trainable magnitude per output row and the norm of
+    // W + scaling * B A computed in every forward (peft/tuners/lora/dora.py).
+    bool use_dora = false;
+    // rsLoRA (PEFT use_rslora: scaling alpha / sqrt(r)) and LoRA+ (create_loraplus_optimizer: B
+    // learns loraplus_lr_ratio times faster) change numbers, not tensors: the same bytes as LoRA.
+    bool use_rslora = false;
+    double loraplus_lr_ratio = 0; // 0: off
+};
+
+// PEFT IA3Config: a learned vector scales each targeted module's output, or, for the feed-forward
+// output projection (down_proj, PEFT's feedforward_modules), its input.
+struct Ia3Config
+{
+    unsigned targets = TargetK | TargetV | TargetDown; // PEFT's default for Llama and Mistral
 };
 
 struct OffloadConfig
@@ -111,6 +147,7 @@ struct TrainingConfig
     Method method = Method::Full;
     Precision precision = Precision::Bf16;
     Quantization quantization = Quantization::None;
+    QuantizationOptions quantization_options;
     Optimizer optimizer = Optimizer::AdamW;
     std::int64_t micro_batch_size = 1;
     std::int64_t sequence_length = 2048;
@@ -119,7 +156,9 @@ struct TrainingConfig
     Attention attention = Attention::Sdpa;
     LossImplementation loss = LossImplementation::Hf;
     LoraConfig lora;
+    Ia3Config ia3;
     OffloadConfig offload;
+    InferenceConfig inference; // mode inference: prompt, generated tokens and the KV cache
     StackConfig stack;
     // PEFT prepare_model_for_kbit_training for QLoRA: non-quantized parameters cast to fp32 (norms,
     // embeddings, lm_head), input require-grads. Unset: the stack decides (stack_profile.h).
@@ -198,9 +237,9 @@ std::vector<std::string> loraTargetNames(unsigned bits);    // ["all-linear"] wh
 // The allowed names of each option, for error messages and pickers.
 std::string allowedNames(const char *const *names, int count);
 extern const char *const kModeNames[2];
-extern const char *const kMethodNames[3];
+extern const char *const kMethodNames[4];
 extern const char *const kPrecisionNames[7];
-extern const char *const kQuantizationNames[4];
+extern const char *const kQuantizationNames[16];
 extern const char *const kOptimizerNames[9];
 extern const char *const kCheckpointingNames[3];
 extern const char *const kAttentionNames[3];
@@ -216,5 +255,7 @@ bool isAmp(Precision p);
 bool isPure16(Precision p);
 bool isMixedMaster(Precision p);
 bool is16bitWeights(Precision p);
+// LoRA-style adapters on a frozen base: lora, qlora and ia3.
+bool isAdapterMethod(Method m);
 
 } // namespace membudget

@@ -2,6 +2,7 @@
 #include "throughput/step_work.h"
 
 #include "model/parameter_layout.h"
+#include "model/weight_format.h"
 #include "throughput/throughput_constants.h"
 
 #include <algorithm>
@@ -47,9 +48,10 @@ double storedBytesPerWeight(Quantization q)
     case Quantization::Int8:
         return 1.0;
     case Quantization::None:
-        break;
+        return 0;
+    default: // the other formats' layouts (model/weight_format.cpp), for a 4096 x 4096 matrix
+        return quantizedBitsPerWeight(q, QuantizationOptions{}, 4096, 4096) / 8;
     }
-    return 0;
 }
 
 bool isColumnParallel(TensorRole role)

@@ -577,10 +577,41 @@ private slots:
         QCOMPARE(r.code, 1);
         QVERIFY(r.err.contains("inference scenario"));
         QVERIFY(r.out.isEmpty());
+        // Weight formats without an export say so.
+        r = run({"export-config",
+                 QStringLiteral(MEMBUDGET_SOURCE_DIR
+                                "/presets/scenarios/inference-llama-3.1-8b-gptq-32-streams.yaml")});
+        QCOMPARE(r.code, 1);
         // A failed write keeps what was there.
         r = run({"export-config", scenario, "-o", m_dir + "/no-such-folder/x.py"});
         QCOMPARE(r.code, 1);
         QVERIFY(r.err.contains("cannot write"));
+    }
+
+    // Generation, the weight format and the decode stage reach the table and the JSON.
+    void estimateGeneration()
+    {
+        const QString file = QStringLiteral(
+            MEMBUDGET_SOURCE_DIR "/presets/scenarios/inference-llama-3.1-8b-gptq-32-streams.yaml");
+        Result r = run({"estimate", file});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.contains("32 sequences x 2048 prompt + 2048 generated tokens"));
+        QVERIFY(r.out.contains("gptq 4.16 bits/weight"));
+        QVERIFY(r.out.contains("generating the last token"));
+        r = run({"estimate", file, "--json"});
+        QCOMPARE(r.code, 0);
+        const QJsonObject j = QJsonDocument::fromJson(r.out).object();
+        const QJsonObject inference = j["inference"].toObject();
+        QCOMPARE(inference["sequences"].toInt(), 32);
+        QCOMPARE(inference["cache_positions"].toInt(), 4096);
+        QCOMPARE(inference["kv_cache"].toString(), QStringLiteral("dynamic"));
+        QCOMPARE(j["weight_format"].toObject()["quantization"].toString(), QStringLiteral("gptq"));
+        const QJsonObject perGpu = j["per_gpu"].toObject();
+        QCOMPARE(perGpu["peak_moments"].toObject()["forward"].toObject()["stage"].toString(),
+                 QStringLiteral("decode"));
+        // 2 x 32 layers x 32 sequences x 4096 positions x 1024 x 2 B, plus torch.cat's copy.
+        QVERIFY(perGpu["components"].toObject()["kv_cache"].toDouble()
+                > 2.0 * 32 * 32 * 4096 * 2048);
     }
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/memory_estimator.h"
 #include "model/parameter_layout.h"
+#include "model/weight_format.h"
 #include "test_architectures.h"
 
 #include <QtTest>
@@ -135,6 +136,170 @@ private slots:
         QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::KvCache), Q_INT64_C(512) * 1024);
         in.arch = llama3_8b();
         QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::KvCache), Q_INT64_C(128) * 1024);
+    }
+
+    static EstimateInput generation(KvCacheKind kind, std::int64_t generated)
+    {
+        EstimateInput in = input(llama3_8b(), Precision::Bf16);
+        in.training.mode = Mode::Inference;
+        in.training.attention = Attention::Sdpa;
+        in.training.micro_batch_size = 4;
+        in.training.sequence_length = 1024;
+        in.training.inference.generated_tokens = generated;
+        in.training.inference.kv_cache = kind;
+        return in;
+    }
+
+    void generationGrowsTheCache()
+    {
+        // Llama-3-8B: 8 KV heads x 128 = 1024 values per position; 4 sequences in bf16: 8192 B per
+        // position of one layer's keys (or values).
+        const double u = 4 * 1024 * 2;
+        const MemoryEstimate prefill = estimateMemory(generation(KvCacheKind::Dynamic, 0));
+        QCOMPARE(at(prefill, Phase::Forward, Component::KvCache),
+                 static_cast<qint64>(2 * 32 * 1024 * u));
+        // At the last of 3072 tokens, in the last layer: 31 layers grown to 4096 positions, the
+        // last layer's keys re-made by torch.cat (4096), its old keys freed, its values re-made
+        // (4096) while the old values (4095) still live.
+        const MemoryEstimate e = estimateMemory(generation(KvCacheKind::Dynamic, 3072));
+        QCOMPARE(e.moments[0].stage, Stage::Decode);
+        QCOMPARE(e.moments[0].layer, 31);
+        QCOMPARE(at(e, Phase::Forward, Component::KvCache),
+                 static_cast<qint64>(u * (31 * 2 * 4096 + 2 * 4096 + 4095)));
+    }
+
+    void staticCacheIsSizedApart()
+    {
+        // StaticCache allocates max_cache_len positions at the prefill and writes in place after.
+        EstimateInput in = generation(KvCacheKind::Static, 3072);
+        in.training.inference.max_cache_len = 8192;
+        const MemoryEstimate e = estimateMemory(in);
+        QCOMPARE(at(e, Phase::Forward, Component::KvCache), Q_INT64_C(2) * 32 * 4 * 8192 * 2048);
+        // Without max_cache_len: prompt + generated tokens.
+        in.training.inference.max_cache_len = 0;
+        QCOMPARE(at(estimateMemory(in), Phase::Forward, Component::KvCache),
+                 Q_INT64_C(2) * 32 * 4 * 4096 * 2048);
+        // Longer than that is refused.
+        in.training.inference.max_cache_len = 4000;
+        QVERIFY(!validateInput(in).empty());
+    }
+
+    void kvCacheQuantization()
+    {
+        const qint64 model = at(estimateMemory(generation(KvCacheKind::Dynamic, 0)),
+                                Phase::Forward,
+                                Component::KvCache);
+        EstimateInput fp8 = generation(KvCacheKind::Dynamic, 0);
+        fp8.training.inference.kv_cache_dtype = KvCacheDtype::Fp8;
+        QCOMPARE(at(estimateMemory(fp8), Phase::Forward, Component::KvCache), model / 2);
+        // quanto 4-bit, groups of 64 with a bf16 scale and zero: 0.5 + 4/64 B per value.
+        EstimateInput q = generation(KvCacheKind::Quantized, 0);
+        QCOMPARE(at(estimateMemory(q), Phase::Forward, Component::KvCache),
+                 static_cast<qint64>(model * (0.5 + 4.0 / 64) / 2));
+        // Decoding dequantizes the layer's cache and cats it: temporaries during the decode.
+        q.training.inference.generated_tokens = 4096;
+        const MemoryEstimate d = estimateMemory(q);
+        QCOMPARE(d.moments[0].stage, Stage::Decode);
+        QVERIFY(at(d, Phase::Forward, Component::Temporaries) >= 4 * 4 * 5120 * 1024 * 2);
+        fp8.training.inference.kv_cache = KvCacheKind::Quantized;
+        QVERIFY(!validateInput(fp8).empty()); // a quantized cache has its own bits
+    }
+
+    void weightFormatBytes_data()
+    {
+        QTest::addColumn<int>("format");
+        QTest::addColumn<double>("bytes");
+        const double n = 4096.0 * 4096;
+        // GPTQ 4-bit g128: qweight n/2, qzeros and fp16 scales per group and column, int32 g_idx.
+        QTest::newRow("gptq") << int(Quantization::Gptq) << n / 2 + 32 * 4096 * 2.5 + 4 * 4096;
+        QTest::newRow("awq") << int(Quantization::Awq) << n / 2 + 32 * 4096 * 2.5;
+        QTest::newRow("nf4") << int(Quantization::Nf4) << n / 2 + 4 * n / 64;
+        QTest::newRow("fp4 = nf4") << int(Quantization::Fp4) << n / 2 + 4 * n / 64;
+        QTest::newRow("hqq 4-bit g64") << int(Quantization::Hqq) << n / 2 + 4 * n / 64;
+        QTest::newRow("torchao int4 g128") << int(Quantization::TorchaoInt4) << n / 2 + 4 * n / 128;
+        QTest::newRow("torchao int8") << int(Quantization::TorchaoInt8) << n + 10 * 4096;
+        QTest::newRow("fp8 per channel") << int(Quantization::Fp8) << n + 4 * 4096;
+        QTest::newRow("q4_k 144 B per 256") << int(Quantization::Q4K) << n / 256 * 144;
+        QTest::newRow("q6_k 210 B per 256") << int(Quantization::Q6K) << n / 256 * 210;
+        QTest::newRow("q8_0 34 B per 32") << int(Quantization::Q8_0) << n / 32 * 34;
+    }
+    void weightFormatBytes()
+    {
+        QFETCH(int, format);
+        QFETCH(double, bytes);
+        const QuantizationOptions o;
+        QCOMPARE(quantizedMatrixBytes(static_cast<Quantization>(format), o, 4096, 4096, 1), bytes);
+    }
+
+    void weightFormatOptions()
+    {
+        QuantizationOptions o;
+        o.fp8_scales = Fp8Scales::Block; // one fp32 scale per 128 x 128 block
+        QCOMPARE(quantizedMatrixBytes(Quantization::Fp8, o, 4096, 4096, 1),
+                 4096.0 * 4096 + 4 * 32 * 32);
+        o = {};
+        o.bits = 3; // HQQ packs 3-bit codes ten to an int32
+        QCOMPARE(quantizedMatrixBytes(Quantization::Hqq, o, 4096, 4096, 1),
+                 4 * std::ceil(4096.0 * 4096 / 10) + 4 * 4096.0 * 4096 / 64);
+        o = {};
+        o.group_size = -1; // GPTQ per column: one group
+        QCOMPARE(quantizedMatrixBytes(Quantization::Gptq, o, 4096, 4096, 1),
+                 4096.0 * 4096 / 2 + 4096 * 2.5 + 4 * 4096);
+        // A quantized lm_head: Llama-3-8B's 128256 x 4096 head drops from bf16 to GPTQ's bytes.
+        EstimateInput in = generation(KvCacheKind::Dynamic, 0);
+        in.training.quantization = Quantization::Gptq;
+        const qint64 plain = at(estimateMemory(in), Phase::Forward, Component::Weights);
+        in.training.quantization_options.lm_head = true;
+        const qint64 head = at(estimateMemory(in), Phase::Forward, Component::Weights);
+        const double saved = 4096.0 * 128256 * 2
+                             - quantizedMatrixBytes(Quantization::Gptq, {}, 4096, 128256, 1);
+        QVERIFY(std::abs(static_cast<double>(plain - head) - saved) < 64);
+        // llama.cpp formats cannot be trained in PyTorch.
+        EstimateInput train = input(llama2_7b(), Precision::Bf16);
+        train.training.method = Method::Qlora;
+        train.training.quantization = Quantization::Q4K;
+        QVERIFY(!validateInput(train).empty());
+    }
+
+    void computeDtypeFp32CostsMore()
+    {
+        // bnb_4bit_compute_dtype=float32: the dequantized weight is cast once more, to fp32.
+        EstimateInput in = input(llama2_7b(), Precision::Bf16);
+        in.training.method = Method::Qlora;
+        in.training.quantization = Quantization::Nf4;
+        const qint64 bf16 = estimateMemory(in).peak_allocated;
+        in.training.quantization_options.compute_dtype = QuantComputeDtype::Fp32;
+        QVERIFY(estimateMemory(in).peak_allocated > bf16);
+    }
+
+    void adaptersBeyondLora()
+    {
+        EstimateInput lora = input(llama2_7b(), Precision::Bf16);
+        lora.training.method = Method::Lora;
+        lora.training.lora.targets = TargetQ | TargetV;
+        lora.training.lora.rank = 16;
+        const MemoryEstimate base = estimateMemory(lora);
+        // rsLoRA and LoRA+ change the scaling and the learning rates, not the tensors.
+        EstimateInput variants = lora;
+        variants.training.lora.use_rslora = true;
+        variants.training.lora.loraplus_lr_ratio = 16;
+        QCOMPARE(estimateMemory(variants).peak_allocated, base.peak_allocated);
+        // DoRA: a magnitude per output row (4096 for q and v in 32 layers) and, every forward,
+        // the weight-sized lora_weight and norm terms.
+        EstimateInput dora = lora;
+        dora.training.lora.use_dora = true;
+        const MemoryEstimate d = estimateMemory(dora);
+        QCOMPARE(d.trainable_parameters - base.trainable_parameters, Q_INT64_C(32) * 2 * 4096);
+        QVERIFY(d.peak_allocated > base.peak_allocated + 2 * 4096 * 4096 * 4);
+        // IA3 (PEFT's Llama default: k_proj, v_proj, down_proj): 32 x (4096 + 4096 + 11008).
+        EstimateInput ia3 = lora;
+        ia3.training.method = Method::Ia3;
+        const MemoryEstimate i = estimateMemory(ia3);
+        QCOMPARE(i.trainable_parameters, Q_INT64_C(614400));
+        // fp32 vectors (adapter_precision fp32) with AdamW: 8 B of states each.
+        QCOMPARE(at(i, Phase::OptimizerStep, Component::OptimizerStates), Q_INT64_C(614400) * 8);
+        ia3.training.ia3.targets = 0;
+        QVERIFY(!validateInput(ia3).empty());
     }
 
     void componentsSumToThePeak()

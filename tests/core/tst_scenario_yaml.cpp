@@ -53,6 +53,12 @@ private slots:
         s.parallelism.gpus = 16;
         s.parallelism.sharding = Sharding::Zero3;
         s.parallelism.tensor_parallel = 2;
+        s.training.lora.use_dora = true;
+        s.training.lora.use_rslora = true;
+        s.training.lora.loraplus_lr_ratio = 16;
+        s.training.quantization_options = {3, 64, Fp8Scales::Block, true, QuantComputeDtype::Fp32};
+        s.training.ia3.targets = TargetUp | TargetGate;
+        s.training.inference = {512, KvCacheKind::Quantized, KvCacheDtype::Fp8, 8192, 2, 32, 64};
         s.overheads = {123456789, 987654321, 0.25};
         s.gpus = {"h100-80gb", "rtx-4090"};
         s.dataset = DatasetConfig{10000, 1024, 2.5};
@@ -241,6 +247,16 @@ parallelism:
         QTest::newRow("unknown lora target")
             << "format: membudget/1\ntraining:\n  lora: {targets: [q_proj, w_proj]}\n"
             << 3 << 28 << "unknown LoRA target 'w_proj'";
+        QTest::newRow("unknown kv cache")
+            << "format: membudget/1\ntraining:\n  inference: {kv_cache: paged}\n"
+            << 3 << 25 << "unknown kv_cache 'paged'";
+        QTest::newRow("unknown ia3 target")
+            << "format: membudget/1\ntraining:\n  ia3: {targets: [k_proj, x_proj]}\n"
+            << 3 << 27 << "unknown IA3 target 'x_proj'";
+        QTest::newRow("static cache too short")
+            << "format: membudget/1\ntraining: {mode: inference, sequence_length: 4096, "
+               "inference: {kv_cache: static, max_cache_len: 1024}}\n"
+            << 2 << 97 << "max_cache_len must hold";
         QTest::newRow("unknown preset") << "format: membudget/1\nmodel:\n  preset: llama-2-7c\n"
                                         << 3 << 11 << "unknown model preset 'llama-2-7c'";
         QTest::newRow("unknown gpu") << "format: membudget/1\ngpus: [rtx-9090]\n"

@@ -35,6 +35,8 @@ QString methodText(const TrainingConfig &t)
         return QStringLiteral("LoRA r%1").arg(t.lora.rank);
     case Method::Qlora:
         return QStringLiteral("QLoRA r%1").arg(t.lora.rank);
+    case Method::Ia3:
+        return QStringLiteral("IA3");
     }
     return {};
 }

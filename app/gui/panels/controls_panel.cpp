@@ -55,7 +55,8 @@ const EnumLabel kModeLabels[] = {{"train", QT_TRANSLATE_NOOP("Controls", "Traini
 const EnumLabel kMethodLabels[] = {{"full", QT_TRANSLATE_NOOP("Controls", "Full fine-tuning")},
                                    {"lora", QT_TRANSLATE_NOOP("Controls", "LoRA")},
                                    {"qlora",
-                                    QT_TRANSLATE_NOOP("Controls", "QLoRA (quantized base)")}};
+                                    QT_TRANSLATE_NOOP("Controls", "QLoRA (quantized base)")},
+                                   {"ia3", QT_TRANSLATE_NOOP("Controls", "IA3 (scaling vectors)")}};
 const EnumLabel kPrecisionLabels[]
     = {{"fp32", QT_TRANSLATE_NOOP("Controls", "fp32")},
        {"amp-bf16", QT_TRANSLATE_NOOP("Controls", "AMP bf16 (fp32 weights, autocast)")},
@@ -68,7 +69,25 @@ const EnumLabel kQuantizationLabels[]
     = {{"none", QT_TRANSLATE_NOOP("Controls", "None")},
        {"int8", QT_TRANSLATE_NOOP("Controls", "int8 (LLM.int8)")},
        {"nf4", QT_TRANSLATE_NOOP("Controls", "NF4 (4-bit)")},
-       {"nf4-double", QT_TRANSLATE_NOOP("Controls", "NF4 + double quantization")}};
+       {"nf4-double", QT_TRANSLATE_NOOP("Controls", "NF4 + double quantization")},
+       {"fp4", QT_TRANSLATE_NOOP("Controls", "FP4 (bitsandbytes)")},
+       {"fp4-double", QT_TRANSLATE_NOOP("Controls", "FP4 + double quantization")},
+       {"gptq", QT_TRANSLATE_NOOP("Controls", "GPTQ 4-bit, group 128")},
+       {"awq", QT_TRANSLATE_NOOP("Controls", "AWQ 4-bit, group 128")},
+       {"fp8", QT_TRANSLATE_NOOP("Controls", "FP8 (e4m3, per-channel scales)")},
+       {"hqq", QT_TRANSLATE_NOOP("Controls", "HQQ 4-bit, group 64")},
+       {"torchao-int4", QT_TRANSLATE_NOOP("Controls", "torchao int4 weight-only")},
+       {"torchao-int8", QT_TRANSLATE_NOOP("Controls", "torchao int8 weight-only")},
+       {"q4_k", QT_TRANSLATE_NOOP("Controls", "llama.cpp Q4_K (inference)")},
+       {"q5_k", QT_TRANSLATE_NOOP("Controls", "llama.cpp Q5_K (inference)")},
+       {"q6_k", QT_TRANSLATE_NOOP("Controls", "llama.cpp Q6_K (inference)")},
+       {"q8_0", QT_TRANSLATE_NOOP("Controls", "llama.cpp Q8_0 (inference)")}};
+const EnumLabel kKvCacheLabels[]
+    = {{"dynamic", QT_TRANSLATE_NOOP("Controls", "Dynamic (grows with torch.cat)")},
+       {"static", QT_TRANSLATE_NOOP("Controls", "Static (prompt + generated, allocated once)")},
+       {"quantized", QT_TRANSLATE_NOOP("Controls", "Quantized 4-bit (quanto)")}};
+const EnumLabel kKvDtypeLabels[] = {{"model", QT_TRANSLATE_NOOP("Controls", "Model dtype")},
+                                    {"fp8", QT_TRANSLATE_NOOP("Controls", "fp8")}};
 const EnumLabel kOptimizerLabels[]
     = {{"adamw", QT_TRANSLATE_NOOP("Controls", "AdamW")},
        {"adamw-8bit", QT_TRANSLATE_NOOP("Controls", "AdamW 8-bit")},
@@ -455,7 +474,8 @@ QWidget *ControlsPanel::buildTrainingGroup()
             parseMethod(name, s.training.method);
             if (s.training.method == Method::Qlora && s.training.quantization == Quantization::None)
                 s.training.quantization = Quantization::Nf4;
-            if (s.training.method != Method::Qlora && s.training.mode == Mode::Train)
+            if (s.training.method != Method::Qlora && s.training.method != Method::Ia3
+                && s.training.mode == Mode::Train)
                 s.training.quantization = Quantization::None;
         });
     });
@@ -588,6 +608,14 @@ QWidget *ControlsPanel::buildLoraGroup()
         });
     });
     lora->addRow(tr("Adapter dtype:"), m_adapterPrecision);
+    m_dora = new QCheckBox(tr("DoRA (weight-decomposed)"));
+    m_dora->setObjectName(QStringLiteral("useDora"));
+    m_dora->setToolTip(tr("PEFT use_dora: a magnitude per output row, and every forward the "
+                          "weight-sized W + BA and its norm (more temporaries and activations)"));
+    connect(m_dora, &QCheckBox::toggled, this, [this](bool on) {
+        edit(tr("Change DoRA"), [on](Scenario &s) { s.training.lora.use_dora = on; });
+    });
+    lora->addRow(QString(), m_dora);
     return m_loraGroup;
 }
 
@@ -640,6 +668,37 @@ QWidget *ControlsPanel::buildBatchGroup()
              [v](Scenario &s) { s.training.gradient_accumulation_steps = v; });
     });
     form->addRow(tr("Accumulation:"), m_accumulation);
+    m_generated = intSpin("generatedTokens",
+                          0,
+                          100'000'000,
+                          tr("Inference: tokens generated per sequence after the prompt; the KV "
+                             "cache grows to micro-batch × (sequence + generated) positions"));
+    connect(m_generated, &QSpinBox::valueChanged, this, [this](int v) {
+        edit(tr("Change generated tokens"),
+             [v](Scenario &s) { s.training.inference.generated_tokens = v; });
+    });
+    form->addRow(tr("&Generated:"), m_generated);
+    m_kvCache = enumCombo("kvCache",
+                          kKvCacheLabels,
+                          tr("Which cache generate() keeps (transformers cache_utils.py)"));
+    connect(m_kvCache, &QComboBox::activated, this, [this] {
+        const std::string name = comboName(m_kvCache);
+        edit(tr("Change KV cache"), [name](Scenario &s) {
+            parseKvCacheKind(name, s.training.inference.kv_cache);
+            if (s.training.inference.kv_cache == KvCacheKind::Quantized)
+                s.training.inference.kv_cache_dtype = KvCacheDtype::Model;
+        });
+    });
+    form->addRow(tr("KV cache:"), m_kvCache);
+    m_kvDtype = enumCombo("kvCacheDtype",
+                          kKvDtypeLabels,
+                          tr("Element type of a dynamic or static cache (vLLM / TGI fp8)"));
+    connect(m_kvDtype, &QComboBox::activated, this, [this] {
+        const std::string name = comboName(m_kvDtype);
+        edit(tr("Change KV cache dtype"),
+             [name](Scenario &s) { parseKvCacheDtype(name, s.training.inference.kv_cache_dtype); });
+    });
+    form->addRow(tr("KV dtype:"), m_kvDtype);
     m_effectiveBatch = noteLabel();
     m_effectiveBatch->setObjectName(QStringLiteral("effectiveBatch"));
     form->addRow(m_effectiveBatch);
@@ -1031,6 +1090,10 @@ void ControlsPanel::syncFromDocument()
     m_trainingForm->setRowVisible(m_method, train);
     m_trainingForm->setRowVisible(m_optimizer, train);
     m_batchForm->setRowVisible(m_accumulation, train);
+    for (QWidget *w : {static_cast<QWidget *>(m_generated),
+                       static_cast<QWidget *>(m_kvCache),
+                       static_cast<QWidget *>(m_kvDtype)})
+        m_batchForm->setRowVisible(w, !train);
     m_techniquesForm->setRowVisible(m_checkpointing, train);
     m_techniquesForm->setRowVisible(m_loss, train);
     m_offloadOptimizer->setVisible(train);
@@ -1048,9 +1111,11 @@ void ControlsPanel::syncFromDocument()
         m_loraTargets[i]->setChecked((t.lora.targets & kTargets[i]) != 0);
     selectName(m_adapterPrecision, adapterPrecisionName(t.lora.adapter_precision));
     selectName(m_stack, stackName(t.stack.name));
+    m_dora->setChecked(t.lora.use_dora);
+    m_dora->setEnabled(t.method == Method::Lora || t.method == Method::Qlora);
     selectName(m_precision, precisionName(t.precision));
     selectName(m_quantization, quantizationName(t.quantization));
-    m_quantization->setEnabled(t.method == Method::Qlora || !train
+    m_quantization->setEnabled(t.method == Method::Qlora || t.method == Method::Ia3 || !train
                                || t.quantization != Quantization::None);
     selectName(m_optimizer, optimizerName(t.optimizer));
     m_optimizer->setEnabled(train);
@@ -1061,6 +1126,11 @@ void ControlsPanel::syncFromDocument()
     m_accumulation->setValue(
         static_cast<int>(std::min<std::int64_t>(t.gradient_accumulation_steps, 1'000'000)));
     m_accumulation->setEnabled(train);
+    m_generated->setValue(
+        static_cast<int>(std::min<std::int64_t>(t.inference.generated_tokens, 100'000'000)));
+    selectName(m_kvCache, kvCacheKindName(t.inference.kv_cache));
+    selectName(m_kvDtype, kvCacheDtypeName(t.inference.kv_cache_dtype));
+    m_kvDtype->setEnabled(t.inference.kv_cache != KvCacheKind::Quantized);
     const std::int64_t dp = s.parallelism.dataParallel();
     // In doubles: a million-sequence micro-batch x a million steps x many GPUs x a long sequence
     // passes 2^63 (found by tst_monkey_input under UBSan).
@@ -1075,7 +1145,8 @@ void ControlsPanel::syncFromDocument()
         train
             ? tr("Effective batch: %1 sequences, %2 tokens per optimizer step")
                   .arg(count(sequences), count(sequences * static_cast<double>(t.sequence_length)))
-            : tr("Inference: the KV cache holds micro-batch × sequence tokens"));
+            : tr("Inference: micro-batch sequences of a sequence-long prompt, then the generated "
+                 "tokens"));
 
     // Techniques
     selectName(m_checkpointing, checkpointingName(t.checkpointing));

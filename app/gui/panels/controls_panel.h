@@ -116,6 +116,7 @@ private:
     QList<QCheckBox *> m_loraTargets;
     QComboBox *m_adapterPrecision = nullptr;
     QComboBox *m_stack = nullptr;
+    QCheckBox *m_dora = nullptr;
     QComboBox *m_precision = nullptr;
     QComboBox *m_quantization = nullptr;
     QComboBox *m_optimizer = nullptr;
@@ -125,6 +126,9 @@ private:
     QSpinBox *m_accumulation = nullptr;
     QLabel *m_effectiveBatch = nullptr;
     QLabel *m_contextWarning = nullptr;
+    QSpinBox *m_generated = nullptr;
+    QComboBox *m_kvCache = nullptr;
+    QComboBox *m_kvDtype = nullptr;
 
     QComboBox *m_checkpointing = nullptr;
     QComboBox *m_attention = nullptr;

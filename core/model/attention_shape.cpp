@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/attention_shape.h"
+
+namespace membudget {
+
+AttentionShape attentionShape(const TrainingConfig &t)
+{
+    AttentionShape a;
+    a.rows = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.sequence_length);
+    a.cache = SizeExpr::perToken(1);
+    a.scores = SizeExpr::perTokenSeq(1);
+    if (t.mode != Mode::Inference || t.inference.kv_cache != KvCacheKind::Static)
+        return a;
+    const InferenceConfig &inf = t.inference;
+    const double generated = static_cast<double>(inf.generated_tokens);
+    if (inf.max_cache_len > 0) {
+        const double fixed = static_cast<double>(inf.max_cache_len);
+        a.cache = SizeExpr::perSequence(fixed);
+        a.scores = SizeExpr::perToken(fixed);
+    } else {
+        a.cache = SizeExpr::perToken(1) + SizeExpr::perSequence(generated);
+        a.scores = SizeExpr::perTokenSeq(1) + SizeExpr::perToken(generated);
+    }
+    a.mask = true;
+    return a;
+}
+
+} // namespace membudget
