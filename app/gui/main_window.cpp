@@ -769,13 +769,15 @@ void MainWindow::refresh()
         QString text = tr("Peak %1 per GPU (%2)")
                            .arg(QString::fromStdString(formatBytes(est.device_total, m_unit)),
                                 QString::fromUtf8(phaseLabel(est.peak_phase)).toLower());
-        int over = 0;
-        const auto gpus = m_doc->selectedGpus();
-        for (const GpuSpec &gpu : gpus)
-            over += est.device_total > gpu.memory_bytes ? 1 : 0;
-        if (!gpus.empty())
-            text += over == 0 ? tr(" · fits every selected GPU")
-                              : tr(" · over capacity on %n GPU(s)", "", over);
+        int over = 0, tight = 0; // by the verdict table's three-way verdicts
+        for (const GpuVerdict &v : m_verdict->verdicts()) {
+            over += v.verdict == FitVerdict::DoesNotFit ? 1 : 0;
+            tight += v.verdict == FitVerdict::Tight ? 1 : 0;
+        }
+        if (!m_verdict->verdicts().empty())
+            text += over > 0    ? tr(" · does not fit %n GPU(s)", "", over)
+                    : tight > 0 ? tr(" · tight on %n GPU(s)", "", tight)
+                                : tr(" · fits every selected GPU");
         m_peakLabel->setText(text);
     } else {
         m_peakLabel->setText(tr("Cannot estimate: %1").arg(m_doc->error()));

@@ -213,14 +213,18 @@ void FitPanel::recompute()
                 .arg(QString::fromStdString(gpu->name)));
         return;
     }
-    const QString state
-        = est.device_total > gpu->memory_bytes
-              ? tr("Over by %1 on %2.")
+    const QString gpuName = QString::fromStdString(gpu->name);
+    const QString reason = QString::fromStdString(verdict.reason);
+    QString state;
+    if (verdict.verdict == FitVerdict::Tight)
+        state = tr("Tight on %1: %2.").arg(gpuName, reason);
+    else if (est.device_total > gpu->memory_bytes)
+        state = tr("Over by %1 on %2.")
                     .arg(QString::fromStdString(
                              formatBytes(est.device_total - gpu->memory_bytes, m_unit)),
-                         QString::fromStdString(gpu->name))
-              : tr("Tight on %1: %2.")
-                    .arg(QString::fromStdString(gpu->name), QString::fromStdString(verdict.reason));
+                         gpuName);
+    else
+        state = tr("Does not fit on %1: %2.").arg(gpuName, reason);
     m_message->setText(state
                        + tr(" These fit and keep the effective batch; fastest first (modelled "
                             "time per token):"));
