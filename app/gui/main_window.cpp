@@ -345,6 +345,7 @@ void MainWindow::createDocks()
     addDockWidget(Qt::LeftDockWidgetArea, controlsDock);
 
     m_verdict = new VerdictPanel;
+    connect(m_verdict, &VerdictPanel::verdictsSettled, this, &MainWindow::updatePeakLabel);
     auto *verdictDock = new QDockWidget(tr("Verdict"), this);
     verdictDock->setObjectName(QStringLiteral("verdictDock"));
     verdictDock->setWidget(m_verdict);
@@ -754,16 +755,8 @@ std::vector<ChartBar> MainWindow::comparisonBars() const
     return bars;
 }
 
-void MainWindow::refresh()
+void MainWindow::updatePeakLabel()
 {
-    m_chart->setContents(comparisonBars(), m_doc->selectedGpus());
-    m_ladderDirty = true;
-    m_sweepDirty = true;
-    m_breakdownDirty = true;
-    refreshLazyViews();
-    m_verdict->update(*m_doc, m_unit);
-    action(QStringLiteral("actionClearPins"))->setEnabled(!m_pins.empty());
-
     if (m_doc->valid()) {
         const MemoryEstimate &est = m_doc->estimate();
         QString text = tr("Peak %1 per GPU (%2)")
@@ -782,6 +775,19 @@ void MainWindow::refresh()
     } else {
         m_peakLabel->setText(tr("Cannot estimate: %1").arg(m_doc->error()));
     }
+}
+
+void MainWindow::refresh()
+{
+    m_chart->setContents(comparisonBars(), m_doc->selectedGpus());
+    m_ladderDirty = true;
+    m_sweepDirty = true;
+    m_breakdownDirty = true;
+    refreshLazyViews();
+    m_verdict->update(*m_doc, m_unit);
+    action(QStringLiteral("actionClearPins"))->setEnabled(!m_pins.empty());
+
+    updatePeakLabel();
     // Only GPUs the catalog knows, as many as a scenario may list (AppSettings bounds them).
     QStringList ids;
     for (const std::string &id : m_doc->scenario().gpus)

@@ -122,6 +122,7 @@ void TestThemeContrast::everyThemeRecoloursAtOnceAndReads()
     });
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.verdictPanel()->limitsWorker()->waitForNewest(); // the replays' verdicts
     QVERIFY(doc->estimate().device_total > doc->selectedGpus().front().memory_bytes);
     QVERIFY(doc->estimate().device_total <= doc->selectedGpus().back().memory_bytes);
     window.fitPanel()->recompute();

@@ -48,6 +48,12 @@ void TestVerdictView::threeStatesInColourAndWords()
     });
     VerdictPanel panel;
     panel.update(doc, ByteUnit::GiB);
+    // At once, what the band says (the A100's band straddles its capacity: not settled yet).
+    QVERIFY(!panel.verdictsExact());
+    QCOMPARE(panel.verdicts().size(), std::size_t(3));
+    QCOMPARE(panel.verdicts()[1].verdict, FitVerdict::Fits); // above the band: exact already
+    panel.limitsWorker()->waitForNewest();
+    QVERIFY(panel.verdictsExact());
     const ChartColors colors = chartColors(panel.palette());
     QTreeWidget *table = panel.table();
     QCOMPARE(table->topLevelItemCount(), 3);
@@ -85,6 +91,7 @@ void TestVerdictView::reasonUnderTheTable()
     openTightScenario(doc);
     VerdictPanel panel;
     panel.update(doc, ByteUnit::GiB);
+    panel.limitsWorker()->waitForNewest();
     // a100-80gb and h100-80gb are tight: the first one's reason, the other one named by count.
     const QString reason = panel.reasonText();
     QVERIFY2(reason.contains(QStringLiteral("A100")), qPrintable(reason));
@@ -95,6 +102,7 @@ void TestVerdictView::reasonUnderTheTable()
     // Where everything fits, no line.
     doc.edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"h200"}; });
     panel.update(doc, ByteUnit::GiB);
+    panel.limitsWorker()->waitForNewest();
     QVERIFY(panel.reasonText().isEmpty());
     QVERIFY(!panel.findChild<QWidget *>(QStringLiteral("verdictReason"))->isVisibleTo(&panel));
 }
@@ -154,9 +162,9 @@ void TestVerdictView::staleAnswersAreDropped()
             });
     // The first runs, the second waits, the third replaces the second: only the third's answer
     // is delivered, and it is the third input's.
-    const quint64 a = worker.request(first, queries);
-    const quint64 b = worker.request(first, queries);
-    const quint64 c = worker.request(second, queries);
+    const quint64 a = worker.request(first, {80LL << 30}, queries);
+    const quint64 b = worker.request(first, {80LL << 30}, queries);
+    const quint64 c = worker.request(second, {80LL << 30}, queries);
     QVERIFY(a < b && b < c);
     QVERIFY(worker.busy());
     worker.waitForNewest();
@@ -177,6 +185,8 @@ void TestVerdictView::chartDrawsTheBand()
     chart.resize(1000, 600);
     ChartBar bar = chartBarFor(QStringLiteral("Current"), QString(), doc.scenario(), doc.catalog());
     chart.setContents({bar}, doc.selectedGpus());
+    // The capacity is inside the band: the verdict comes from a replay on the worker.
+    chart.verdictWorker()->waitForNewest();
     chart.replot(QCustomPlot::rpImmediateRefresh);
     const MemoryBand band = chart.band(0);
     QCOMPARE(band.expected, bar.estimate.device_total);

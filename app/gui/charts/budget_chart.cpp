@@ -5,6 +5,7 @@
 #include "advice/gpu_verdict.h"
 #include "charts/chart_theme.h"
 #include "model/step_model.h"
+#include "workers/fit_limits_worker.h"
 
 #include <QToolTip>
 
@@ -341,6 +342,8 @@ BudgetChart::BudgetChart(QWidget *parent)
     m_band->setSymbolGap(0);
     m_band->setSelectable(QCP::stNone);
     m_band->setAntialiased(false); // vertical and horizontal strokes: crisp without
+    m_verdictWorker = new FitLimitsWorker(this);
+    connect(m_verdictWorker, &FitLimitsWorker::verdictsReady, this, &BudgetChart::onVerdicts);
     applyTheme();
     refresh();
 }
@@ -714,15 +717,48 @@ FitVerdict BudgetChart::verdictOn(int index, const GpuSpec &gpu) const
         return FitVerdict::Fits; // as gpuVerdict says without a replay
     if (b.low > capacity)
         return FitVerdict::DoesNotFit; // even the allocated peak does not fit
-    // Inside the band: what the replay says (once per bar and capacity; only bars near a capacity
-    // line get here).
-    auto &known = bar.verdicts->byCapacity;
-    auto it = known.find(capacity);
-    if (it == known.end())
-        it = known
-                 .emplace(capacity, gpuVerdict(StepModel(bar.input), bar.estimate, capacity).verdict)
-                 .first;
-    return it->second;
+    // Inside the band: what the replay says, worked out on the worker (once per bar and
+    // capacity; only bars near a capacity line get here); until then what the band suggests.
+    const auto &known = bar.verdicts->byCapacity;
+    const auto it = known.find(capacity);
+    return it != known.end() ? it->second : provisionalVerdict(b, capacity);
+}
+
+void BudgetChart::askForVerdicts()
+{
+    // The first bar with a capacity inside its band and no replayed verdict for it yet; one
+    // request at a time, a newer one replacing it (the current bar during a drag).
+    for (std::size_t i = 0; i < m_bars.size(); ++i) {
+        const ChartBar &bar = m_bars[i];
+        if (!bar.valid || bar.estimate.too_large || i >= m_bands.size())
+            continue;
+        std::vector<Bytes> capacities;
+        for (const GpuSpec &gpu : m_gpus)
+            if (m_bands[i].low <= gpu.memory_bytes && gpu.memory_bytes < m_bands[i].high
+                && !bar.verdicts->byCapacity.count(gpu.memory_bytes))
+                capacities.push_back(gpu.memory_bytes);
+        if (capacities.empty())
+            continue;
+        if (m_verdictTarget == bar.verdicts && m_verdictCapacities == capacities)
+            return; // asked already
+        m_verdictTarget = bar.verdicts;
+        m_verdictCapacities = capacities;
+        m_verdictGeneration = m_verdictWorker->request(bar.input, capacities, {});
+        return;
+    }
+}
+
+void BudgetChart::onVerdicts(quint64 generation, const std::vector<GpuVerdict> &verdicts)
+{
+    if (generation != m_verdictGeneration || !m_verdictTarget
+        || verdicts.size() != m_verdictCapacities.size())
+        return;
+    for (std::size_t k = 0; k < verdicts.size(); ++k)
+        m_verdictTarget->byCapacity[m_verdictCapacities[k]] = verdicts[k].verdict;
+    m_verdictTarget.reset();
+    m_verdictCapacities.clear();
+    updateLabels(); // and asks for the next bar's
+    replot(rpQueuedReplot);
 }
 
 QString BudgetChart::overCapacityText(int index) const
@@ -871,6 +907,7 @@ void BudgetChart::updateLabels()
     }
     for (std::size_t i = frames; i < m_overFrames.size(); ++i)
         m_overFrames[i]->setVisible(false);
+    askForVerdicts();
 }
 
 void BudgetChart::updateRange()

@@ -12,6 +12,7 @@
 #include "model/gpu_spec.h"
 #include "model/memory_estimator.h"
 #include "model/scenario.h"
+#include "workers/fit_limits_worker.h"
 
 #include <qcustomplot.h>
 
@@ -85,8 +86,10 @@ public:
     // tight on every GPU.
     QString overCapacityText(int index) const;
     // Bar `index`'s verdict on `gpu` (gpu_verdict.h): from the band where the capacity is outside
-    // it, else from a replay (kept with the bar).
+    // it, else from a replay on a worker thread (kept with the bar; what the band suggests until
+    // it arrives).
     FitVerdict verdictOn(int index, const GpuSpec &gpu) const;
+    FitLimitsWorker *verdictWorker() const { return m_verdictWorker; }
     // Number of capacity lines drawn.
     int capacityLineCount() const { return static_cast<int>(m_capacityLines.size()); }
     QCPRange valueRange() const { return yAxis->range(); }
@@ -117,7 +120,9 @@ protected:
 private:
     double toUnit(Bytes bytes) const;
     void updateData();
-    bool updateBands();                      // true when some bar has a band to draw
+    bool updateBands(); // true when some bar has a band to draw
+    void askForVerdicts();
+    void onVerdicts(quint64 generation, const std::vector<GpuVerdict> &verdicts);
     double bandTop(std::size_t index) const; // the whisker's top or the bar's total, in the unit
     void updateCapacityLines();
     void updateLabels();
@@ -142,6 +147,10 @@ private:
     QCPErrorBars *m_band = nullptr;
     std::vector<MemoryBand> m_bands;
     bool m_bandInLegend = false;
+    FitLimitsWorker *m_verdictWorker = nullptr;
+    std::shared_ptr<BarVerdicts> m_verdictTarget; // the bar asked about, and at which capacities
+    std::vector<Bytes> m_verdictCapacities;
+    quint64 m_verdictGeneration = 0;
     std::vector<QCPItemStraightLine *> m_capacityLines;
     std::vector<QCPItemText *> m_capacityLabels;  // one per GPU, in its line's colour
     std::vector<QCPItemLine *> m_capacityLeaders; // from a line to its label when moved apart

@@ -157,7 +157,7 @@ std::vector<std::int64_t> SweepChart::fitLimits(const StepModel &model)
              gpu.memory_bytes,
              batch ? 1 << 20 : (context > 0 ? context : 1 << 24)});
     m_exactFits.clear();
-    m_limitsGeneration = m_limitsWorker->request(m_input, queries);
+    m_limitsGeneration = m_limitsWorker->request(m_input, {}, queries);
     return estimatedFitLimits(model, queries);
 }
 

@@ -218,6 +218,7 @@ VerdictPanel::VerdictPanel(QWidget *parent)
     configureTextLine(m_reason);
     m_reason->setVisible(false);
     connect(m_limitsWorker, &FitLimitsWorker::finished, this, &VerdictPanel::onExactLimits);
+    connect(m_limitsWorker, &FitLimitsWorker::verdictsReady, this, &VerdictPanel::onExactVerdicts);
     m_table->setObjectName(QStringLiteral("verdictTable"));
     m_table->setItemDelegate(new StaticTextDelegate(m_table));
     m_table->setRootIsDecorated(false);
@@ -311,6 +312,7 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
     if (!doc.valid()) {
         m_table->clear();
         m_verdicts.clear();
+        m_exactVerdicts.clear();
         m_limitsScenario.reset();
         showReason(unit);
         setSummary(
@@ -377,26 +379,17 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
     m_gpus = gpus;
     m_input = in;
     m_speeds.resize(gpus.size());
-    m_verdicts.clear();
     for (std::size_t i = 0; i < gpus.size(); ++i) {
         const GpuSpec &gpu = gpus[i];
         QTreeWidgetItem *item = m_table->topLevelItem(static_cast<int>(i));
         item->setText(ColMemory, QString::fromStdString(formatCapacity(gpu.memory_bytes, unit)));
-        // Short, so that the columns fit a laptop's panel: the mark and word say fits, tight or
-        // not, then how much room is left or missing; the band and the reason are the hover text.
-        // A replay only where the band straddles the capacity (gpu_verdict.h).
-        m_verdicts.push_back(gpuVerdict(model, est, gpu.memory_bytes));
-        const GpuVerdict &v = m_verdicts.back();
-        item->setText(ColVerdict, verdictCell(v, est.device_total, unit));
-        item->setToolTip(ColVerdict, verdictToolTip(v, gpu, unit));
-        item->setForeground(ColVerdict, verdictColor(v.verdict, colors));
         // Speed and cost; their tooltips are made when asked for (eventFilter), not on every step.
         m_speeds[i] = gpuSpeed(doc.scenario(), in, gpu);
         item->setText(ColSpeed, speedCell(m_speeds[i], in));
         item->setText(ColRun, runCell(m_speeds[i]));
     }
-    showReason(unit);
-    updateLimits(doc, model);
+    updateReplays(doc, model);
+    showVerdicts();
 
     fitColumns(sameRows);
 }
@@ -450,10 +443,12 @@ void VerdictPanel::showReason(ByteUnit unit)
     m_reason->setVisible(!html.isEmpty());
 }
 
-void VerdictPanel::updateLimits(const ScenarioDocument &doc, const StepModel &model)
+void VerdictPanel::updateReplays(const ScenarioDocument &doc, const StepModel &model)
 {
+    std::vector<Bytes> capacities;
     std::vector<FitLimitQuery> queries;
     for (const GpuSpec &gpu : m_gpus) {
+        capacities.push_back(gpu.memory_bytes);
         queries.push_back({FitLimitQuery::Kind::MicroBatch, gpu.memory_bytes, 1 << 20});
         queries.push_back({FitLimitQuery::Kind::SequenceLength, gpu.memory_bytes, 1 << 24});
     }
@@ -462,10 +457,58 @@ void VerdictPanel::updateLimits(const ScenarioDocument &doc, const StepModel &mo
         m_limitsScenario = doc.scenario();
         m_limitsQueries = queries;
         m_exactLimits.clear();
+        m_exactVerdicts.clear();
         m_estimatedLimits = estimatedFitLimits(model, queries);
-        m_limitsGeneration = m_limitsWorker->request(doc.input(), queries);
+        // What the band says until the replays answer: exact where a capacity lies above the
+        // band (fits); a reason only with the replay.
+        m_provisionalVerdicts.clear();
+        const MemoryBand band = memoryBand(doc.input(), doc.estimate());
+        for (Bytes capacity : capacities) {
+            GpuVerdict v;
+            v.capacity = capacity;
+            v.band = band;
+            v.verdict = provisionalVerdict(band, capacity);
+            v.fits = v.verdict != FitVerdict::DoesNotFit;
+            m_provisionalVerdicts.push_back(v);
+        }
+        m_limitsGeneration = m_limitsWorker->request(doc.input(), capacities, queries);
     }
     showLimits();
+}
+
+void VerdictPanel::onExactVerdicts(quint64 generation, const std::vector<GpuVerdict> &verdicts)
+{
+    if (generation != m_limitsGeneration || verdicts.size() != m_gpus.size())
+        return;
+    m_exactVerdicts = verdicts;
+    showVerdicts();
+    fitColumns(true);
+    Q_EMIT verdictsSettled();
+}
+
+void VerdictPanel::showVerdicts()
+{
+    const bool exact = !m_exactVerdicts.empty();
+    m_verdicts = exact ? m_exactVerdicts : m_provisionalVerdicts;
+    const ChartColors colors = chartColors(palette());
+    const Bytes total = m_doc && m_doc->valid() ? m_doc->estimate().device_total : 0;
+    for (int i = 0;
+         i < m_table->topLevelItemCount() && static_cast<std::size_t>(i) < m_verdicts.size();
+         ++i) {
+        const GpuVerdict &v = m_verdicts[static_cast<std::size_t>(i)];
+        QTreeWidgetItem *item = m_table->topLevelItem(i);
+        // Short, so that the columns fit a laptop's panel: the mark and word say fits, tight or
+        // not, then how much room is left or missing; the band and the reason are the hover text.
+        item->setText(ColVerdict, verdictCell(v, total, m_unit));
+        QString tip = verdictToolTip(v, m_gpus[static_cast<std::size_t>(i)], m_unit);
+        if (!exact && v.verdict != FitVerdict::Fits)
+            tip += QStringLiteral("<br><i>%1</i>")
+                       .arg(tr("From the band alone; the replay of the step that settles it is on "
+                               "its way."));
+        item->setToolTip(ColVerdict, tip);
+        item->setForeground(ColVerdict, verdictColor(v.verdict, colors));
+    }
+    showReason(m_unit);
 }
 
 void VerdictPanel::onExactLimits(quint64 generation, const std::vector<std::int64_t> &limits)

@@ -37,12 +37,18 @@ public:
     // The speed of row `row` (for its tooltip and for tests).
     const std::vector<GpuSpeed> &speeds() const { return m_speeds; }
     // The rows' verdicts, and the line under the table with the first non-fitting one's reason.
+    // Until the worker's replays answer, what the band says (verdictsExact() false).
     const std::vector<GpuVerdict> &verdicts() const { return m_verdicts; }
+    bool verdictsExact() const { return !m_exactVerdicts.empty(); }
     QString reasonText() const { return m_reasonHtml; }
     // Computes the exact Max batch / Max seq. columns off the GUI thread.
     FitLimitsWorker *limitsWorker() const { return m_limitsWorker; }
     // True once the exact values replaced the fast estimates ("≈") in the table.
     bool limitsExact() const { return !m_exactLimits.empty(); }
+
+Q_SIGNALS:
+    // The replays' verdicts replaced the band's.
+    void verdictsSettled();
 
 protected:
     bool eventFilter(QObject *watched, QEvent *event) override;
@@ -52,7 +58,9 @@ private:
     void setSummary(const QString &html);
     void fitColumns(bool sameRows);
     void showReason(ByteUnit unit);
-    void updateLimits(const ScenarioDocument &document, const StepModel &model);
+    void updateReplays(const ScenarioDocument &document, const StepModel &model);
+    void onExactVerdicts(quint64 generation, const std::vector<GpuVerdict> &verdicts);
+    void showVerdicts();
     void onExactLimits(quint64 generation, const std::vector<std::int64_t> &limits);
     void showLimits();
 
@@ -63,7 +71,9 @@ private:
     std::vector<GpuSpec> m_gpus;               // the rows' GPUs, speeds and scenario, for tooltips
     std::vector<GpuSpeed> m_speeds;
     EstimateInput m_input;
-    std::vector<GpuVerdict> m_verdicts;
+    std::vector<GpuVerdict> m_verdicts; // shown: the exact ones, else the provisional ones
+    std::vector<GpuVerdict> m_provisionalVerdicts;
+    std::vector<GpuVerdict> m_exactVerdicts;
     QTextEdit *m_reason;
     QString m_reasonHtml;
     // Max batch and Max seq.: two queries per row, the fast answers at once, the exact ones when

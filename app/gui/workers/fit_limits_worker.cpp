@@ -3,7 +3,6 @@
 
 #include "advice/fit_solver.h"
 
-#include <QCoreApplication>
 #include <QEventLoop>
 #include <QtConcurrent/QtConcurrentRun>
 
@@ -40,6 +39,15 @@ std::vector<std::int64_t> estimatedFitLimits(const StepModel &model,
     return fitLimits(model, queries, false);
 }
 
+FitVerdict provisionalVerdict(const MemoryBand &band, Bytes capacity)
+{
+    if (band.high <= capacity)
+        return FitVerdict::Fits;
+    if (band.low > capacity || band.expected > capacity)
+        return FitVerdict::DoesNotFit;
+    return FitVerdict::Tight;
+}
+
 FitLimitsWorker::FitLimitsWorker(QObject *parent)
     : QObject(parent)
 {
@@ -50,13 +58,17 @@ FitLimitsWorker::FitLimitsWorker(QObject *parent)
 // waits for it at exit).
 FitLimitsWorker::~FitLimitsWorker() = default;
 
-quint64 FitLimitsWorker::request(const EstimateInput &input, std::vector<FitLimitQuery> queries)
+quint64 FitLimitsWorker::request(const EstimateInput &input,
+                                 std::vector<Bytes> capacities,
+                                 std::vector<FitLimitQuery> queries)
 {
-    Request r{++m_generation, input, std::move(queries)};
-    if (m_running)
+    Request r{++m_generation, input, std::move(capacities), std::move(queries)};
+    if (m_running) {
         m_waiting = std::move(r); // replaces an older waiting request
-    else
-        start(std::move(r));
+    } else {
+        m_current = std::move(r);
+        start(false);
+    }
     return m_generation;
 }
 
@@ -65,11 +77,20 @@ bool FitLimitsWorker::busy() const
     return m_running || m_waiting.has_value();
 }
 
-void FitLimitsWorker::start(Request r)
+void FitLimitsWorker::start(bool limitsPhase)
 {
     m_running = true;
-    m_watcher.setFuture(QtConcurrent::run([r = std::move(r)] {
-        return Answer{r.generation, exactFitLimits(r.input, r.queries)};
+    m_watcher.setFuture(QtConcurrent::run([r = *m_current, limitsPhase] {
+        Answer a{r.generation, limitsPhase, {}, {}};
+        if (limitsPhase) {
+            a.limits = exactFitLimits(r.input, r.queries);
+        } else {
+            const StepModel model(r.input);
+            const MemoryEstimate est = model.estimate();
+            for (Bytes capacity : r.capacities)
+                a.verdicts.push_back(gpuVerdict(model, est, capacity));
+        }
+        return a;
     }));
 }
 
@@ -77,13 +98,21 @@ void FitLimitsWorker::onFinished()
 {
     m_running = false;
     const Answer answer = m_watcher.result();
-    if (m_waiting) {
-        Request next = std::move(*m_waiting);
+    if (m_waiting) { // a newer request: it runs next, the current one's limits are not wanted
+        m_current = std::move(m_waiting);
         m_waiting.reset();
-        start(std::move(next));
+        start(false);
+    } else if (!answer.limitsPhase) {
+        start(true);
+    } else {
+        m_current.reset();
     }
-    if (answer.generation == m_generation) // not stale: nothing newer was asked for
+    if (answer.generation != m_generation)
+        return; // stale: something newer was asked for
+    if (answer.limitsPhase)
         Q_EMIT finished(answer.generation, answer.limits);
+    else
+        Q_EMIT verdictsReady(answer.generation, answer.verdicts);
 }
 
 void FitLimitsWorker::waitForNewest()

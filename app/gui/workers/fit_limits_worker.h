@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
-// The largest micro-batch and the longest sequence that fit, settled by the fits oracle (a replay
-// of the step through the caching-allocator model per candidate: milliseconds each for a 70B
-// model, dozens per answer) on a worker thread, so that a slider drag never waits for them. The
-// views show the fast estimate (the bisection on the estimate alone, marked "≈") until the exact
-// answer arrives.
+// The answers that need replays of the step through the caching-allocator model (milliseconds
+// each for a large model): the three-way verdict where the band straddles a capacity, and the
+// largest micro-batch and the longest sequence that fit (dozens of replays each). They are worked
+// out on a worker thread, so that a slider drag never waits for them; the views show what the band
+// and the fast estimate say (marked "≈") until the exact answers arrive.
 //
-// One request runs at a time; a request made meanwhile waits, and a newer one replaces it. Each
-// request has a generation number; an answer is delivered only when it belongs to the newest
-// request, so a stale answer never overwrites a newer one.
+// A request is answered in two phases: the verdicts first (a few replays), then the limits. One
+// request runs at a time; a request made meanwhile waits, and a newer one replaces it (and the
+// running request's second phase). Each request has a generation number; answers are delivered
+// only for the newest request, so a stale answer never overwrites a newer one.
 
+#include "advice/gpu_verdict.h"
 #include "model/memory_estimator.h"
 #include "model/step_model.h"
 
@@ -39,6 +41,9 @@ std::vector<std::int64_t> exactFitLimits(const EstimateInput &input,
 // The fast estimates of the same (the bisection without replays; microseconds).
 std::vector<std::int64_t> estimatedFitLimits(const StepModel &model,
                                              const std::vector<FitLimitQuery> &queries);
+// The verdict from the band alone where the capacity lies outside it (what gpuVerdict says
+// there, without a reason); inside it the likelier state, to be settled by a replay.
+FitVerdict provisionalVerdict(const MemoryBand &band, Bytes capacity);
 
 class FitLimitsWorker : public QObject
 {
@@ -47,17 +52,22 @@ public:
     explicit FitLimitsWorker(QObject *parent = nullptr);
     ~FitLimitsWorker() override;
 
-    // Asks for the exact limits; returns the request's generation.
-    quint64 request(const EstimateInput &input, std::vector<FitLimitQuery> queries);
+    // Asks for the verdicts on GPUs of `capacities` bytes, then for the limits; returns the
+    // request's generation.
+    quint64 request(const EstimateInput &input,
+                    std::vector<Bytes> capacities,
+                    std::vector<FitLimitQuery> queries);
     // The newest request's generation (0 before the first).
     quint64 generation() const { return m_generation; }
     // True while a request is running or waiting.
     bool busy() const;
-    // Runs the event loop until the newest request's answer is delivered (tests, screenshots).
+    // Runs the event loop until the newest request is answered in full (tests, screenshots).
     void waitForNewest();
 
 Q_SIGNALS:
-    // The answer to the newest request, one value per query in its order.
+    // The newest request's verdicts, one per capacity in its order.
+    void verdictsReady(quint64 generation, const std::vector<GpuVerdict> &verdicts);
+    // The newest request's limits, one value per query in its order (after its verdicts).
     void finished(quint64 generation, const std::vector<std::int64_t> &limits);
 
 private:
@@ -65,17 +75,21 @@ private:
     {
         quint64 generation = 0;
         EstimateInput input;
+        std::vector<Bytes> capacities;
         std::vector<FitLimitQuery> queries;
     };
     struct Answer
     {
         quint64 generation = 0;
+        bool limitsPhase = false;
+        std::vector<GpuVerdict> verdicts;
         std::vector<std::int64_t> limits;
     };
-    void start(Request request);
+    void start(bool limitsPhase);
     void onFinished();
 
     QFutureWatcher<Answer> m_watcher;
+    std::optional<Request> m_current; // running, or its second phase still to run
     std::optional<Request> m_waiting;
     bool m_running = false;
     quint64 m_generation = 0;
