@@ -2,6 +2,7 @@
 #include "cli_commands.h"
 
 #include "advice/fit_advisor.h"
+#include "advice/gpu_verdict.h"
 #include "advice/technique_ladder.h"
 #include "base/byte_format.h"
 #include "base/terminal_text.h"
@@ -190,7 +191,9 @@ int runFit(const FitOptions &o)
     std::string text;
     bool someGpuWithoutFit = false;
     for (const GpuSpec &g : gpus) {
-        const bool fits = est.device_total <= g.memory_bytes;
+        // "Fits" is the three-way verdict's (gpu_verdict.h): a tight run gets suggestions too.
+        const GpuVerdict verdict = gpuVerdict(input, g.memory_bytes);
+        const bool fits = verdict.verdict == FitVerdict::Fits;
         const auto suggestions = fits ? std::vector<FitSuggestion>{}
                                       : suggestFits(input, g, o.limit);
         someGpuWithoutFit = someGpuWithoutFit || (!fits && suggestions.empty());
@@ -200,6 +203,7 @@ int runFit(const FitOptions &o)
             j["capacity"] = g.memory_bytes;
             j["device_total"] = est.device_total;
             j["fits"] = fits;
+            j["verdict"] = verdictKey(verdict.verdict);
             nlohmann::json list = nlohmann::json::array();
             for (const FitSuggestion &s : suggestions)
                 list.push_back({{"changes", s.changes},
@@ -207,6 +211,7 @@ int runFit(const FitOptions &o)
                                 {"slowdown", s.slowdown},
                                 {"step_seconds", s.step_seconds},
                                 {"tokens_per_second", s.tokens_per_second},
+                                {"verdict", verdictKey(s.verdict)},
                                 {"device_total", s.device_total},
                                 {"headroom", s.headroom},
                                 {"cpu_offload_bytes", s.cpu_offload_bytes}});
@@ -221,6 +226,8 @@ int runFit(const FitOptions &o)
         }
         if (isSaturated(est.device_total))
             text += "needs more than can be represented (over 4 EiB).\n";
+        else if (est.device_total <= g.memory_bytes)
+            text += "tight, needs " + bytes(est.device_total) + ": " + verdict.reason + ".\n";
         else
             text += "needs " + bytes(est.device_total) + ", "
                     + bytes(est.device_total - g.memory_bytes) + " too much.\n";
@@ -241,6 +248,8 @@ int runFit(const FitOptions &o)
                     + bytes(s.device_total) + " (" + bytes(s.headroom) + " spare)";
             if (s.cpu_offload_bytes > 0)
                 text += ", " + bytes(s.cpu_offload_bytes) + " of CPU RAM";
+            if (s.verdict == FitVerdict::Tight)
+                text += ", tight (runs, with little room)";
             text += ":\n";
             for (const std::string &c : s.changes) {
                 const bool changesResult = std::find(s.result_changes.begin(),

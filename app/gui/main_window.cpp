@@ -345,6 +345,7 @@ void MainWindow::createDocks()
     addDockWidget(Qt::LeftDockWidgetArea, controlsDock);
 
     m_verdict = new VerdictPanel;
+    connect(m_verdict, &VerdictPanel::verdictsSettled, this, &MainWindow::updatePeakLabel);
     auto *verdictDock = new QDockWidget(tr("Verdict"), this);
     verdictDock->setObjectName(QStringLiteral("verdictDock"));
     verdictDock->setWidget(m_verdict);
@@ -754,6 +755,28 @@ std::vector<ChartBar> MainWindow::comparisonBars() const
     return bars;
 }
 
+void MainWindow::updatePeakLabel()
+{
+    if (m_doc->valid()) {
+        const MemoryEstimate &est = m_doc->estimate();
+        QString text = tr("Peak %1 per GPU (%2)")
+                           .arg(QString::fromStdString(formatBytes(est.device_total, m_unit)),
+                                QString::fromUtf8(phaseLabel(est.peak_phase)).toLower());
+        int over = 0, tight = 0; // by the verdict table's three-way verdicts
+        for (const GpuVerdict &v : m_verdict->verdicts()) {
+            over += v.verdict == FitVerdict::DoesNotFit ? 1 : 0;
+            tight += v.verdict == FitVerdict::Tight ? 1 : 0;
+        }
+        if (!m_verdict->verdicts().empty())
+            text += over > 0    ? tr(" · does not fit %n GPU(s)", "", over)
+                    : tight > 0 ? tr(" · tight on %n GPU(s)", "", tight)
+                                : tr(" · fits every selected GPU");
+        m_peakLabel->setText(text);
+    } else {
+        m_peakLabel->setText(tr("Cannot estimate: %1").arg(m_doc->error()));
+    }
+}
+
 void MainWindow::refresh()
 {
     m_chart->setContents(comparisonBars(), m_doc->selectedGpus());
@@ -764,22 +787,7 @@ void MainWindow::refresh()
     m_verdict->update(*m_doc, m_unit);
     action(QStringLiteral("actionClearPins"))->setEnabled(!m_pins.empty());
 
-    if (m_doc->valid()) {
-        const MemoryEstimate &est = m_doc->estimate();
-        QString text = tr("Peak %1 per GPU (%2)")
-                           .arg(QString::fromStdString(formatBytes(est.device_total, m_unit)),
-                                QString::fromUtf8(phaseLabel(est.peak_phase)).toLower());
-        int over = 0;
-        const auto gpus = m_doc->selectedGpus();
-        for (const GpuSpec &gpu : gpus)
-            over += est.device_total > gpu.memory_bytes ? 1 : 0;
-        if (!gpus.empty())
-            text += over == 0 ? tr(" · fits every selected GPU")
-                              : tr(" · over capacity on %n GPU(s)", "", over);
-        m_peakLabel->setText(text);
-    } else {
-        m_peakLabel->setText(tr("Cannot estimate: %1").arg(m_doc->error()));
-    }
+    updatePeakLabel();
     // Only GPUs the catalog knows, as many as a scenario may list (AppSettings bounds them).
     QStringList ids;
     for (const std::string &id : m_doc->scenario().gpus)

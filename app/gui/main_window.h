@@ -144,6 +144,7 @@ private:
     void createMenus();
     void createDocks();
     void refresh();
+    void updatePeakLabel(); // the status bar's peak and verdicts
     void refreshLazyViews();
     void updateTitle();
     void updateRecentMenu();

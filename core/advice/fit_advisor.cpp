@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "advice/fit_advisor.h"
 
+#include "advice/gpu_verdict.h"
+#include "model/step_model.h"
 #include "throughput/throughput_model.h"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace membudget {
@@ -226,6 +229,82 @@ std::vector<Candidate> withoutRedundant(const std::vector<Candidate> &all, Redun
     return kept;
 }
 
+// Whether `input` fits `capacity` by the three-way verdict (fits, not merely tight: gpu_verdict.h);
+// fills the suggestion's memory figures when it does.
+bool fitsFully(const EstimateInput &input, Bytes capacity, FitSuggestion &s)
+{
+    const StepModel model(input);
+    const MemoryEstimate est = model.estimate();
+    // Over even at the low end of the band: no replay needed to know it does not fit.
+    if (est.too_large || memoryBand(input, est).low > capacity)
+        return false;
+    if (gpuVerdict(model, est, capacity).verdict != FitVerdict::Fits)
+        return false;
+    s.input = input;
+    s.device_total = est.device_total;
+    s.headroom = capacity - est.device_total;
+    s.cpu_offload_bytes = est.cpu_offload_total;
+    return true;
+}
+
+// Only fitting combinations are timed: a few hundred throughput estimates.
+void timeSuggestion(FitSuggestion &s,
+                    const EstimateInput &input,
+                    const GpuSpec &gpu,
+                    const ThroughputEstimate &original)
+{
+    const ThroughputEstimate t = estimateRelativeThroughput(input, gpu.performance);
+    s.step_seconds = t.step_seconds;
+    s.tokens_per_second = t.tokens_per_second;
+    s.slowdown = original.valid && t.valid && original.tokens_per_second > 0
+                     ? original.tokens_per_second / t.tokens_per_second
+                     : 1.0;
+}
+
+// PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where the scenario runs out of memory by
+// fragmentation as configured and runs with it (gpuVerdict's expandable_segments_help; the verdict
+// with them may still be tight), or where it turns tight into fits. Nothing gets slower: segments
+// grow by mapping more physical pages instead of allocating new ones (PyTorch docs, "CUDA
+// semantics", section "Optimizing memory usage with PYTORCH_CUDA_ALLOC_CONF").
+std::optional<FitSuggestion> expandableSegmentsFit(const EstimateInput &input,
+                                                   const GpuSpec &gpu,
+                                                   const ThroughputEstimate &original)
+{
+    const StepModel model(input);
+    // Already on, or set off explicitly (then left to the user).
+    if (model.allocatorSettings().expandable_segments
+        || input.overheads.allocator_conf.find("expandable_segments") != std::string::npos)
+        return std::nullopt;
+    const MemoryEstimate now = model.estimate();
+    if (now.too_large || memoryBand(input, now).low > gpu.memory_bytes)
+        return std::nullopt;
+    const GpuVerdict before = gpuVerdict(model, now, gpu.memory_bytes);
+    if (before.verdict == FitVerdict::Fits)
+        return std::nullopt;
+    EstimateInput e = input;
+    e.overheads.allocator_conf = e.overheads.allocator_conf.empty()
+                                     ? std::string(kExpandableSegmentsConf)
+                                     : e.overheads.allocator_conf + "," + kExpandableSegmentsConf;
+    if (!validateInput(e).empty())
+        return std::nullopt;
+    const StepModel expandable(e);
+    const MemoryEstimate est = expandable.estimate();
+    const FitVerdict after = gpuVerdict(expandable, est, gpu.memory_bytes).verdict;
+    if (after == FitVerdict::DoesNotFit
+        || (after == FitVerdict::Tight && !before.expandable_segments_help))
+        return std::nullopt;
+    FitSuggestion s;
+    s.changes.push_back(std::string("allocator: PYTORCH_CUDA_ALLOC_CONF=")
+                        + kExpandableSegmentsConf);
+    s.input = e;
+    s.verdict = after;
+    s.device_total = est.device_total;
+    s.headroom = std::max<Bytes>(0, gpu.memory_bytes - est.device_total);
+    s.cpu_offload_bytes = est.cpu_offload_total;
+    timeSuggestion(s, e, gpu, original);
+    return s;
+}
+
 } // namespace
 
 void rankSuggestions(std::vector<FitSuggestion> &suggestions)
@@ -276,22 +355,9 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec
                 if (o.changesResult)
                     s.result_changes.push_back(o.label);
             }
-            if (validateInput(e).empty()) {
-                const MemoryEstimate est = estimateMemory(e);
-                if (!est.too_large && est.device_total <= capacity) {
-                    s.input = e;
-                    s.device_total = est.device_total;
-                    s.headroom = capacity - est.device_total;
-                    s.cpu_offload_bytes = est.cpu_offload_total;
-                    // Only fitting combinations are timed: a few hundred throughput estimates.
-                    const ThroughputEstimate t = estimateRelativeThroughput(e, gpu.performance);
-                    s.step_seconds = t.step_seconds;
-                    s.tokens_per_second = t.tokens_per_second;
-                    s.slowdown = original.valid && t.valid && original.tokens_per_second > 0
-                                     ? original.tokens_per_second / t.tokens_per_second
-                                     : 1.0;
-                    fitting.push_back({choice, s});
-                }
+            if (validateInput(e).empty() && fitsFully(e, capacity, s)) {
+                timeSuggestion(s, e, gpu, original);
+                fitting.push_back({choice, s});
             }
         }
         std::size_t g = 0;
@@ -316,6 +382,10 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec
     for (const Candidate &c : distinct)
         out.push_back(c.suggestion);
     rankSuggestions(out);
+    // An environment variable: the same computation, no slower, nothing in the script changes;
+    // first, ahead of any technique (even one the model finds a little faster).
+    if (auto expandable = expandableSegmentsFit(input, gpu, original))
+        out.insert(out.begin(), *expandable);
     if (static_cast<int>(out.size()) > limit)
         out.resize(static_cast<std::size_t>(limit));
     return out;

@@ -134,7 +134,11 @@ const char *verdictLabel(FitVerdict v)
 
 MemoryBand memoryBand(const StepModel &model, const MemoryEstimate &est)
 {
-    const EstimateInput &in = model.input();
+    return memoryBand(model.input(), est);
+}
+
+MemoryBand memoryBand(const EstimateInput &in, const MemoryEstimate &est)
+{
     MemoryBand b;
     b.low = addSat(est.peak_allocated, outsideAllocator(lowOverheads(in)));
     b.expected = est.device_total;
@@ -182,6 +186,12 @@ GpuVerdict gpuVerdict(const StepModel &model,
         v.reason = outOfMemoryText(expected, unit);
     }
     return v;
+}
+
+GpuVerdict gpuVerdict(const EstimateInput &input, Bytes gpuMemory)
+{
+    const StepModel model(input);
+    return gpuVerdict(model, model.estimate(), gpuMemory);
 }
 
 bool fitsOn(const StepModel &model, std::int64_t b, std::int64_t s, Bytes gpuMemory)

@@ -42,6 +42,8 @@ struct GpuVerdict
 };
 
 MemoryBand memoryBand(const StepModel &model, const MemoryEstimate &estimate);
+// The same from the scenario's input (no replay, a few additions: the GUI's slider path).
+MemoryBand memoryBand(const EstimateInput &input, const MemoryEstimate &estimate);
 
 // The verdict for one GPU of `gpuMemory` bytes at the estimate's shape (model.input()'s). Replays
 // the step against the capacity only when the band straddles it (release-and-retry decides then).
@@ -50,6 +52,9 @@ GpuVerdict gpuVerdict(const StepModel &model,
                       const MemoryEstimate &estimate,
                       Bytes gpuMemory,
                       ByteUnit unit = ByteUnit::GiB);
+
+// The same for a scenario's input at its own shape (builds the step model once).
+GpuVerdict gpuVerdict(const EstimateInput &input, Bytes gpuMemory);
 
 // Whether the expected case runs on a GPU of `gpuMemory` bytes at shape (b, s): one replay of the
 // step against the capacity (the fits oracle of the solvers).

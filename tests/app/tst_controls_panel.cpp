@@ -144,6 +144,7 @@ void TestControlsPanel::contextLengthIsWarnedAndCapped()
         s.model.preset = "mistral-7b-v0.1";
     });
     QTreeWidget *table = m_window->verdictPanel()->table();
+    m_window->verdictPanel()->limitsWorker()->waitForNewest(); // the exact value
     QCOMPARE(table->topLevelItem(0)->text(table->columnCount() - 1), QStringLiteral("32,768*"));
     // The sweep stops at the context too.
     m_window->views()->setCurrentIndex(MainWindow::SweepViewIndex);

@@ -5,12 +5,14 @@
 // sweep, verdict and make-it-fit views.
 #include "advice/explanation.h"
 #include "advice/fit_solver.h"
+#include "advice/gpu_verdict.h"
 #include "advice/technique_ladder.h"
 #include "charts/budget_chart.h"
 #include "charts/sweep_chart.h"
 #include "document/scenario_document.h"
 #include "io/scenario_yaml.h"
 #include "main_window.h"
+#include "model/step_model.h"
 #include "number_format.h"
 #include "panels/controls_panel.h"
 #include "panels/fit_panel.h"
@@ -677,6 +679,9 @@ void TestMainWindow::sweepView()
         QCOMPARE(sample.total, estimateMemory(in).device_total);
     }
     const auto gpus = doc->selectedGpus();
+    // The largest fits: the fast estimate at once, the exact answer from the worker thread.
+    sweep->limitsWorker()->waitForNewest();
+    QVERIFY(sweep->maxFitsExact());
     QCOMPARE(sweep->maxFits().size(), gpus.size());
     for (std::size_t i = 0; i < gpus.size(); ++i)
         QCOMPARE(sweep->maxFits()[i],
@@ -686,6 +691,9 @@ void TestMainWindow::sweepView()
                                    1 << 24));
 
     sweep->setAxis(SweepAxis::MicroBatch);
+    QVERIFY(!sweep->maxFitsExact()); // not delivered before the event loop runs
+    sweep->limitsWorker()->waitForNewest();
+    QVERIFY(sweep->maxFitsExact());
     QCOMPARE(sweep->samples().front().x, 1);
     QCOMPARE(sweep->samples().back().x, 1024);
     for (std::size_t i = 0; i < gpus.size(); ++i)
@@ -722,14 +730,25 @@ void TestMainWindow::verdictPanel()
     };
     const MemoryEstimate &est = doc->estimate();
     const auto gpus = doc->selectedGpus();
+    // Max batch and Max seq.: the fast estimate ("≈") at once, the exact value from the worker.
+    VerdictPanel *panel = m_window->verdictPanel();
+    QVERIFY(!panel->limitsExact());
+    QVERIFY(table->topLevelItem(0)->text(column(QStringLiteral("Max batch"))).startsWith("≈ "));
+    panel->limitsWorker()->waitForNewest();
+    QVERIFY(panel->limitsExact());
+    const StepModel model(doc->input());
     for (int i = 0; i < 2; ++i) {
         const GpuSpec &gpu = gpus[static_cast<std::size_t>(i)];
-        const bool fits = est.device_total <= gpu.memory_bytes;
-        // A short verdict in the cell ("✗ 27.44 GB over"), the sentence as its hover text.
+        const GpuVerdict v = gpuVerdict(model, est, gpu.memory_bytes);
+        // A short verdict in the cell ("✗ does not fit · 27.44 GB over"), the band and the reason
+        // as its hover text.
         const int verdict = column(QStringLiteral("Verdict"));
-        QCOMPARE(table->topLevelItem(i)->text(verdict).startsWith(QStringLiteral("✗")), !fits);
-        QCOMPARE(table->topLevelItem(i)->toolTip(verdict).contains(QStringLiteral("does not fit")),
-                 !fits);
+        const QString cell = table->topLevelItem(i)->text(verdict);
+        QVERIFY2(cell.contains(QString::fromUtf8(verdictLabel(v.verdict))), qPrintable(cell));
+        QCOMPARE(cell.startsWith(QStringLiteral("✗")), v.verdict == FitVerdict::DoesNotFit);
+        QCOMPARE(cell.startsWith(QStringLiteral("✓")), v.verdict == FitVerdict::Fits);
+        QVERIFY(table->topLevelItem(i)->toolTip(verdict).contains(QStringLiteral("On the device")));
+        QCOMPARE(panel->verdicts()[static_cast<std::size_t>(i)].verdict, v.verdict);
         const auto batch = maxMicroBatch(doc->input(), gpu.memory_bytes);
         QCOMPARE(table->topLevelItem(i)->text(column(QStringLiteral("Max batch"))),
                  batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch))

@@ -7,6 +7,7 @@
 #include "charts/chart_theme.h"
 #include "document/scenario_document.h"
 #include "main_window.h"
+#include "model/step_model.h"
 #include "panels/controls_panel.h"
 #include "panels/fit_panel.h"
 #include "panels/verdict_panel.h"
@@ -121,6 +122,7 @@ void TestThemeContrast::everyThemeRecoloursAtOnceAndReads()
     });
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
+    window.verdictPanel()->limitsWorker()->waitForNewest(); // the replays' verdicts
     QVERIFY(doc->estimate().device_total > doc->selectedGpus().front().memory_bytes);
     QVERIFY(doc->estimate().device_total <= doc->selectedGpus().back().memory_bytes);
     window.fitPanel()->recompute();
@@ -160,11 +162,29 @@ void TestThemeContrast::everyThemeRecoloursAtOnceAndReads()
         const ChartColors colors = chartColors(window.verdictPanel()->palette());
         QTreeWidget *verdicts = window.verdictPanel()->table();
         const auto gpus = doc->selectedGpus();
-        for (int r = 0; r < verdicts->topLevelItemCount(); ++r)
+        // Three states, three colours: fits (ok), tight (warning), does not fit (danger), as the
+        // core's verdict says.
+        const StepModel model(doc->input());
+        for (int r = 0; r < verdicts->topLevelItemCount(); ++r) {
+            const FitVerdict v = gpuVerdict(model,
+                                            doc->estimate(),
+                                            gpus[static_cast<std::size_t>(r)].memory_bytes)
+                                     .verdict;
             QCOMPARE(verdicts->topLevelItem(r)->foreground(2).color(),
-                     doc->estimate().device_total <= gpus[static_cast<std::size_t>(r)].memory_bytes
-                         ? colors.ok
-                         : colors.danger);
+                     v == FitVerdict::Fits    ? colors.ok
+                     : v == FitVerdict::Tight ? colors.warning
+                                              : colors.danger);
+        }
+        // Each of the three reads on the table's rows and on the window (the reason line), whether
+        // or not a row shows it now.
+        const QPalette p = verdicts->palette();
+        for (const QColor &state : {colors.ok, colors.warning, colors.danger})
+            for (const QColor &bg : {p.color(QPalette::Base),
+                                     over(p.color(QPalette::AlternateBase), p.color(QPalette::Base)),
+                                     window.verdictPanel()->palette().color(QPalette::Window)})
+                QVERIFY2(contrastRatio(state, bg) >= 4.5,
+                         qPrintable(QStringLiteral("%1: %2 on %3")
+                                        .arg(QLatin1String(step.name), state.name(), bg.name())));
         QStringList problems = poorContrast(verdicts);
         problems << poorContrast(window.fitPanel()->list());
         problems << poorLabels(window.controls());

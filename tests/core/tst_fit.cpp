@@ -85,6 +85,9 @@ private slots:
         for (const FitSuggestion &s : fits) {
             QVERIFY(!s.changes.empty());
             QVERIFY(s.device_total <= capacity);
+            // Fits by the three-way verdict, not merely by the expected total.
+            QCOMPARE(gpuVerdict(s.input, capacity).verdict, FitVerdict::Fits);
+            QCOMPARE(s.verdict, FitVerdict::Fits);
             QCOMPARE(estimateMemory(s.input).device_total, s.device_total);
             // Those that keep the experiment first, each kind fastest first, in steps of 1%.
             QVERIFY2(!changingResult || s.changesResult(), "a speed-only row after a result change");
@@ -234,6 +237,56 @@ private slots:
             }
         }
         QVERIFY(offload);
+    }
+
+    // Issue #11: where the caching allocator's fragmentation is what fails the run, expandable
+    // segments are offered first (nothing gets slower), and applying them lets the run through.
+    // The bundled scenario runs out of memory by fragmentation on an A100 80GB as configured.
+    void expandableSegmentsAreOfferedWhereTheyHelp()
+    {
+        const PresetCatalog &catalog = PresetCatalog::bundled();
+        std::string error;
+        const auto in = resolveScenario(catalog.findScenario("lora-qwen2.5-7b-32k")->scenario,
+                                        catalog,
+                                        error);
+        QVERIFY2(in, error.c_str());
+        const GpuSpec gpu = *catalog.findGpu("a100-80gb");
+        const GpuVerdict before = gpuVerdict(*in, gpu.memory_bytes);
+        QCOMPARE(before.verdict, FitVerdict::Tight);
+        QVERIFY(before.expandable_segments_help);
+        const auto fits = suggestFits(*in, gpu, 10);
+        QVERIFY(!fits.empty());
+        const FitSuggestion &first = fits.front();
+        QCOMPARE(first.changes.size(), std::size_t(1));
+        QVERIFY2(first.changes.front().find(kExpandableSegmentsConf) != std::string::npos,
+                 first.changes.front().c_str());
+        QCOMPARE(first.input.overheads.allocator_conf, std::string(kExpandableSegmentsConf));
+        QVERIFY(qAbs(first.slowdown - 1.0) < 0.01);
+        const GpuVerdict after = gpuVerdict(first.input, gpu.memory_bytes);
+        QVERIFY(after.fits); // the expected case runs now
+        QCOMPARE(first.verdict, after.verdict);
+        // Every other suggestion fits outright.
+        for (std::size_t i = 1; i < fits.size(); ++i)
+            QCOMPARE(fits[i].verdict, FitVerdict::Fits);
+        // With expandable segments already on, they are not offered again.
+        EstimateInput on = *in;
+        on.overheads.allocator_conf = kExpandableSegmentsConf;
+        for (const FitSuggestion &s : suggestFits(on, gpu, 10))
+            for (const std::string &c : s.changes)
+                QVERIFY(c.find("expandable") == std::string::npos);
+    }
+
+    // A scenario that fits by the verdict gets no allocator suggestion; one far over capacity
+    // (no fragmentation to blame) does not either.
+    void expandableSegmentsAreNotOfferedWhereTheyCannotHelp()
+    {
+        EstimateInput in = lora8b();
+        in.training.method = Method::Full;
+        in.training.checkpointing = Checkpointing::None;
+        in.training.attention = Attention::Eager;
+        for (const FitSuggestion &s : suggestFits(in, gpuOf(40LL << 30), 100))
+            for (const std::string &c : s.changes)
+                QVERIFY(c.find("expandable") == std::string::npos);
     }
 
     // Issue #16 item 7: the solver stops at the model's context length.

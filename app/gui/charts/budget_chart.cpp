@@ -2,7 +2,10 @@
 #include "charts/budget_chart.h"
 
 #include "advice/explanation.h"
+#include "advice/gpu_verdict.h"
 #include "charts/chart_theme.h"
+#include "model/step_model.h"
+#include "workers/fit_limits_worker.h"
 
 #include <QToolTip>
 
@@ -325,6 +328,22 @@ BudgetChart::BudgetChart(QWidget *parent)
             bars->moveAbove(m_components[static_cast<std::size_t>(c - 1)]);
         m_components[static_cast<std::size_t>(c)] = bars;
     }
+    // The band (gpu_verdict.h: low and high of what the device will show) as a whisker on each
+    // bar: error bars on an invisible graph through the bars' totals, drawn above the bars.
+    m_bandAnchor = new QCPGraph(xAxis, yAxis);
+    m_bandAnchor->setLineStyle(QCPGraph::lsNone);
+    m_bandAnchor->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssNone));
+    m_bandAnchor->setSelectable(QCP::stNone);
+    m_band = new QCPErrorBars(xAxis, yAxis);
+    m_band->setName(tr("Band: low to high on the device"));
+    m_band->setDataPlottable(m_bandAnchor);
+    m_band->setErrorType(QCPErrorBars::etValueError);
+    m_band->setWhiskerWidth(12);
+    m_band->setSymbolGap(0);
+    m_band->setSelectable(QCP::stNone);
+    m_band->setAntialiased(false); // vertical and horizontal strokes: crisp without
+    m_verdictWorker = new FitLimitsWorker(this);
+    connect(m_verdictWorker, &FitLimitsWorker::verdictsReady, this, &BudgetChart::onVerdicts);
     applyTheme();
     refresh();
 }
@@ -420,15 +439,19 @@ void BudgetChart::updateData()
         m_components[static_cast<std::size_t>(c)]->setData(keys, values, true);
         inLegend[static_cast<std::size_t>(c)] = any;
     }
-    // The legend lists only what some bar holds, from the top of the stack down. Rebuilt only when
-    // that set changes (not on every slider step).
-    if (legend && inLegend != m_inLegend) {
+    const bool anyBand = updateBands();
+    // The legend lists only what some bar holds, from the top of the stack down, then the band.
+    // Rebuilt only when that set changes (not on every slider step).
+    if (legend && (inLegend != m_inLegend || anyBand != m_bandInLegend)) {
         m_inLegend = inLegend;
+        m_bandInLegend = anyBand;
         legend->clearItems();
         for (int c = kComponentCount - 1; c >= 0; --c)
             if (inLegend[static_cast<std::size_t>(c)])
                 legend->addItem(
                     new CachedLegendItem(legend, m_components[static_cast<std::size_t>(c)]));
+        if (anyBand)
+            legend->addItem(new QCPPlottableLegendItem(legend, m_band));
         const ChartColors colors = chartColors(palette());
         for (int i = 0; i < legend->itemCount(); ++i)
             if (auto *item = legend->item(i))
@@ -447,6 +470,44 @@ void BudgetChart::updateData()
     // Room on the right for the capacity labels; at least three bars' worth so that one bar is not
     // a wall.
     xAxis->setRange(-0.6, std::max(n - 0.4, 2.9));
+}
+
+bool BudgetChart::updateBands()
+{
+    m_bands.assign(m_bars.size(), MemoryBand{});
+    QVector<double> keys, values, minus, plus;
+    for (std::size_t i = 0; i < m_bars.size(); ++i) {
+        const ChartBar &bar = m_bars[i];
+        if (!bar.valid || bar.estimate.too_large)
+            continue;
+        const MemoryBand band = memoryBand(bar.input, bar.estimate); // no replay: a few additions
+        m_bands[i] = band;
+        if (band.high <= band.low)
+            continue;
+        keys.push_back(static_cast<double>(i));
+        values.push_back(toUnit(band.expected));
+        minus.push_back(toUnit(band.expected) - toUnit(band.low));
+        plus.push_back(toUnit(band.high) - toUnit(band.expected));
+    }
+    m_bandAnchor->setData(keys, values, true);
+    m_band->setData(minus, plus);
+    return !keys.isEmpty();
+}
+
+MemoryBand BudgetChart::band(int index) const
+{
+    if (index < 0 || index >= static_cast<int>(m_bands.size()))
+        return {};
+    return m_bands[static_cast<std::size_t>(index)];
+}
+
+double BudgetChart::bandTop(std::size_t index) const
+{
+    const ChartBar &bar = m_bars[index];
+    const Bytes top = index < m_bands.size()
+                          ? std::max(m_bands[index].high, bar.estimate.device_total)
+                          : bar.estimate.device_total;
+    return toUnit(top);
 }
 
 int BudgetChart::widestLine(const QFont &font, const QString &text)
@@ -641,6 +702,65 @@ QCPItemText *BudgetChart::labelAt(std::vector<QCPItemText *> &pool, std::size_t 
     return pool[i];
 }
 
+FitVerdict BudgetChart::verdictOn(int index, const GpuSpec &gpu) const
+{
+    if (index < 0 || index >= static_cast<int>(m_bars.size()))
+        return FitVerdict::Fits;
+    const ChartBar &bar = m_bars[static_cast<std::size_t>(index)];
+    if (!bar.valid)
+        return FitVerdict::Fits;
+    if (bar.estimate.too_large)
+        return FitVerdict::DoesNotFit;
+    const MemoryBand b = band(index);
+    const Bytes capacity = gpu.memory_bytes;
+    if (b.high <= capacity)
+        return FitVerdict::Fits; // as gpuVerdict says without a replay
+    if (b.low > capacity)
+        return FitVerdict::DoesNotFit; // even the allocated peak does not fit
+    // Inside the band: what the replay says, worked out on the worker (once per bar and
+    // capacity; only bars near a capacity line get here); until then what the band suggests.
+    const auto &known = bar.verdicts->byCapacity;
+    const auto it = known.find(capacity);
+    return it != known.end() ? it->second : provisionalVerdict(b, capacity);
+}
+
+void BudgetChart::askForVerdicts()
+{
+    // The first bar with a capacity inside its band and no replayed verdict for it yet; one
+    // request at a time, a newer one replacing it (the current bar during a drag).
+    for (std::size_t i = 0; i < m_bars.size(); ++i) {
+        const ChartBar &bar = m_bars[i];
+        if (!bar.valid || bar.estimate.too_large || i >= m_bands.size())
+            continue;
+        std::vector<Bytes> capacities;
+        for (const GpuSpec &gpu : m_gpus)
+            if (m_bands[i].low <= gpu.memory_bytes && gpu.memory_bytes < m_bands[i].high
+                && !bar.verdicts->byCapacity.count(gpu.memory_bytes))
+                capacities.push_back(gpu.memory_bytes);
+        if (capacities.empty())
+            continue;
+        if (m_verdictTarget == bar.verdicts && m_verdictCapacities == capacities)
+            return; // asked already
+        m_verdictTarget = bar.verdicts;
+        m_verdictCapacities = capacities;
+        m_verdictGeneration = m_verdictWorker->request(bar.input, capacities, {});
+        return;
+    }
+}
+
+void BudgetChart::onVerdicts(quint64 generation, const std::vector<GpuVerdict> &verdicts)
+{
+    if (generation != m_verdictGeneration || !m_verdictTarget
+        || verdicts.size() != m_verdictCapacities.size())
+        return;
+    for (std::size_t k = 0; k < verdicts.size(); ++k)
+        m_verdictTarget->byCapacity[m_verdictCapacities[k]] = verdicts[k].verdict;
+    m_verdictTarget.reset();
+    m_verdictCapacities.clear();
+    updateLabels(); // and asks for the next bar's
+    replot(rpQueuedReplot);
+}
+
 QString BudgetChart::overCapacityText(int index) const
 {
     if (index < 0 || index >= static_cast<int>(m_bars.size()))
@@ -650,7 +770,7 @@ QString BudgetChart::overCapacityText(int index) const
         return {};
     QStringList over;
     for (const GpuSpec &gpu : m_gpus)
-        if (bar.estimate.device_total > gpu.memory_bytes)
+        if (verdictOn(index, gpu) == FitVerdict::DoesNotFit)
             over << shortGpuName(gpu);
     if (over.isEmpty())
         return {};
@@ -699,8 +819,13 @@ void BudgetChart::updateLabels()
                                                      toUnit(bar.estimate.device_total) < 100 ? 1
                                                                                              : 0);
         int over = 0;
-        for (const GpuSpec &gpu : m_gpus)
-            over += bar.estimate.device_total > gpu.memory_bytes ? 1 : 0;
+        QStringList tight;
+        for (const GpuSpec &gpu : m_gpus) {
+            const FitVerdict v = verdictOn(static_cast<int>(i), gpu);
+            over += v == FitVerdict::DoesNotFit ? 1 : 0;
+            if (v == FitVerdict::Tight)
+                tight << shortGpuName(gpu);
+        }
         const int count = static_cast<int>(m_gpus.size());
         if (over > 0) {
             const QString names = overCapacityText(static_cast<int>(i));
@@ -712,6 +837,12 @@ void BudgetChart::updateLabels()
                         value + QStringLiteral("\n✗"),
                         number + QStringLiteral("\n✗"),
                         number};
+        } else if (!tight.isEmpty()) {
+            variants = {value + QStringLiteral("\n⚠ ")
+                            + tr("tight on %1").arg(tight.join(QStringLiteral(", "))),
+                        value + QStringLiteral("\n⚠ ") + tr("tight"),
+                        number + QStringLiteral("\n⚠"),
+                        number};
         } else if (count > 0) {
             variants = {value + QStringLiteral("\n✓ ") + tr("fits"),
                         value + QStringLiteral("\n✓"),
@@ -720,7 +851,7 @@ void BudgetChart::updateLabels()
         } else {
             variants = {value, number};
         }
-        total->setColor(over == 0 ? colors.text : colors.danger);
+        total->setColor(over > 0 ? colors.danger : (tight.isEmpty() ? colors.text : colors.warning));
 
         if (over > 0) {
             while (m_overFrames.size() <= frames) {
@@ -776,6 +907,7 @@ void BudgetChart::updateLabels()
     }
     for (std::size_t i = frames; i < m_overFrames.size(); ++i)
         m_overFrames[i]->setVisible(false);
+    askForVerdicts();
 }
 
 void BudgetChart::updateRange()
@@ -788,7 +920,7 @@ void BudgetChart::updateRange()
         if (!bar.valid || bar.estimate.too_large)
             continue;
         const double v = toUnit(bar.estimate.device_total);
-        tallest = std::max(tallest, v);
+        tallest = std::max(tallest, bandTop(static_cast<std::size_t>(&bar - m_bars.data())));
         smallest = smallest > 0 ? std::min(smallest, v) : v;
     }
     double above = 0;
@@ -947,9 +1079,9 @@ void BudgetChart::placeTotals()
         }
         total->setText(variants[static_cast<std::size_t>(chosen)]);
         const ChartBar &bar = m_bars[i];
-        const double value = bar.valid && !bar.estimate.too_large
-                                 ? toUnit(bar.estimate.device_total)
-                                 : (bar.valid ? m_upper : m_lower);
+        // Above the band's whisker, which stands on the bar's total.
+        const double value = bar.valid && !bar.estimate.too_large ? bandTop(i)
+                                                                  : (bar.valid ? m_upper : m_lower);
         const QSize box = total->boxSize();
         const double x = xAxis->coordToPixel(static_cast<double>(i));
         double bottom = yAxis->coordToPixel(std::clamp(value, m_lower, m_upper)) - 2;
@@ -1030,6 +1162,11 @@ void BudgetChart::applyTheme()
         bars->setBrush(fill);
         bars->setPen(QPen(colors.background, 1));
     }
+    // The text colour, a little translucent: visible over the bars' fills and the background,
+    // in light and dark themes alike, and quieter than the totals.
+    QColor whisker = colors.text;
+    whisker.setAlpha(200);
+    m_band->setPen(QPen(whisker, 1.6));
     for (int i = 0; legend && i < legend->itemCount(); ++i)
         if (auto *item = legend->item(i))
             item->setTextColor(colors.text);
@@ -1096,6 +1233,15 @@ QString BudgetChart::segmentToolTip(int index, Component component) const
                 .arg(bytesText(est.device_total, m_unit, 2));
     html += QStringLiteral("<br><span style='white-space:pre-wrap'>%1</span>")
                 .arg(formula.toHtmlEscaped());
+    const MemoryBand b = band(index);
+    if (b.high > b.low)
+        html += QStringLiteral("<br>")
+                + tr("On the device: %1 expected, %2 to %3 (the whisker: from no fragmentation "
+                     "and a lazily loaded CUDA context to an eagerly loaded one with large NCCL "
+                     "buffers)")
+                      .arg(bytesText(b.expected, m_unit, 2),
+                           bytesText(b.low, m_unit, 2),
+                           bytesText(b.high, m_unit, 2));
     html += QStringLiteral("<br><i>%1</i>")
                 .arg(tr("At the peak, in the %1 phase.")
                          .arg(QString::fromUtf8(phaseLabel(est.peak_phase)).toLower()));

@@ -5,19 +5,30 @@
 // labelled capacity lines for the selected GPUs. A view of the core's results: it only divides
 // bytes by the display unit.
 
+#include "advice/gpu_verdict.h"
 #include "base/byte_format.h"
 #include "charts/label_layout.h"
 #include "io/preset_catalog.h"
 #include "model/gpu_spec.h"
 #include "model/memory_estimator.h"
 #include "model/scenario.h"
+#include "workers/fit_limits_worker.h"
 
 #include <qcustomplot.h>
 
 #include <array>
+#include <map>
+#include <memory>
 #include <vector>
 
 namespace membudget {
+
+// A bar's verdicts on GPUs whose capacity falls inside its band (each a replay of the step), by
+// capacity; shared by a bar's copies, so that a pinned bar works each out once.
+struct BarVerdicts
+{
+    std::map<Bytes, FitVerdict> byCapacity;
+};
 
 struct ChartBar
 {
@@ -28,6 +39,7 @@ struct ChartBar
     QString error; // why there is no estimate when !valid
     EstimateInput input;
     MemoryEstimate estimate;
+    std::shared_ptr<BarVerdicts> verdicts = std::make_shared<BarVerdicts>();
 };
 
 // A bar for a scenario: resolved through the catalog and estimated, or invalid with the reason.
@@ -70,11 +82,21 @@ public:
     }
     // The hover text of a segment (bytes, share, formula).
     QString segmentToolTip(int index, Component component) const;
-    // The words under a bar's total: "exceeds RTX 4090 (24 GB)" or empty when it fits every GPU.
+    // The words under a bar's total: "exceeds RTX 4090 (24 GB)" or empty when it fits or is
+    // tight on every GPU.
     QString overCapacityText(int index) const;
+    // Bar `index`'s verdict on `gpu` (gpu_verdict.h): from the band where the capacity is outside
+    // it, else from a replay on a worker thread (kept with the bar; what the band suggests until
+    // it arrives).
+    FitVerdict verdictOn(int index, const GpuSpec &gpu) const;
+    FitLimitsWorker *verdictWorker() const { return m_verdictWorker; }
     // Number of capacity lines drawn.
     int capacityLineCount() const { return static_cast<int>(m_capacityLines.size()); }
     QCPRange valueRange() const { return yAxis->range(); }
+    // Bar `index`'s band (low, expected, high on the device; zero for an invalid bar), drawn as a
+    // whisker on the bar, and the error bars that draw the whiskers.
+    MemoryBand band(int index) const;
+    QCPErrorBars *bandBars() const { return m_band; }
 
     // The segment under a widget position; false when there is none.
     bool segmentAt(const QPointF &pos, int &index, Component &component) const;
@@ -98,6 +120,10 @@ protected:
 private:
     double toUnit(Bytes bytes) const;
     void updateData();
+    bool updateBands(); // true when some bar has a band to draw
+    void askForVerdicts();
+    void onVerdicts(quint64 generation, const std::vector<GpuVerdict> &verdicts);
+    double bandTop(std::size_t index) const; // the whisker's top or the bar's total, in the unit
     void updateCapacityLines();
     void updateLabels();
     void updateRange();
@@ -117,6 +143,14 @@ private:
     ByteUnit m_unit = ByteUnit::GiB;
     std::array<QCPBars *, kComponentCount> m_components{};
     std::array<bool, kComponentCount> m_inLegend{}; // the components the legend lists
+    QCPGraph *m_bandAnchor = nullptr;               // invisible, through the bars' totals
+    QCPErrorBars *m_band = nullptr;
+    std::vector<MemoryBand> m_bands;
+    bool m_bandInLegend = false;
+    FitLimitsWorker *m_verdictWorker = nullptr;
+    std::shared_ptr<BarVerdicts> m_verdictTarget; // the bar asked about, and at which capacities
+    std::vector<Bytes> m_verdictCapacities;
+    quint64 m_verdictGeneration = 0;
     std::vector<QCPItemStraightLine *> m_capacityLines;
     std::vector<QCPItemText *> m_capacityLabels;  // one per GPU, in its line's colour
     std::vector<QCPItemLine *> m_capacityLeaders; // from a line to its label when moved apart

@@ -76,7 +76,9 @@ protected:
 
 SweepChart::SweepChart(QWidget *parent)
     : QCustomPlot(parent)
+    , m_limitsWorker(new FitLimitsWorker(this))
 {
+    connect(m_limitsWorker, &FitLimitsWorker::finished, this, &SweepChart::onExactLimits);
     setMinimumSize(360, 240);
     setAntialiasedElements(QCP::aeAll);
     setMouseTracking(true);
@@ -138,6 +140,35 @@ void SweepChart::setShowSpeed(bool show)
 {
     m_showSpeed = show;
     refresh();
+}
+
+// The largest value that fits each GPU: the exact answer when it has arrived for this very input,
+// else the fast estimate now and the exact one asked of the worker.
+std::vector<std::int64_t> SweepChart::fitLimits(const StepModel &model)
+{
+    if (m_showingExact && m_exactFits.size() == m_gpus.size())
+        return m_exactFits;
+    const bool batch = m_axis == SweepAxis::MicroBatch;
+    const std::int64_t context = m_input.arch.context_length;
+    std::vector<FitLimitQuery> queries;
+    for (const GpuSpec &gpu : m_gpus)
+        queries.push_back(
+            {batch ? FitLimitQuery::Kind::MicroBatch : FitLimitQuery::Kind::SequenceLength,
+             gpu.memory_bytes,
+             batch ? 1 << 20 : (context > 0 ? context : 1 << 24)});
+    m_exactFits.clear();
+    m_limitsGeneration = m_limitsWorker->request(m_input, {}, queries);
+    return estimatedFitLimits(model, queries);
+}
+
+void SweepChart::onExactLimits(quint64 generation, const std::vector<std::int64_t> &limits)
+{
+    if (generation != m_limitsGeneration || limits.size() != m_gpus.size() || !m_valid)
+        return; // asked for another input
+    m_exactFits = limits;
+    m_showingExact = true;
+    refresh();
+    m_showingExact = false;
 }
 
 // Tokens per second on each GPU at every sample that fits it: memory and speed on one picture, the
@@ -203,6 +234,8 @@ void SweepChart::refresh()
     m_capacityLabels.clear();
     m_samples.clear();
     m_maxFits.clear();
+    if (!m_showingExact)
+        m_exactFits.clear();
     if (m_message) {
         plotLayout()->remove(m_message);
         plotLayout()->simplify();
@@ -258,6 +291,7 @@ void SweepChart::refresh()
         top = std::max(top, toUnit(gpu.memory_bytes));
     yAxis->setRange(0, niceCeil(top * 1.6));
 
+    const std::vector<std::int64_t> fits = fitLimits(model);
     QFont small = font();
     small.setPointSizeF(small.pointSizeF() * 0.88);
     if (!batch && context > 0) {
@@ -293,17 +327,15 @@ void SweepChart::refresh()
         label->setFont(small);
         label->setPadding(QMargins(2, 0, 4, 1));
 
-        const std::int64_t limit = batch ? 1 << 20 : (context > 0 ? context : 1 << 24);
-        const std::int64_t fit
-            = batch ? maxMicroBatch(model, gpu.memory_bytes, FitMetric::DeviceTotal, limit)
-                    : maxSequenceLength(model, gpu.memory_bytes, FitMetric::DeviceTotal, limit);
+        const std::int64_t fit = fits[i];
         m_maxFits.push_back(fit);
+        const QString approx = m_exactFits.empty() ? QStringLiteral("≈ ") : QString();
         QString fitText;
         if (fit <= 0) {
-            fitText = batch ? tr("no micro-batch fits") : tr("no sequence fits");
+            fitText = approx + (batch ? tr("no micro-batch fits") : tr("no sequence fits"));
         } else {
             fitText = (batch ? tr("max batch %1") : tr("max %1 tokens"))
-                          .arg(QLocale().toString(static_cast<qlonglong>(fit)));
+                          .arg(approx + QLocale().toString(static_cast<qlonglong>(fit)));
             if (static_cast<double>(fit) >= xLo && static_cast<double>(fit) <= xHi) {
                 auto *mark = new QCPItemLine(this);
                 mark->start->setCoords(static_cast<double>(fit), 0);

@@ -8,6 +8,7 @@
 #include "base/byte_format.h"
 #include "model/gpu_spec.h"
 #include "model/memory_estimator.h"
+#include "workers/fit_limits_worker.h"
 
 #include <qcustomplot.h>
 
@@ -42,8 +43,11 @@ public:
         Bytes allocated; // peak allocated
     };
     const std::vector<Sample> &samples() const { return m_samples; }
-    // The largest value that fits each selected GPU (0: none), in GPU order.
+    // The largest value that fits each selected GPU (0: none), in GPU order: the fast estimate
+    // (labelled "≈") until the exact answer, worked out off the GUI thread, replaces it.
     const std::vector<std::int64_t> &maxFits() const { return m_maxFits; }
+    bool maxFitsExact() const { return !m_exactFits.empty(); }
+    FitLimitsWorker *limitsWorker() const { return m_limitsWorker; }
     // Tokens per second on each selected GPU at each sample that fits it (empty when not shown).
     const std::vector<std::vector<std::pair<std::int64_t, double>>> &speeds() const
     {
@@ -61,6 +65,8 @@ private:
     double toUnit(Bytes bytes) const;
     void applyTheme();
     void refreshSpeed(const std::vector<std::int64_t> &values);
+    std::vector<std::int64_t> fitLimits(const StepModel &model);
+    void onExactLimits(quint64 generation, const std::vector<std::int64_t> &limits);
 
     EstimateInput m_input;
     bool m_valid = false;
@@ -70,6 +76,10 @@ private:
     bool m_showSpeed = true;
     std::vector<Sample> m_samples;
     std::vector<std::int64_t> m_maxFits;
+    FitLimitsWorker *m_limitsWorker;
+    quint64 m_limitsGeneration = 0;
+    std::vector<std::int64_t> m_exactFits; // the newest request's answer, while it stands
+    bool m_showingExact = false;           // refresh() for an answer that arrived
     std::vector<std::vector<std::pair<std::int64_t, double>>> m_speeds;
     std::vector<QCPGraph *> m_speedGraphs;
     QCPGraph *m_total = nullptr;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "panels/fit_panel.h"
 
+#include "advice/gpu_verdict.h"
 #include "base/time_format.h"
 #include "charts/chart_theme.h"
 #include "document/scenario_document.h"
@@ -18,6 +19,7 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
+#include <optional>
 
 namespace membudget {
 
@@ -155,8 +157,14 @@ void FitPanel::updateGpuCombo()
     m_gpuCombo->clear();
     int firstOver = -1;
     int keep = -1;
+    std::optional<StepModel> model;
+    if (m_doc->valid())
+        model.emplace(m_doc->input());
     for (const GpuSpec &gpu : m_doc->selectedGpus()) {
-        const bool fits = m_doc->valid() && m_doc->estimate().device_total <= gpu.memory_bytes;
+        // "Fits" as the verdict says (gpu_verdict.h): a tight GPU gets suggestions.
+        const bool fits = model
+                          && gpuVerdict(*model, m_doc->estimate(), gpu.memory_bytes).verdict
+                                 == FitVerdict::Fits;
         const QString id = QString::fromStdString(gpu.id);
         m_gpuCombo->addItem(QStringLiteral("%1 (%2)%3")
                                 .arg(QString::fromStdString(gpu.name),
@@ -190,9 +198,10 @@ void FitPanel::recompute()
         return;
     }
     const MemoryEstimate &est = m_doc->estimate();
-    if (est.device_total <= gpu->memory_bytes) {
+    const GpuVerdict verdict = gpuVerdict(StepModel(m_doc->input()), est, gpu->memory_bytes);
+    if (verdict.verdict == FitVerdict::Fits) {
         m_message->setText(
-            tr("Fits on %1 as it is; suggestions appear when a scenario does not fit.")
+            tr("Fits on %1 as it is; suggestions appear when a scenario is tight or does not fit.")
                 .arg(QString::fromStdString(gpu->name)));
         return;
     }
@@ -204,11 +213,21 @@ void FitPanel::recompute()
                 .arg(QString::fromStdString(gpu->name)));
         return;
     }
-    m_message->setText(
-        tr("Over by %1 on %2. These fit and keep the effective batch; fastest first (modelled "
-           "time per token):")
-            .arg(QString::fromStdString(formatBytes(est.device_total - gpu->memory_bytes, m_unit)),
-                 QString::fromStdString(gpu->name)));
+    const QString gpuName = QString::fromStdString(gpu->name);
+    const QString reason = QString::fromStdString(verdict.reason);
+    QString state;
+    if (verdict.verdict == FitVerdict::Tight)
+        state = tr("Tight on %1: %2.").arg(gpuName, reason);
+    else if (est.device_total > gpu->memory_bytes)
+        state = tr("Over by %1 on %2.")
+                    .arg(QString::fromStdString(
+                             formatBytes(est.device_total - gpu->memory_bytes, m_unit)),
+                         gpuName);
+    else
+        state = tr("Does not fit on %1: %2.").arg(gpuName, reason);
+    m_message->setText(state
+                       + tr(" These fit and keep the effective batch; fastest first (modelled "
+                            "time per token):"));
     // The rows are filled before they join the list, then added at once: with ResizeToContents
     // columns, every cell set on a row already in the list re-measures the whole list (a 15 ms
     // stall after each pause in a slider drag, when this runs). Those that change what is trained
@@ -240,6 +259,8 @@ void FitPanel::recompute()
             changes << QString::fromStdString(c)
                            + (result ? tr(" ⚠ changes the result") : QString());
         }
+        if (s.verdict == FitVerdict::Tight)
+            changes << tr("⚠ tight: the run goes through, with little room left");
         if (s.cpu_offload_bytes > 0)
             changes << tr("needs %1 of CPU RAM for what is offloaded")
                            .arg(QString::fromStdString(formatBytes(s.cpu_offload_bytes, m_unit)));

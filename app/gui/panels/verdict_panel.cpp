@@ -2,6 +2,7 @@
 #include "panels/verdict_panel.h"
 
 #include "advice/fit_solver.h"
+#include "advice/gpu_verdict.h"
 #include "charts/chart_theme.h"
 #include "document/scenario_document.h"
 #include "panels/breakdown_table.h"
@@ -41,6 +42,63 @@ enum Column {
 QString bytes(Bytes b, ByteUnit unit)
 {
     return QString::fromStdString(formatBytes(b, unit));
+}
+
+// The verdict's mark and word, and how much room is left or missing at the expected figure.
+QString verdictCell(const GpuVerdict &v, Bytes deviceTotal, ByteUnit unit)
+{
+    const bool under = deviceTotal <= v.capacity;
+    const QString margin
+        = under ? VerdictPanel::tr("%1 free").arg(bytes(v.capacity - deviceTotal, unit))
+                : VerdictPanel::tr("%1 over").arg(bytes(deviceTotal - v.capacity, unit));
+    switch (v.verdict) {
+    case FitVerdict::Fits:
+        return VerdictPanel::tr("✓ fits · %1").arg(margin);
+    case FitVerdict::Tight:
+        return VerdictPanel::tr("⚠ tight · %1").arg(margin);
+    case FitVerdict::DoesNotFit:
+        break;
+    }
+    // Out of memory with the expected total below capacity: fragmentation, said in the reason.
+    return under ? VerdictPanel::tr("✗ does not fit")
+                 : VerdictPanel::tr("✗ does not fit · %1").arg(margin);
+}
+
+QColor verdictColor(FitVerdict v, const ChartColors &colors)
+{
+    switch (v) {
+    case FitVerdict::Fits:
+        return colors.ok;
+    case FitVerdict::Tight:
+        return colors.warning;
+    case FitVerdict::DoesNotFit:
+        break;
+    }
+    return colors.danger;
+}
+
+// The band as one line: "expected 76.1 GiB, 73.9 to 78.0 GiB".
+QString bandText(const MemoryBand &band, ByteUnit unit)
+{
+    return VerdictPanel::tr("On the device: %1 expected, %2 to %3")
+        .arg(bytes(band.expected, unit), bytes(band.low, unit), bytes(band.high, unit));
+}
+
+QString verdictToolTip(const GpuVerdict &v, const GpuSpec &gpu, ByteUnit unit)
+{
+    QString html = QStringLiteral("<b>%1: %2</b>")
+                       .arg(QString::fromStdString(gpu.name).toHtmlEscaped(),
+                            QString::fromUtf8(verdictLabel(v.verdict)));
+    html += QStringLiteral("<br>") + bandText(v.band, unit).toHtmlEscaped() + QStringLiteral(" (")
+            + VerdictPanel::tr("capacity %1").arg(bytes(v.capacity, unit)) + QStringLiteral(")");
+    html += QStringLiteral("<br><i>")
+            + VerdictPanel::tr("Low: no fragmentation, a lazily loaded CUDA context. High: the "
+                               "modelled allocator with an eagerly loaded context and large NCCL "
+                               "buffers.")
+            + QStringLiteral("</i>");
+    if (!v.reason.empty())
+        html += QStringLiteral("<br>") + QString::fromStdString(v.reason).toHtmlEscaped();
+    return html;
 }
 
 // Draws cell texts from laid-out (and, where too wide, elided) text kept between paints
@@ -120,32 +178,47 @@ private:
 };
 } // namespace
 
+namespace {
+// A read-only text view as tall as its text, on the panel's background (the summary, the reason).
+void configureTextLine(QTextEdit *text)
+{
+    text->setReadOnly(true);
+    text->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    text->setFrameShape(QFrame::NoFrame);
+    text->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    text->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    text->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    text->viewport()->setAutoFillBackground(false); // the panel's background, like a label
+    text->document()->setDocumentMargin(0);
+    QObject::connect(text->document()->documentLayout(),
+                     &QAbstractTextDocumentLayout::documentSizeChanged,
+                     text,
+                     [text](const QSizeF &size) {
+                         const int height = static_cast<int>(std::ceil(size.height()));
+                         if (height != text->height())
+                             text->setFixedHeight(height);
+                     });
+}
+} // namespace
+
 VerdictPanel::VerdictPanel(QWidget *parent)
     : QWidget(parent)
     , m_summary(new QTextEdit)
     , m_table(new QTreeWidget)
+    , m_reason(new QTextEdit)
+    , m_limitsWorker(new FitLimitsWorker(this))
 {
     // The summary is wrapped rich text that changes with every slider step. A word-wrapped
     // rich-text QLabel would lay it out five or six times per change (size hints, height for width,
     // paint) and have the main window's layout recomputed each time; this read-only text view lays
     // it out once, and its height, hence the layout, changes only with the number of lines.
     m_summary->setObjectName(QStringLiteral("verdictSummary"));
-    m_summary->setReadOnly(true);
-    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_summary->setFrameShape(QFrame::NoFrame);
-    m_summary->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    m_summary->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-    m_summary->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
-    m_summary->viewport()->setAutoFillBackground(false); // the panel's background, like a label
-    m_summary->document()->setDocumentMargin(0);
-    connect(m_summary->document()->documentLayout(),
-            &QAbstractTextDocumentLayout::documentSizeChanged,
-            this,
-            [this](const QSizeF &size) {
-                const int height = static_cast<int>(std::ceil(size.height()));
-                if (height != m_summary->height())
-                    m_summary->setFixedHeight(height);
-            });
+    configureTextLine(m_summary);
+    m_reason->setObjectName(QStringLiteral("verdictReason"));
+    configureTextLine(m_reason);
+    m_reason->setVisible(false);
+    connect(m_limitsWorker, &FitLimitsWorker::finished, this, &VerdictPanel::onExactLimits);
+    connect(m_limitsWorker, &FitLimitsWorker::verdictsReady, this, &VerdictPanel::onExactVerdicts);
     m_table->setObjectName(QStringLiteral("verdictTable"));
     m_table->setItemDelegate(new StaticTextDelegate(m_table));
     m_table->setRootIsDecorated(false);
@@ -182,6 +255,7 @@ VerdictPanel::VerdictPanel(QWidget *parent)
     layout->setContentsMargins(6, 4, 6, 6);
     layout->addWidget(m_summary);
     layout->addWidget(m_table, 1);
+    layout->addWidget(m_reason);
 }
 
 bool VerdictPanel::eventFilter(QObject *watched, QEvent *event)
@@ -210,6 +284,7 @@ void VerdictPanel::changeEvent(QEvent *event)
          || type == QEvent::FontChange || type == QEvent::ApplicationFontChange)
         && m_doc) {
         m_summaryHtml.clear();
+        m_reasonHtml.clear();
         m_fittedLength.fill(0);
         m_table->clear(); // rows built again, in the new font
         update(*m_doc, m_unit);
@@ -236,6 +311,10 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
     const ChartColors colors = chartColors(palette());
     if (!doc.valid()) {
         m_table->clear();
+        m_verdicts.clear();
+        m_exactVerdicts.clear();
+        m_limitsScenario.reset();
+        showReason(unit);
         setSummary(
             QStringLiteral("<span style='color:%1'><b>%2</b> %3</span>")
                 .arg(colors.danger.name(), tr("Cannot estimate:"), doc.error().toHtmlEscaped()));
@@ -295,7 +374,7 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         }
     }
 
-    const StepModel model(doc.input()); // built once for every GPU's solvers
+    const StepModel model(doc.input()); // built once for every GPU's verdict
     const EstimateInput &in = doc.input();
     m_gpus = gpus;
     m_input = in;
@@ -303,37 +382,20 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
     for (std::size_t i = 0; i < gpus.size(); ++i) {
         const GpuSpec &gpu = gpus[i];
         QTreeWidgetItem *item = m_table->topLevelItem(static_cast<int>(i));
-        const bool fits = est.device_total <= gpu.memory_bytes;
         item->setText(ColMemory, QString::fromStdString(formatCapacity(gpu.memory_bytes, unit)));
-        // Short, so that the columns fit a laptop's panel: the mark says fits or not, the words
-        // how much room is left or missing; the whole sentence is the hover text.
-        const Bytes margin = fits ? gpu.memory_bytes - est.device_total
-                                  : est.device_total - gpu.memory_bytes;
-        const QString verdict = fits ? tr("✓ %1 free").arg(bytes(margin, unit))
-                                     : tr("✗ %1 over").arg(bytes(margin, unit));
-        item->setText(ColVerdict, verdict);
-        item->setToolTip(ColVerdict, verdictText(est, gpu, unit));
-        item->setForeground(ColVerdict, fits ? colors.ok : colors.danger);
-        const std::int64_t batch = maxMicroBatch(model, gpu.memory_bytes);
-        const std::int64_t seq = maxSequenceLength(model, gpu.memory_bytes);
-        item->setText(ColMaxBatch,
-                      batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch)) : tr("none"));
-        // At the model's context length the memory is not what limits the sequence: marked.
-        const bool atContext = context > 0 && seq == context;
-        item->setText(ColMaxSequence,
-                      seq > 0 ? QLocale().toString(static_cast<qlonglong>(seq))
-                                    + (atContext ? QStringLiteral("*") : QString())
-                              : tr("none"));
-        item->setToolTip(ColMaxSequence,
-                         atContext ? tr("* The model's context length (max_position_embeddings); "
-                                        "more would fit in memory")
-                                   : QString());
         // Speed and cost; their tooltips are made when asked for (eventFilter), not on every step.
         m_speeds[i] = gpuSpeed(doc.scenario(), in, gpu);
         item->setText(ColSpeed, speedCell(m_speeds[i], in));
         item->setText(ColRun, runCell(m_speeds[i]));
     }
+    updateReplays(doc, model);
+    showVerdicts();
 
+    fitColumns(sameRows);
+}
+
+void VerdictPanel::fitColumns(bool sameRows)
+{
     // Fit a column to its contents when the rows are new or a text is longer than those it was
     // fitted to (digits are as wide as each other); it does not shrink while a slider is dragged.
     for (int c : {ColGpu, ColMemory, ColVerdict, ColSpeed, ColRun, ColMaxBatch}) {
@@ -345,6 +407,152 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
             m_table->resizeColumnToContents(c);
             fitted = longest;
         }
+    }
+}
+
+void VerdictPanel::showReason(ByteUnit unit)
+{
+    // Why the first GPU that is tight or does not fit is so, under the table (the others' reasons
+    // are their verdicts' hover texts).
+    const ChartColors colors = chartColors(palette());
+    QString html;
+    int others = 0;
+    for (std::size_t i = 0; i < m_verdicts.size(); ++i) {
+        const GpuVerdict &v = m_verdicts[i];
+        if (v.verdict == FitVerdict::Fits || v.reason.empty())
+            continue;
+        if (!html.isEmpty()) {
+            ++others;
+            continue;
+        }
+        html = QStringLiteral("<span style='color:%1'><b>%2 %3 %4:</b></span> %5. %6")
+                   .arg(verdictColor(v.verdict, colors).name(),
+                        v.verdict == FitVerdict::Tight ? QStringLiteral("⚠") : QStringLiteral("✗"),
+                        shortGpuName(m_gpus[i]).toHtmlEscaped(),
+                        QString::fromUtf8(verdictLabel(v.verdict)),
+                        QString::fromStdString(v.reason).toHtmlEscaped(),
+                        bandText(v.band, unit).toHtmlEscaped() + QLatin1Char('.'));
+    }
+    if (others > 0)
+        html += QStringLiteral(" <i>%1</i>")
+                    .arg(tr("Hover the verdicts of %n other GPU(s) for theirs.", nullptr, others));
+    if (html == m_reasonHtml)
+        return;
+    m_reasonHtml = html;
+    m_reason->setHtml(html);
+    m_reason->setVisible(!html.isEmpty());
+}
+
+void VerdictPanel::updateReplays(const ScenarioDocument &doc, const StepModel &model)
+{
+    std::vector<Bytes> capacities;
+    std::vector<FitLimitQuery> queries;
+    for (const GpuSpec &gpu : m_gpus) {
+        capacities.push_back(gpu.memory_bytes);
+        queries.push_back({FitLimitQuery::Kind::MicroBatch, gpu.memory_bytes, 1 << 20});
+        queries.push_back({FitLimitQuery::Kind::SequenceLength, gpu.memory_bytes, 1 << 24});
+    }
+    // Asked again only when the scenario or the GPUs changed (not on a recolour).
+    if (!(m_limitsScenario && *m_limitsScenario == doc.scenario() && m_limitsQueries == queries)) {
+        m_limitsScenario = doc.scenario();
+        m_limitsQueries = queries;
+        m_exactLimits.clear();
+        m_exactVerdicts.clear();
+        m_estimatedLimits = estimatedFitLimits(model, queries);
+        // What the band says until the replays answer: exact where a capacity lies above the
+        // band (fits); a reason only with the replay.
+        m_provisionalVerdicts.clear();
+        const MemoryBand band = memoryBand(doc.input(), doc.estimate());
+        for (Bytes capacity : capacities) {
+            GpuVerdict v;
+            v.capacity = capacity;
+            v.band = band;
+            v.verdict = provisionalVerdict(band, capacity);
+            v.fits = v.verdict != FitVerdict::DoesNotFit;
+            m_provisionalVerdicts.push_back(v);
+        }
+        m_limitsGeneration = m_limitsWorker->request(doc.input(), capacities, queries);
+    }
+    showLimits();
+}
+
+void VerdictPanel::onExactVerdicts(quint64 generation, const std::vector<GpuVerdict> &verdicts)
+{
+    if (generation != m_limitsGeneration || verdicts.size() != m_gpus.size())
+        return;
+    m_exactVerdicts = verdicts;
+    showVerdicts();
+    fitColumns(true);
+    Q_EMIT verdictsSettled();
+}
+
+void VerdictPanel::showVerdicts()
+{
+    const bool exact = !m_exactVerdicts.empty();
+    m_verdicts = exact ? m_exactVerdicts : m_provisionalVerdicts;
+    const ChartColors colors = chartColors(palette());
+    const Bytes total = m_doc && m_doc->valid() ? m_doc->estimate().device_total : 0;
+    for (int i = 0;
+         i < m_table->topLevelItemCount() && static_cast<std::size_t>(i) < m_verdicts.size();
+         ++i) {
+        const GpuVerdict &v = m_verdicts[static_cast<std::size_t>(i)];
+        QTreeWidgetItem *item = m_table->topLevelItem(i);
+        // Short, so that the columns fit a laptop's panel: the mark and word say fits, tight or
+        // not, then how much room is left or missing; the band and the reason are the hover text.
+        item->setText(ColVerdict, verdictCell(v, total, m_unit));
+        QString tip = verdictToolTip(v, m_gpus[static_cast<std::size_t>(i)], m_unit);
+        if (!exact && v.verdict != FitVerdict::Fits)
+            tip += QStringLiteral("<br><i>%1</i>")
+                       .arg(tr("From the band alone; the replay of the step that settles it is on "
+                               "its way."));
+        item->setToolTip(ColVerdict, tip);
+        item->setForeground(ColVerdict, verdictColor(v.verdict, colors));
+    }
+    showReason(m_unit);
+}
+
+void VerdictPanel::onExactLimits(quint64 generation, const std::vector<std::int64_t> &limits)
+{
+    if (generation != m_limitsGeneration || limits.size() != m_limitsQueries.size())
+        return; // an answer for other rows
+    m_exactLimits = limits;
+    showLimits();
+    fitColumns(true);
+}
+
+void VerdictPanel::showLimits()
+{
+    const bool exact = !m_exactLimits.empty();
+    const std::vector<std::int64_t> &limits = exact ? m_exactLimits : m_estimatedLimits;
+    const std::int64_t context = m_input.arch.context_length;
+    const QString prefix = exact ? QString() : QStringLiteral("≈ ");
+    const QString pending = exact ? QString()
+                                  : tr("≈ From the estimate alone; the exact value (the step "
+                                       "replayed through the allocator model) is on its way");
+    const int rows = m_table->topLevelItemCount();
+    for (int i = 0; i < rows && 2 * static_cast<std::size_t>(i) + 1 < limits.size(); ++i) {
+        QTreeWidgetItem *item = m_table->topLevelItem(i);
+        const std::int64_t batch = limits[2 * static_cast<std::size_t>(i)];
+        const std::int64_t seq = limits[2 * static_cast<std::size_t>(i) + 1];
+        item->setText(ColMaxBatch,
+                      prefix
+                          + (batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch))
+                                       : tr("none")));
+        item->setToolTip(ColMaxBatch, pending);
+        // At the model's context length the memory is not what limits the sequence: marked.
+        const bool atContext = context > 0 && seq == context;
+        item->setText(ColMaxSequence,
+                      prefix
+                          + (seq > 0 ? QLocale().toString(static_cast<qlonglong>(seq))
+                                           + (atContext ? QStringLiteral("*") : QString())
+                                     : tr("none")));
+        QStringList tips;
+        if (atContext)
+            tips << tr("* The model's context length (max_position_embeddings); more would fit "
+                       "in memory");
+        if (!exact)
+            tips << pending;
+        item->setToolTip(ColMaxSequence, tips.join(QLatin1Char('\n')));
     }
 }
 

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Issue #11 in the app: the three-way verdict in colour and words with its reason, the band as a
+// whisker on each bar, and the exact Max batch / Max seq. worked out off the GUI thread without a
+// stale answer ever overwriting a newer one.
+#include "advice/fit_solver.h"
+#include "advice/gpu_verdict.h"
+#include "charts/budget_chart.h"
+#include "charts/chart_theme.h"
+#include "document/scenario_document.h"
+#include "model/step_model.h"
+#include "panels/verdict_panel.h"
+#include "workers/fit_limits_worker.h"
+
+#include <QTest>
+#include <QTreeWidget>
+
+using namespace membudget;
+
+namespace {
+enum Column { ColGpu, ColMemory, ColVerdict, ColRun, ColSpeed, ColMaxBatch, ColMaxSequence };
+
+// The bundled long-context LoRA: tight on the 80 GB cards, fits an H200.
+void openTightScenario(ScenarioDocument &doc)
+{
+    doc.reset(doc.catalog().findScenario("lora-qwen2.5-7b-32k")->scenario);
+    QVERIFY(doc.valid());
+}
+} // namespace
+
+class TestVerdictView : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void threeStatesInColourAndWords();
+    void reasonUnderTheTable();
+    void exactLimitsReplaceTheEstimate();
+    void staleAnswersAreDropped();
+    void chartDrawsTheBand();
+};
+
+void TestVerdictView::threeStatesInColourAndWords()
+{
+    ScenarioDocument doc(PresetCatalog::bundled());
+    openTightScenario(doc);
+    doc.edit(QStringLiteral("gpus"), [](Scenario &s) {
+        s.gpus = {"a100-80gb", "h200", "rtx-4090"};
+    });
+    VerdictPanel panel;
+    panel.update(doc, ByteUnit::GiB);
+    // At once, what the band says (the A100's band straddles its capacity: not settled yet).
+    QVERIFY(!panel.verdictsExact());
+    QCOMPARE(panel.verdicts().size(), std::size_t(3));
+    QCOMPARE(panel.verdicts()[1].verdict, FitVerdict::Fits); // above the band: exact already
+    panel.limitsWorker()->waitForNewest();
+    QVERIFY(panel.verdictsExact());
+    const ChartColors colors = chartColors(panel.palette());
+    QTreeWidget *table = panel.table();
+    QCOMPARE(table->topLevelItemCount(), 3);
+    const StepModel model(doc.input());
+    const auto gpus = doc.selectedGpus();
+    const std::vector<FitVerdict> expected = {FitVerdict::Tight,
+                                              FitVerdict::Fits,
+                                              FitVerdict::DoesNotFit};
+    const QStringList words = {QStringLiteral("⚠ tight"),
+                               QStringLiteral("✓ fits"),
+                               QStringLiteral("✗ does not fit")};
+    const std::vector<QColor> colours = {colors.warning, colors.ok, colors.danger};
+    for (int r = 0; r < 3; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        QCOMPARE(gpuVerdict(model, doc.estimate(), gpus[i].memory_bytes).verdict, expected[i]);
+        QCOMPARE(panel.verdicts()[i].verdict, expected[i]);
+        const QTreeWidgetItem *item = table->topLevelItem(r);
+        QVERIFY2(item->text(ColVerdict).startsWith(words[r]), qPrintable(item->text(ColVerdict)));
+        QCOMPARE(item->foreground(ColVerdict).color(), colours[i]);
+        // The band in the hover text, with the reason where there is one.
+        const QString tip = item->toolTip(ColVerdict);
+        const MemoryBand band = panel.verdicts()[i].band;
+        QVERIFY(band.low < band.expected && band.expected < band.high);
+        QVERIFY2(tip.contains(QString::fromStdString(formatBytes(band.high, ByteUnit::GiB))),
+                 qPrintable(tip));
+        if (expected[i] != FitVerdict::Fits)
+            QVERIFY(tip.contains(
+                QString::fromStdString(panel.verdicts()[i].reason).toHtmlEscaped().left(30)));
+    }
+}
+
+void TestVerdictView::reasonUnderTheTable()
+{
+    ScenarioDocument doc(PresetCatalog::bundled());
+    openTightScenario(doc);
+    VerdictPanel panel;
+    panel.update(doc, ByteUnit::GiB);
+    panel.limitsWorker()->waitForNewest();
+    // a100-80gb and h100-80gb are tight: the first one's reason, the other one named by count.
+    const QString reason = panel.reasonText();
+    QVERIFY2(reason.contains(QStringLiteral("A100")), qPrintable(reason));
+    QVERIFY(reason.contains(QStringLiteral("tight")));
+    QVERIFY(reason.contains(QStringLiteral("expandable_segments")));
+    QVERIFY(reason.contains(QStringLiteral("1 other GPU")));
+    QVERIFY(panel.findChild<QWidget *>(QStringLiteral("verdictReason"))->isVisibleTo(&panel));
+    // Where everything fits, no line.
+    doc.edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"h200"}; });
+    panel.update(doc, ByteUnit::GiB);
+    panel.limitsWorker()->waitForNewest();
+    QVERIFY(panel.reasonText().isEmpty());
+    QVERIFY(!panel.findChild<QWidget *>(QStringLiteral("verdictReason"))->isVisibleTo(&panel));
+}
+
+void TestVerdictView::exactLimitsReplaceTheEstimate()
+{
+    ScenarioDocument doc(PresetCatalog::bundled());
+    openTightScenario(doc);
+    VerdictPanel panel;
+    panel.update(doc, ByteUnit::GiB);
+    // At once: the estimate's answer, marked; the exact one cannot have been delivered yet (it
+    // comes through the event loop).
+    QVERIFY(!panel.limitsExact());
+    for (int r = 0; r < panel.table()->topLevelItemCount(); ++r)
+        QVERIFY(panel.table()->topLevelItem(r)->text(ColMaxBatch).startsWith(QStringLiteral("≈")));
+    panel.limitsWorker()->waitForNewest();
+    QVERIFY(panel.limitsExact());
+    const StepModel model(doc.input());
+    const auto gpus = doc.selectedGpus();
+    for (int r = 0; r < panel.table()->topLevelItemCount(); ++r) {
+        const Bytes capacity = gpus[static_cast<std::size_t>(r)].memory_bytes;
+        const std::int64_t batch = maxMicroBatch(model, capacity);
+        const std::int64_t seq = maxSequenceLength(model, capacity);
+        const QTreeWidgetItem *item = panel.table()->topLevelItem(r);
+        QCOMPARE(item->text(ColMaxBatch),
+                 batch > 0 ? QLocale().toString(static_cast<qlonglong>(batch))
+                           : QStringLiteral("none"));
+        QVERIFY2(item->text(ColMaxSequence)
+                     .startsWith(seq > 0 ? QLocale().toString(static_cast<qlonglong>(seq))
+                                         : QStringLiteral("none")),
+                 qPrintable(item->text(ColMaxSequence)));
+    }
+    // A recolour keeps the exact values (nothing asked again).
+    const quint64 generation = panel.limitsWorker()->generation();
+    panel.update(doc, ByteUnit::GiB);
+    QCOMPARE(panel.limitsWorker()->generation(), generation);
+    QVERIFY(panel.limitsExact());
+}
+
+void TestVerdictView::staleAnswersAreDropped()
+{
+    ScenarioDocument doc(PresetCatalog::bundled());
+    openTightScenario(doc);
+    const EstimateInput first = doc.input();
+    doc.edit(QStringLiteral("shorter"), [](Scenario &s) { s.training.sequence_length = 4096; });
+    const EstimateInput second = doc.input();
+    const std::vector<FitLimitQuery> queries
+        = {{FitLimitQuery::Kind::MicroBatch, 80LL << 30, 1 << 20},
+           {FitLimitQuery::Kind::SequenceLength, 80LL << 30, 1 << 24}};
+    FitLimitsWorker worker;
+    std::vector<std::pair<quint64, std::vector<std::int64_t>>> delivered;
+    connect(&worker,
+            &FitLimitsWorker::finished,
+            this,
+            [&](quint64 generation, const std::vector<std::int64_t> &limits) {
+                delivered.emplace_back(generation, limits);
+            });
+    // The first runs, the second waits, the third replaces the second: only the third's answer
+    // is delivered, and it is the third input's.
+    const quint64 a = worker.request(first, {80LL << 30}, queries);
+    const quint64 b = worker.request(first, {80LL << 30}, queries);
+    const quint64 c = worker.request(second, {80LL << 30}, queries);
+    QVERIFY(a < b && b < c);
+    QVERIFY(worker.busy());
+    worker.waitForNewest();
+    QTRY_VERIFY(!worker.busy());
+    QCOMPARE(delivered.size(), std::size_t(1));
+    QCOMPARE(delivered.front().first, c);
+    const std::vector<std::int64_t> limits = delivered.front().second;
+    QCOMPARE(limits, exactFitLimits(second, queries));
+    QVERIFY(limits != exactFitLimits(first, queries));
+}
+
+void TestVerdictView::chartDrawsTheBand()
+{
+    ScenarioDocument doc(PresetCatalog::bundled());
+    openTightScenario(doc);
+    doc.edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"a100-80gb"}; });
+    BudgetChart chart;
+    chart.resize(1000, 600);
+    ChartBar bar = chartBarFor(QStringLiteral("Current"), QString(), doc.scenario(), doc.catalog());
+    chart.setContents({bar}, doc.selectedGpus());
+    // The capacity is inside the band: the verdict comes from a replay on the worker.
+    chart.verdictWorker()->waitForNewest();
+    chart.replot(QCustomPlot::rpImmediateRefresh);
+    const MemoryBand band = chart.band(0);
+    QCOMPARE(band.expected, bar.estimate.device_total);
+    QVERIFY(band.low < band.expected && band.expected < band.high);
+    // The whisker: one error bar on the bar's total, from low to high.
+    QCPErrorBars *whiskers = chart.bandBars();
+    QCOMPARE(whiskers->dataCount(), 1);
+    const double gib = static_cast<double>(kGiB);
+    QCOMPARE(whiskers->data()->at(0).errorMinus,
+             static_cast<double>(band.expected) / gib - static_cast<double>(band.low) / gib);
+    QCOMPARE(whiskers->data()->at(0).errorPlus,
+             static_cast<double>(band.high) / gib - static_cast<double>(band.expected) / gib);
+    QVERIFY(chart.valueRange().upper >= static_cast<double>(band.high) / gib);
+    // The total stands above the whisker and says tight (the capacity is inside the band).
+    bool found = false;
+    for (const PlacedLabel &label : chart.placedLabels()) {
+        if (label.kind != PlacedLabel::Total)
+            continue;
+        found = true;
+        QVERIFY2(label.text.contains(QStringLiteral("⚠")), qPrintable(label.text));
+        QVERIFY(label.rect.bottom()
+                <= chart.yAxis->coordToPixel(static_cast<double>(band.high) / gib) + 0.5);
+    }
+    QVERIFY(found);
+    // The legend explains the whisker; the hover text gives the band.
+    bool inLegend = false;
+    for (int i = 0; i < chart.legend->itemCount(); ++i)
+        if (auto *item = qobject_cast<QCPPlottableLegendItem *>(chart.legend->item(i)))
+            inLegend = inLegend || item->plottable() == whiskers;
+    QVERIFY(inLegend);
+    QVERIFY(
+        chart.segmentToolTip(0, Component::Activations).contains(QStringLiteral("On the device")));
+}
+
+QTEST_MAIN(TestVerdictView)
+#include "tst_verdict_view.moc"
