@@ -115,13 +115,15 @@ EstimateComparison compareWithEstimate(const SnapshotAnalysis &analysis,
     c.peak_allocated.estimated = est.peak_allocated;
     c.peak_reserved.estimated = est.peak_reserved;
     c.resident.estimated = series.residentTotal();
-    c.reserve_at_peak.estimated = est.peak_reserved - est.peak_allocated;
+    c.reserve_at_peak.estimated = series.positions() > series.peak
+                                      ? series.reserved[series.peak] - series.allocated[series.peak]
+                                      : est.peak_reserved - est.peak_allocated;
     if (t.has_history) {
         c.peak_allocated.measured = t.peak_allocated;
         c.peak_reserved.measured = t.peak_reserved;
-        const auto at = static_cast<std::size_t>(t.peak_reserved_event + 1);
-        c.reserve_at_peak.measured = t.peak_reserved
-                                     - atPoint(t.allocated, t.allocated_at_start, at);
+        const auto at = static_cast<std::size_t>(t.peak_allocated_event + 1);
+        c.reserve_at_peak.measured = atPoint(t.reserved, t.reserved_at_start, at)
+                                     - t.peak_allocated;
     }
     residentMeasured(t, phases, c);
     for (int i = 0; i < kPhaseCount; ++i) {
@@ -156,6 +158,10 @@ std::vector<std::string> comparisonFindings(const EstimateComparison &c,
         return out;
     }
     out.push_back("Peak allocated: " + against(c.peak_allocated, unit) + ".");
+    if (const auto r = c.peak_allocated.ratio(); r && (*r > 2 || *r < 0.5))
+        out.push_back("The two differ by more than a factor of two: the scenario probably does not "
+                      "describe the recorded run (check model, micro-batch, sequence length and "
+                      "method) before reading the differences below.");
     if (const PhaseComparison *p = largestGap(c); p && c.phases.spans.size() > 1)
         out.push_back(std::string("The largest gap is in the ") + lower(phaseLabel(p->phase)) + ": "
                       + against(p->allocated, unit) + ".");
@@ -189,7 +195,7 @@ std::vector<std::string> comparisonFindings(const EstimateComparison &c,
         out.push_back("Resident bytes not compared: " + c.resident_source + ".");
     }
     if (c.reserve_at_peak.both())
-        out.push_back("Reserved beyond allocated at the reserved peak (cached blocks, rounding): "
+        out.push_back("Reserved beyond allocated at the allocated peak (cached blocks, rounding): "
                       + against(c.reserve_at_peak, unit) + ".");
     return out;
 }

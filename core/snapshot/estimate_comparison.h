@@ -4,7 +4,7 @@
 // A scenario's estimate held against a recorded trace, phase by phase: the most allocated and
 // reserved in each phase the trace shows (trace_phases.h) beside the estimate's phase peaks, the
 // bytes live when the step began beside the resident tensors MemBudget models, the reserved bytes
-// beyond allocated at the reserved peak, and the differences named in sentences.
+// beyond allocated at the allocated peak, and the differences named in sentences.
 //
 // Measured bytes are the trace's requested sizes (measured_timeline.h), estimated ones the
 // timeline's tensor sizes: both without the allocator's rounding. Neither counts the CUDA context
@@ -56,7 +56,8 @@ struct EstimateComparison
     // allocator (the trace then holds the model's loading) or in the middle of a step.
     ComparedBytes resident;
     std::string resident_source; // how the measured figure was found, or why it is unknown
-    // Reserved beyond allocated at the reserved peak (cached blocks and rounding).
+    // Reserved beyond allocated at the allocated peak (cached blocks and rounding): measured from
+    // the trace, estimated from the allocator model's replay of the step.
     ComparedBytes reserve_at_peak;
     std::array<PhaseComparison, kPhaseCount> by_phase{};
 };

@@ -31,7 +31,7 @@ std::string ratioText(double r)
 
 std::string confText(const std::string &text)
 {
-    return text.empty() ? std::string("(PyTorch's defaults)") : oneLine(text, 200);
+    return text.empty() ? std::string("PyTorch's defaults") : "'" + oneLine(text, 200) + "'";
 }
 
 CalibrationItem allocatorConf(OverheadConfig &o, const MemorySnapshot &snapshot)
@@ -52,7 +52,7 @@ CalibrationItem allocatorConf(OverheadConfig &o, const MemorySnapshot &snapshot)
     parseAllocatorConf(o.allocator_conf, scenario, problem); // the scenario reader checked it
     const std::string text = allocatorConfText(run);
     if (text == allocatorConfText(scenario)) {
-        item.why = "The scenario already has the run's allocator settings " + confText(text) + ".";
+        item.why = "The scenario already has the run's allocator settings: " + confText(text) + ".";
         return item;
     }
     o.allocator_conf = text;
