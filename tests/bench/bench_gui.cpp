@@ -177,6 +177,8 @@ struct Options
     int exportRuns = 15;
     QStringList only;
     QString screenshot;
+    QString snapshot; // drawn on the Timeline tab (--snapshot)
+    int view = MainWindow::ComparisonView;
     bool callgrind = false;
     bool wants(const char *part) const
     {
@@ -221,13 +223,15 @@ bool GuiBench::setUp()
                                             std::make_unique<AppSettings>(
                                                 m_dir.filePath(QStringLiteral("settings.ini"))));
     m_window->setPrompts(std::make_unique<SilentPrompts>());
-    m_window->views()->setCurrentIndex(MainWindow::ComparisonView);
+    m_window->views()->setCurrentIndex(m_options.view);
     m_window->resize(1480, 920);
     m_window->show();
     if (!QTest::qWaitForWindowExposed(m_window.get()))
         return false;
     std::printf("window constructed and exposed in %.1f ms (in-process)\n", msSince(clock, 0));
     if (!m_window->openFile(QString::fromUtf8(kScenario)))
+        return false;
+    if (!m_options.snapshot.isEmpty() && !m_window->openSnapshot(m_options.snapshot))
         return false;
 
     // Six capacity lines, chosen in the GPU list as a user would.
@@ -494,6 +498,12 @@ int main(int argc, char **argv)
         {QStringLiteral("screenshot"),
          QStringLiteral("Save the window as set up to FILE (PNG)."),
          QStringLiteral("FILE")},
+        {QStringLiteral("view"),
+         QStringLiteral("The tab shown while measuring: comparison (default) or timeline."),
+         QStringLiteral("VIEW")},
+        {QStringLiteral("snapshot"),
+         QStringLiteral("A PyTorch memory snapshot drawn on the Timeline tab."),
+         QStringLiteral("FILE")},
         {QStringLiteral("callgrind"),
          QStringLiteral(
              "Under valgrind every change takes longer than the 120 ms debounce of the fit "
@@ -510,6 +520,9 @@ int main(int argc, char **argv)
         o.exportRuns = std::max(1, parser.value(QStringLiteral("export-runs")).toInt());
     o.callgrind = parser.isSet(QStringLiteral("callgrind"));
     o.screenshot = parser.value(QStringLiteral("screenshot"));
+    o.snapshot = parser.value(QStringLiteral("snapshot"));
+    if (parser.value(QStringLiteral("view")) == QLatin1String("timeline"))
+        o.view = MainWindow::TimelineViewIndex;
     if (parser.isSet(QStringLiteral("only")))
         o.only = parser.value(QStringLiteral("only")).split(QLatin1Char(','), Qt::SkipEmptyParts);
 
