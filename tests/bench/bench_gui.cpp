@@ -10,10 +10,12 @@
 //      [--export-runs 15] [--only latency,stall,export,memory]
 #include "bench_common.h"
 
+#include "charts/timeline_chart.h"
 #include "document/scenario_document.h"
 #include "main_window.h"
 #include "panels/controls_panel.h"
 #include "panels/fit_panel.h"
+#include "panels/timeline_view.h"
 #include "widgets/log_slider.h"
 
 #include <QAction>
@@ -206,6 +208,13 @@ public:
     void revealSlider();
 
 private:
+    // The chart on the tab shown: the comparison chart, or the Timeline tab's.
+    QCustomPlot *probedChart() const
+    {
+        if (m_options.view == MainWindow::TimelineViewIndex)
+            return m_window->timelineView()->chart();
+        return m_window->chart();
+    }
     Options m_options;
     QTemporaryDir m_dir;
     std::unique_ptr<MainWindow> m_window;
@@ -262,7 +271,7 @@ bool GuiBench::setUp()
         return false;
 
     revealSlider();
-    m_probe = std::make_unique<PaintProbe>(m_window->chart());
+    m_probe = std::make_unique<PaintProbe>(probedChart());
     if (m_options.callgrind) // see --callgrind
         for (QTimer *timer : m_window->fitPanel()->findChildren<QTimer *>())
             timer->blockSignals(true);
@@ -321,7 +330,7 @@ void GuiBench::measureSliderLatency()
         cpu.push_back(static_cast<double>(threadCpuNs() - cpu0) / 1e6);
         sync.push_back(syncMs);
         queued.push_back(static_cast<double>(m_probe->replotStartNs - t0) / 1e6 - syncMs);
-        replot.push_back(m_window->chart()->replotTime());
+        replot.push_back(probedChart()->replotTime());
     }
     drag.release();
     QTest::qWait(200);

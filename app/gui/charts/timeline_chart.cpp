@@ -58,11 +58,13 @@ TimelineChart::TimelineChart(QWidget *parent)
 {
     setMouseTracking(true);
     setMinimumSize(320, 220);
-    // The legend in a column of its own on the right: inside, it would hide the step's start.
+    // The legend in rows under the plot: inside, it would hide the step's start.
     legend->setVisible(true);
     legend->setFont(font());
-    plotLayout()->addElement(0, 1, legend);
-    plotLayout()->setColumnStretchFactor(1, 0.001);
+    plotLayout()->addElement(1, 0, legend);
+    plotLayout()->setRowStretchFactor(1, 0.001);
+    legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+    legend->setWrap(5);
     legend->setMargins(QMargins(6, 4, 6, 4));
     xAxis->setLabel(tr("Allocations and frees of one step, in order"));
     setNoAntialiasingOnDrag(true);
@@ -219,7 +221,7 @@ void TimelineChart::drawMeasured()
     const double end = static_cast<double>(m_contents->series.positions() - 1);
     const auto x = [&](std::size_t k) { return m.alignment.position(static_cast<double>(k)); };
     const QColor colors[] = {QColor(200, 30, 60), QColor(200, 30, 60).lighter(140)};
-    const QString names[] = {tr("Measured allocated (%1)").arg(m.name), tr("Measured reserved")};
+    const QString names[] = {tr("Measured allocated"), tr("Measured reserved")};
     const std::vector<Bytes> *curves[] = {&m.allocated, &m.reserved};
     for (int c = 0; c < 2; ++c) {
         const std::vector<Bytes> &v = *curves[c];
@@ -313,7 +315,7 @@ void TimelineChart::drawPeak()
     label->setText(tr("Peak %1 (%2)\n%3")
                        .arg(bytesText(s.allocated[s.peak], m_unit),
                             QString::fromUtf8(phaseLabel(m_contents->peak_phase)).toLower(),
-                            made.join(QStringLiteral(", "))));
+                            made.join(QStringLiteral("\n"))));
 }
 
 QString TimelineChart::describePosition(std::size_t position) const
