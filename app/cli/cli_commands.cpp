@@ -19,6 +19,9 @@
 #include "io/scenario_yaml.h"
 #include "model/memory_estimator.h"
 #include "model/parameter_layout.h"
+#include "model/step_model.h"
+#include "model/timeline_series.h"
+#include "snapshot/comparison_json.h"
 #include "snapshot/snapshot_file.h"
 #include "snapshot/snapshot_json.h"
 #include "snapshot_report.h"
@@ -340,23 +343,53 @@ int runLadder(const std::string &file, bool json, ByteUnit unit, const std::stri
 
 namespace {
 
-nlohmann::json comparisonJson(const snapshot::MeasuredTimeline &t, const MemoryEstimate &e)
+// The estimate of `o.scenario` held against the analysed snapshot (and, with --calibrate, the
+// scenario's overheads calibrated from it).
+struct Beside
 {
-    const auto pair = [&](Bytes measured, Bytes estimated) {
-        nlohmann::json j = {{"estimated", estimated}};
-        if (!t.has_history) {
-            j["measured"] = nullptr;
-            return j;
-        }
-        j["measured"] = measured;
-        j["difference"] = estimated - measured;
-        j["ratio"] = measured > 0 ? nlohmann::json(static_cast<double>(estimated)
-                                                   / static_cast<double>(measured))
-                                  : nlohmann::json(nullptr);
-        return j;
-    };
-    return {{"peak_allocated", pair(t.peak_allocated, e.peak_allocated)},
-            {"peak_reserved", pair(t.peak_reserved, e.peak_reserved)}};
+    Scenario scenario;
+    EstimateInput input;
+    EstimateBeside shown;
+};
+
+bool estimateBeside(const SnapshotOptions &o,
+                    const snapshot::MemorySnapshot &snap,
+                    const snapshot::SnapshotAnalysis &analysis,
+                    Beside &b)
+{
+    std::vector<LoadError> problems;
+    const PresetCatalog catalog = loadCatalog(problems);
+    printProblems(problems);
+    if (!loadResolved(o.scenario, catalog, b.scenario, b.input))
+        return false;
+    const StepModel model(b.input);
+    const MemoryEstimate est = model.estimate();
+    const TimelineSeries series = timelineSeries(model,
+                                                 b.input.training.micro_batch_size,
+                                                 b.input.training.sequence_length);
+    const snapshot::TracePhases phases = snapshot::traceStages(snap, analysis.device);
+    b.shown = EstimateBeside{o.scenario,
+                             b.scenario.name,
+                             est,
+                             snapshot::compareWithEstimate(analysis, phases, series, est),
+                             {}};
+    b.shown.findings = snapshot::comparisonFindings(b.shown.comparison, est, o.unit);
+    return true;
+}
+
+// Writes the calibrated scenario to `o.output` (standard output for "" or "-").
+bool writeCalibrated(const SnapshotOptions &o, const Scenario &scenario)
+{
+    if (o.output.empty() || o.output == "-") {
+        print(std::cout, scenarioToYaml(scenario));
+        return true;
+    }
+    std::string problem;
+    if (!saveScenarioFile(scenario, o.output, problem)) {
+        print(std::cerr, "membudget: " + escapeForTerminal(problem, LineBreaks::Escape) + "\n");
+        return false;
+    }
+    return true;
 }
 
 } // namespace
@@ -384,28 +417,52 @@ int runSnapshot(const SnapshotOptions &o)
     std::optional<snapshot::SnapshotReplay> replay;
     if (analysis.replay)
         replay = snapshot::replaySnapshot(*snap, *analysis.replay, o.capacity);
-    std::optional<EstimateBeside> beside;
-    Scenario scenario;
-    EstimateInput input;
+    const ByteUnit unit = o.unit;
+    std::optional<Beside> beside;
     if (!o.scenario.empty()) {
-        std::vector<LoadError> problems;
-        const PresetCatalog catalog = loadCatalog(problems);
-        printProblems(problems);
-        if (!loadResolved(o.scenario, catalog, scenario, input))
+        beside.emplace();
+        if (!estimateBeside(o, *snap, analysis, *beside))
             return kExitBadInput;
-        beside = EstimateBeside{o.scenario, scenario.name, estimateMemory(input)};
     }
+    std::optional<snapshot::SnapshotCalibration> calibration;
+    if (o.calibrate && beside) {
+        calibration
+            = snapshot::calibrateOverheads(beside->input, *snap, beside->shown.comparison, unit);
+        Scenario calibrated = beside->scenario;
+        calibrated.overheads = calibration->overheads;
+        if (!writeCalibrated(o, calibrated))
+            return kExitBadInput;
+    }
+    // With the calibrated scenario on standard output, the report goes to standard error.
+    const bool yamlOnStdout = calibration && (o.output.empty() || o.output == "-");
+    std::ostream &report = yamlOnStdout ? std::cerr : std::cout;
     if (!o.json) {
-        print(std::cout, snapshotReport(o.file, *snap, analysis, replay, beside, o.unit));
+        std::string text = snapshotReport(o.file,
+                                          *snap,
+                                          analysis,
+                                          replay,
+                                          beside ? std::optional<EstimateBeside>(beside->shown)
+                                                 : std::nullopt,
+                                          unit);
+        if (calibration)
+            text += calibrationReport(*calibration, yamlOnStdout ? "" : o.output);
+        print(report, text);
         return kExitOk;
     }
     nlohmann::json j = snapshot::snapshotToJson(o.file, *snap, analysis);
     snapshot::addReplayJson(j, analysis, replay);
     if (beside) {
-        j["estimate"] = estimateToJson(scenario, input, beside->estimate, {});
-        j["comparison"] = comparisonJson(analysis.timeline, beside->estimate);
+        j["estimate"] = estimateToJson(beside->scenario, beside->input, beside->shown.estimate, {});
+        j["comparison"] = snapshot::comparisonToJson(beside->shown.comparison,
+                                                     beside->shown.estimate,
+                                                     beside->shown.findings);
     }
-    std::cout << jsonText(j);
+    if (calibration) {
+        j["calibration"] = snapshot::calibrationToJson(*calibration);
+        j["calibration"]["written"] = yamlOnStdout ? nlohmann::json(nullptr)
+                                                   : nlohmann::json(o.output);
+    }
+    report << jsonText(j);
     return kExitOk;
 }
 

@@ -47,6 +47,8 @@ struct SnapshotOptions
     int device = -1;      // -1: the device with the most trace events
     ByteUnit unit = ByteUnit::GiB;
     std::int64_t capacity = INT64_MAX; // device memory for the allocator-model replay; max: no limit
+    bool calibrate = false;            // write the scenario with overheads taken from the snapshot
+    std::string output;                // where (empty or "-": standard output)
 };
 int runSnapshot(const SnapshotOptions &options);
 

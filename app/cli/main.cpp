@@ -106,6 +106,14 @@ int main(int argc, char **argv)
                             replayCapacity,
                             "Device memory the allocator model may reserve when it replays the "
                             "trace, e.g. 23.5GiB (default: no limit)");
+    snapshotCmd->add_flag("--calibrate",
+                          snap.calibrate,
+                          "Take from the snapshot what MemBudget cannot know into the scenario's "
+                          "overheads (needs --scenario) and write the calibrated scenario");
+    snapshotCmd->add_option("-o,--output",
+                            snap.output,
+                            "Where --calibrate writes the scenario (default or '-': standard "
+                            "output)");
 
     std::string presetKind;
     bool presetJson = false;
@@ -236,6 +244,15 @@ int main(int argc, char **argv)
         if (!replayCapacity.empty() && !membudget::parseByteSize(replayCapacity, snap.capacity)) {
             std::cerr << "--capacity: '" << replayCapacity
                       << "' is not a size (24GB, 23.5GiB, 512MiB or bytes)\n";
+            return kExitUsage;
+        }
+        if (snap.calibrate && snap.scenario.empty()) {
+            std::cerr
+                << "--calibrate needs --scenario: the scenario whose overheads to calibrate\n";
+            return kExitUsage;
+        }
+        if (!snap.output.empty() && !snap.calibrate) {
+            std::cerr << "-o/--output goes with --calibrate\n";
             return kExitUsage;
         }
         return runSnapshot(snap);

@@ -213,44 +213,73 @@ std::string signedBytes(Bytes b, ByteUnit unit)
     return s;
 }
 
-std::string estimateText(const MeasuredTimeline &t, const EstimateBeside &e, ByteUnit unit)
+std::string differenceText(const ComparedBytes &c, ByteUnit unit)
 {
+    if (!c.both())
+        return "-";
+    std::string diff = signedBytes(c.difference(), unit);
+    if (const auto r = c.ratio()) {
+        char pct[32];
+        std::snprintf(pct, sizeof pct, " (%+.0f%%)", 100.0 * (*r - 1));
+        diff += pct;
+    }
+    return diff;
+}
+
+std::string comparedRow(const std::string &label, const ComparedBytes &c, ByteUnit unit)
+{
+    char buf[256];
+    std::snprintf(buf,
+                  sizeof buf,
+                  "  %-26s %12s %12s %16s\n",
+                  label.c_str(),
+                  c.measured ? formatBytes(*c.measured, unit).c_str() : "-",
+                  c.estimated ? formatBytes(*c.estimated, unit).c_str() : "-",
+                  differenceText(c, unit).c_str());
+    return buf;
+}
+
+std::string phaseSpansText(const TracePhases &phases)
+{
+    if (!phases.found())
+        return "  phases in the trace: none found (no telling Python or autograd frames)\n";
+    std::string s = "  phases in the trace (from the allocations' stacks):";
+    for (const TracePhaseSpan &p : phases.spans)
+        s += std::string(" ") + stageLabel(p.stage) + " " + count(p.first + 1) + "-" + count(p.end)
+             + ";";
+    s.back() = '\n';
+    return s;
+}
+
+std::string estimateText(const EstimateBeside &e, ByteUnit unit)
+{
+    const EstimateComparison &c = e.comparison;
     std::string s = "\nEstimate of " + oneLine(e.file, kQuoteLimit) + " ("
                     + oneLine(e.name, kQuoteLimit) + ") beside the measurement:\n";
     char buf[256];
     std::snprintf(buf,
                   sizeof buf,
-                  "  %-22s %12s %12s %14s\n",
+                  "  %-26s %12s %12s %16s\n",
                   "",
                   "measured",
                   "estimated",
                   "difference");
     s += buf;
-    const auto row = [&](const char *label, Bytes measured, Bytes estimated) {
-        std::string diff = "-";
-        if (t.has_history) {
-            diff = signedBytes(estimated - measured, unit);
-            if (measured > 0) {
-                char pct[32];
-                std::snprintf(pct,
-                              sizeof pct,
-                              " (%+.0f%%)",
-                              100.0 * static_cast<double>(estimated - measured)
-                                  / static_cast<double>(measured));
-                diff += pct;
-            }
-        }
-        std::snprintf(buf,
-                      sizeof buf,
-                      "  %-22s %12s %12s %14s\n",
-                      label,
-                      t.has_history ? formatBytes(measured, unit).c_str() : "-",
-                      formatBytes(estimated, unit).c_str(),
-                      diff.c_str());
-        s += buf;
-    };
-    row("peak allocated", t.peak_allocated, e.estimate.peak_allocated);
-    row("peak reserved", t.peak_reserved, e.estimate.peak_reserved);
+    s += comparedRow("peak allocated", c.peak_allocated, unit);
+    s += comparedRow("peak reserved", c.peak_reserved, unit);
+    s += comparedRow("live when the step began", c.resident, unit);
+    s += comparedRow("reserved beyond allocated", c.reserve_at_peak, unit);
+    for (const PhaseComparison &p : c.by_phase) {
+        if (!p.in_trace && !p.allocated.estimated)
+            continue;
+        const std::string phase = phaseLabel(p.phase);
+        s += comparedRow(phase + ", allocated", p.allocated, unit);
+        s += comparedRow(phase + ", reserved", p.reserved, unit);
+    }
+    s += phaseSpansText(c.phases);
+    s += "\nWhere they part:\n";
+    for (const std::string &f : e.findings)
+        s += "  - " + f + "\n";
     return s;
 }
 
@@ -290,7 +319,24 @@ std::string snapshotReport(const std::string &file,
     s += replayText(t, replay, unit);
     s += sitesText(snapshot, a, unit);
     if (estimate)
-        s += estimateText(t, *estimate, unit);
+        s += estimateText(*estimate, unit);
+    return s;
+}
+
+std::string calibrationReport(const SnapshotCalibration &calibration, const std::string &written)
+{
+    std::string s = "\nCalibrated overheads";
+    s += written.empty() ? std::string(" (the scenario on standard output):\n")
+                         : " (written to " + oneLine(written, 400) + "):\n";
+    for (const CalibrationItem &i : calibration.items) {
+        s += std::string("  ") + (i.taken ? "taken " : "kept  ") + "overheads." + i.key;
+        if (i.taken)
+            s += ": " + (i.before.empty() ? std::string("(unset)") : oneLine(i.before, 200))
+                 + " -> " + (i.after.empty() ? std::string("(unset)") : oneLine(i.after, 200));
+        s += "\n      " + i.why + "\n";
+    }
+    if (!calibration.changesAnything())
+        s += "  Nothing to change: the scenario already matches what the snapshot shows.\n";
     return s;
 }
 

@@ -3,12 +3,15 @@
 
 #include "base/byte_format.h"
 #include "model/memory_estimate.h"
+#include "snapshot/estimate_comparison.h"
 #include "snapshot/memory_snapshot.h"
 #include "snapshot/snapshot_analysis.h"
+#include "snapshot/snapshot_calibration.h"
 #include "snapshot/snapshot_replay.h"
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace membudget::cli {
 
@@ -18,6 +21,8 @@ struct EstimateBeside
     std::string file;
     std::string name;
     MemoryEstimate estimate;
+    snapshot::EstimateComparison comparison; // phase by phase
+    std::vector<std::string> findings;       // where they part, in sentences
 };
 
 // The human-readable summary `membudget snapshot` prints: device, events, whether recording began
@@ -30,5 +35,9 @@ std::string snapshotReport(const std::string &file,
                            const std::optional<snapshot::SnapshotReplay> &replay,
                            const std::optional<EstimateBeside> &estimate,
                            ByteUnit unit);
+
+// What --calibrate took and why, key by key; `written` names the file (empty: standard output).
+std::string calibrationReport(const snapshot::SnapshotCalibration &calibration,
+                              const std::string &written);
 
 } // namespace membudget::cli

@@ -151,16 +151,22 @@ int main(int argc, char **argv)
             new FirstPaintReport(chart, start, reportFirstPaint == "quit");
     }
     window.show();
+    // A scenario (a file, or the id of a bundled scenario when no such file exists) and PyTorch
+    // memory snapshots (.pickle, .pkl) for the Timeline tab, in any order.
     const QStringList files = parser.positionalArguments();
-    if (!files.isEmpty())
-        QTimer::singleShot(0, &window, [&window, file = native.path(files.front())] {
-            // A file, or the id of a bundled scenario when no such file exists.
+    QTimer::singleShot(0, &window, [&window, &native, files] {
+        for (const QString &arg : files) {
+            const std::string file = native.path(arg);
+            const QString suffix = QFileInfo(arg).suffix().toLower();
             std::error_code ec;
-            if (!std::filesystem::exists(file, ec)
-                && window.document()->catalog().findScenario(file))
+            if (suffix == QLatin1String("pickle") || suffix == QLatin1String("pkl"))
+                window.openSnapshot(arg);
+            else if (!std::filesystem::exists(file, ec)
+                     && window.document()->catalog().findScenario(file))
                 window.loadPresetScenario(QString::fromStdString(file));
             else
                 window.openNativeFile(file);
-        });
+        }
+    });
     return QApplication::exec();
 }

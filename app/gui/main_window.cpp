@@ -16,6 +16,7 @@
 #include "panels/breakdown_view.h"
 #include "panels/controls_panel.h"
 #include "panels/fit_panel.h"
+#include "panels/timeline_view.h"
 #include "panels/verdict_panel.h"
 
 #include <QAction>
@@ -68,6 +69,12 @@ bool isScenarioFile(const QString &path)
 bool isConfigFile(const QString &path)
 {
     return QFileInfo(path).suffix().toLower() == QLatin1String("json");
+}
+
+bool isSnapshotFile(const QString &path)
+{
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    return suffix == QLatin1String("pickle") || suffix == QLatin1String("pkl");
 }
 
 QPalette darkPalette()
@@ -204,6 +211,13 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
     m_views->setTabToolTip(3,
                            tr("Each component at the end of forward, the backward peak and the "
                               "optimizer step"));
+    m_timeline = new TimelineView(m_doc);
+    m_timeline->setObjectName(QStringLiteral("timelineView"));
+    m_views->addTab(m_timeline, tr("Timeline"));
+    m_views->setTabToolTip(4,
+                           tr("One step's memory over time, by component, with a PyTorch memory "
+                              "snapshot drawn over it"));
+    connect(m_timeline, &TimelineView::openSnapshotRequested, this, &MainWindow::openSnapshotDialog);
     setCentralWidget(m_views);
 
     // The controls take the window's whole height; verdict and suggestions sit under the chart.
@@ -391,6 +405,13 @@ void MainWindow::createActions()
              QStyle::SP_DialogOpenButton,
              QStringLiteral("document-open"));
     connect(a, &QAction::triggered, this, &MainWindow::openDialog);
+    a = make("actionOpenSnapshot",
+             tr("Open S&napshot…"),
+             QKeySequence(),
+             tr("Draw a PyTorch memory snapshot over the estimated step (Timeline tab)"),
+             QStyle::SP_CustomBase,
+             QString());
+    connect(a, &QAction::triggered, this, &MainWindow::openSnapshotDialog);
     a = make("actionSave",
              tr("&Save"),
              QKeySequence::Save,
@@ -544,6 +565,7 @@ void MainWindow::createMenus()
     file->addSeparator();
     file->addAction(action(QStringLiteral("actionImportConfig")));
     file->addAction(action(QStringLiteral("actionOpenHub")));
+    file->addAction(action(QStringLiteral("actionOpenSnapshot")));
     file->addAction(action(QStringLiteral("actionExport")));
     file->addAction(action(QStringLiteral("actionExportTraining")));
     file->addSeparator();
@@ -783,6 +805,7 @@ void MainWindow::refresh()
     m_ladderDirty = true;
     m_sweepDirty = true;
     m_breakdownDirty = true;
+    m_timelineDirty = true;
     refreshLazyViews();
     m_verdict->update(*m_doc, m_unit);
     action(QStringLiteral("actionClearPins"))->setEnabled(!m_pins.empty());
@@ -816,6 +839,10 @@ void MainWindow::refreshLazyViews()
     if (view == BreakdownViewIndex && m_breakdownDirty) {
         m_breakdown->update(*m_doc, m_unit);
         m_breakdownDirty = false;
+    }
+    if (view == TimelineViewIndex && m_timelineDirty) {
+        m_timeline->update(m_unit);
+        m_timelineDirty = false;
     }
 }
 
@@ -908,6 +935,30 @@ void MainWindow::openDialog()
                                                  tr(kScenarioFilter));
     if (!path.isEmpty())
         openFile(path);
+}
+
+void MainWindow::openSnapshotDialog()
+{
+    const QString path
+        = m_prompts->openFileName(this,
+                                  tr("Open Memory Snapshot"),
+                                  m_settings->lastDirectory(),
+                                  tr("PyTorch memory snapshots (*.pickle *.pkl);;All files (*)"));
+    if (!path.isEmpty())
+        openSnapshot(path);
+}
+
+bool MainWindow::openSnapshot(const QString &path)
+{
+    QString error;
+    if (!m_timeline->openSnapshot(nativePath(path), error)) {
+        m_prompts->showError(this, tr("Cannot Open Snapshot"), error);
+        return false;
+    }
+    m_views->setCurrentWidget(m_timeline);
+    m_timelineDirty = true;
+    refreshLazyViews();
+    return true;
 }
 
 bool MainWindow::openFile(const QString &path)
@@ -1121,7 +1172,7 @@ void MainWindow::dragEnterEvent(QDragEnterEvent *event)
     const QList<QUrl> urls = event->mimeData()->urls();
     if (urls.size() == 1 && urls.front().isLocalFile()) {
         const QString path = urls.front().toLocalFile();
-        if (isScenarioFile(path) || isConfigFile(path)) {
+        if (isScenarioFile(path) || isConfigFile(path) || isSnapshotFile(path)) {
             event->acceptProposedAction();
             return;
         }
@@ -1142,6 +1193,8 @@ void MainWindow::dropEvent(QDropEvent *event)
         [this, path] {
             if (isConfigFile(path))
                 importModelConfig(path);
+            else if (isSnapshotFile(path))
+                openSnapshot(path);
             else
                 openFile(path);
         },

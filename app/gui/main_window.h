@@ -30,6 +30,7 @@ class ControlsPanel;
 class FitPanel;
 class ScenarioDocument;
 class SweepView;
+class TimelineView;
 class VerdictPanel;
 
 // Registers the application's resources (icon); safe to call more than once.
@@ -60,7 +61,7 @@ class MainWindow : public QMainWindow
 {
     Q_OBJECT
 public:
-    enum View { ComparisonView, LadderView, SweepViewIndex, BreakdownViewIndex };
+    enum View { ComparisonView, LadderView, SweepViewIndex, BreakdownViewIndex, TimelineViewIndex };
 
     // `settings` may be null (the default QSettings); tests pass an ini file of their own.
     explicit MainWindow(PresetCatalog catalog,
@@ -75,6 +76,7 @@ public:
     SweepView *sweepView() const { return m_sweep; }
     VerdictPanel *verdictPanel() const { return m_verdict; }
     BreakdownView *breakdownView() const { return m_breakdown; }
+    TimelineView *timelineView() const { return m_timeline; }
     FitPanel *fitPanel() const { return m_fit; }
     QTabWidget *views() const { return m_views; }
     void setPrompts(std::unique_ptr<UserPrompts> prompts);
@@ -83,6 +85,9 @@ public:
     void newScenario();
     bool openFile(const QString &path);
     bool openNativeFile(const std::string &path); // the bytes of a name that may not be UTF-8
+    // Opens a PyTorch memory snapshot on the Timeline tab (and shows the tab).
+    bool openSnapshot(const QString &path);
+    void openSnapshotDialog();
     bool save();
     bool saveAs();
     bool saveTo(const QString &path);
@@ -172,6 +177,7 @@ private:
     BudgetChart *m_ladder = nullptr;
     SweepView *m_sweep = nullptr;
     BreakdownView *m_breakdown = nullptr;
+    TimelineView *m_timeline = nullptr;
     VerdictPanel *m_verdict = nullptr;
     FitPanel *m_fit = nullptr;
     QLabel *m_peakLabel = nullptr;
@@ -186,6 +192,7 @@ private:
     bool m_ladderDirty = true;
     bool m_sweepDirty = true;
     bool m_breakdownDirty = true;
+    bool m_timelineDirty = true;
     bool m_shownOnce = false;
 };
 

@@ -18,12 +18,16 @@ PeakMoment momentOf(const StepTimeline &tl, const ExpandedEvent &e)
     return m;
 }
 
-// Plays events onto `model`; false at the first allocation that fails.
+// Plays events onto `model`; false at the first allocation that fails. `reservedAfter`, when
+// given, receives the reserved bytes after each event played.
 bool play(const StepTimeline &tl,
           const std::vector<ExpandedEvent> &events,
           ResidentAllocatorState &s,
-          StepReplay &r)
+          StepReplay &r,
+          std::vector<Bytes> *reservedAfter = nullptr)
 {
+    if (reservedAfter)
+        reservedAfter->reserve(reservedAfter->size() + events.size());
     int lastBlock = -1;
     for (const ExpandedEvent &e : events) {
         const auto phase = static_cast<std::size_t>(
@@ -45,8 +49,20 @@ bool play(const StepTimeline &tl,
             s.live.erase(it);
         }
         r.reserved[phase] = std::max(r.reserved[phase], s.model.stats().reserved.current);
+        if (reservedAfter)
+            reservedAfter->push_back(s.model.stats().reserved.current);
     }
     return true;
+}
+
+void finish(const ResidentAllocatorState &s, StepReplay &r)
+{
+    const AllocatorStats &st = s.model.stats();
+    r.peak_reserved = std::max(st.reserved.peak, st.reserved.current);
+    r.peak_allocated = st.allocated.peak;
+    r.fragmentation_at_peak = st.fragmentationAtReservedPeak();
+    r.segments = st.segments.peak;
+    r.cache_flushes = st.cache_flushes;
 }
 
 } // namespace
@@ -85,12 +101,21 @@ StepReplay replayStep(const StepTimeline &tl,
         s.model.resetPeaks();
         play(tl, expandTimeline(tl, tokens, seq, first), s, r);
     }
-    const AllocatorStats &st = s.model.stats();
-    r.peak_reserved = std::max(st.reserved.peak, st.reserved.current);
-    r.peak_allocated = st.allocated.peak;
-    r.fragmentation_at_peak = st.fragmentationAtReservedPeak();
-    r.segments = st.segments.peak;
-    r.cache_flushes = st.cache_flushes;
+    finish(s, r);
+    return r;
+}
+
+StepReplay replayStepEvents(const StepTimeline &tl,
+                            const std::vector<ExpandedEvent> &stepEvents,
+                            const ResidentAllocatorState &resident,
+                            std::vector<Bytes> &reservedAfter)
+{
+    StepReplay r;
+    ResidentAllocatorState s = resident;
+    s.model.resetPeaks();
+    reservedAfter.clear();
+    play(tl, stepEvents, s, r, &reservedAfter);
+    finish(s, r);
     return r;
 }
 

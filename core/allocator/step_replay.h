@@ -5,6 +5,7 @@
 #include "allocator/caching_allocator_model.h"
 #include "model/memory_estimate.h"
 #include "model/step_timeline.h"
+#include "model/timeline_expand.h"
 
 #include <array>
 #include <cstdint>
@@ -48,5 +49,14 @@ StepReplay replayStep(const StepTimeline &timeline,
                       double seq,
                       const AllocatorSettings &settings,
                       const ResidentAllocatorState *resident = nullptr);
+
+// The same for events already expanded (expandTimeline from residentBlocks(), for one shape), from
+// `resident` with the capacity it has, recording the bytes reserved after each event played into
+// `reservedAfter` (shorter than the events when an allocation fails): the reserved curve of the
+// timeline view.
+StepReplay replayStepEvents(const StepTimeline &timeline,
+                            const std::vector<ExpandedEvent> &stepEvents,
+                            const ResidentAllocatorState &resident,
+                            std::vector<Bytes> &reservedAfter);
 
 } // namespace membudget

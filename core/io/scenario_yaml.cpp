@@ -505,7 +505,11 @@ std::optional<Scenario> parseScenario(const std::string &text,
         if (const YAML::Node o = root["overheads"]; o.IsDefined()) {
             if (!r.expectMap(o,
                              "overheads",
-                             {"cuda_context", "nccl", "allocator_reserve", "allocator_conf"})
+                             {"cuda_context",
+                              "nccl",
+                              "allocator_reserve",
+                              "allocator_conf",
+                              "extra_resident"})
                 || !r.getByteSize(o, "cuda_context", s.overheads.cuda_context_bytes, 1024 * kGiB)
                 || !r.getByteSize(o, "nccl", s.overheads.nccl_bytes, 1024 * kGiB)
                 || !r.getDouble(o,
@@ -513,7 +517,8 @@ std::optional<Scenario> parseScenario(const std::string &text,
                                 s.overheads.allocator_reserve_fraction,
                                 0.0,
                                 10.0)
-                || !r.getString(o, "allocator_conf", s.overheads.allocator_conf))
+                || !r.getString(o, "allocator_conf", s.overheads.allocator_conf)
+                || !r.getByteSize(o, "extra_resident", s.overheads.extra_resident_bytes, 1024 * kGiB))
                 return std::nullopt;
             AllocatorSettings settings;
             std::string problem;
@@ -738,6 +743,8 @@ std::string scenarioToYaml(const Scenario &s)
                    + formatYamlNumber(*s.overheads.allocator_reserve_fraction) + "\n";
         if (!s.overheads.allocator_conf.empty())
             out += "  allocator_conf: " + yamlString(s.overheads.allocator_conf) + "\n";
+        if (s.overheads.extra_resident_bytes != 0)
+            out += "  extra_resident: " + std::to_string(s.overheads.extra_resident_bytes) + "\n";
     }
     if (s.dataset) {
         out += "dataset:\n";

@@ -36,7 +36,8 @@ bool operator==(const OverheadConfig &a, const OverheadConfig &b)
 {
     return a.cuda_context_bytes == b.cuda_context_bytes && a.nccl_bytes == b.nccl_bytes
            && a.allocator_reserve_fraction == b.allocator_reserve_fraction
-           && a.allocator_conf == b.allocator_conf;
+           && a.allocator_conf == b.allocator_conf
+           && a.extra_resident_bytes == b.extra_resident_bytes;
 }
 bool operator==(const Scenario &a, const Scenario &b)
 {

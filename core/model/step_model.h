@@ -53,6 +53,8 @@ public:
                       const AllocatorSettings &settings) const;
     // The replay at the input's shape with unlimited capacity (computed once).
     const StepReplay &referenceReplay() const;
+    // The allocator holding the resident tensors, replayed once per settings (capacity ignored).
+    const ResidentAllocatorState &resident(const AllocatorSettings &settings) const;
 
 private:
     MemoryEstimate estimateWithRatio(std::int64_t microBatch,
@@ -69,7 +71,6 @@ private:
     StepGraphs m_graphs;
     StepTimeline m_timeline;
     ActivationProfile m_profile;
-    const ResidentAllocatorState &resident(const AllocatorSettings &settings) const;
 
     mutable std::mutex m_residentMutex;
     mutable std::vector<std::pair<std::string, std::shared_ptr<const ResidentAllocatorState>>>

@@ -208,6 +208,12 @@ void StepBuilder::resident()
                      Component::OptimizerStates,
                      false,
                      m_s.trainable_root_tensors));
+    if (m_in.overheads.extra_resident_bytes > 0) // measured from a snapshot (Calibrate)
+        alloc(root,
+              tensor("extra resident buffers (overheads.extra_resident)",
+                     bytes(static_cast<double>(m_in.overheads.extra_resident_bytes)),
+                     Component::Temporaries,
+                     false));
     const bool multiGpu = m_in.parallelism.gpus > 1;
     if (m_p.train && m_s.sharding == Sharding::None && multiGpu) // gradient_as_bucket_view=False
         alloc(root, tensor("DDP gradient buckets", bytes(m_s.grads), Component::Temporaries, false));

@@ -23,7 +23,8 @@ std::vector<ExpandedEvent> expandTimeline(const StepTimeline &tl,
     for (std::size_t bi = firstBlock; bi < tl.blocks.size(); ++bi) {
         const TimelineBlock &b = tl.blocks[bi];
         for (int r = 0; r < b.repeat; ++r) {
-            for (const TimelineEvent &e : b.events) {
+            for (std::size_t ei = 0; ei < b.events.size(); ++ei) {
+                const TimelineEvent &e = b.events[ei];
                 const TimelineTensor &t = tl.tensors[static_cast<std::size_t>(e.tensor)];
                 const Bytes bytes = toBytes(t.size.at(tokens, seq));
                 if (bytes <= 0)
@@ -43,7 +44,9 @@ std::vector<ExpandedEvent> expandTimeline(const StepTimeline &tl,
                                    layer,
                                    static_cast<std::int32_t>(bi),
                                    t.stream,
-                                   e.alloc});
+                                   e.alloc,
+                                   r,
+                                   static_cast<std::int32_t>(ei)});
             }
         }
     }

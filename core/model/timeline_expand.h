@@ -18,6 +18,14 @@ struct ExpandedEvent
     std::int32_t block = 0;    // into StepTimeline::blocks
     std::uint8_t stream = 0;   // CUDA stream of the allocation
     bool alloc = true;
+    std::int32_t repetition = 0; // of the block
+    std::int32_t event = 0;      // into the block's events
+
+    // The moment right after this event (for liveAt and for people).
+    PeakMoment moment(const StepTimeline &timeline) const
+    {
+        return {block, repetition, event, layer, timeline.blocks[std::size_t(block)].stage};
+    }
 };
 
 // The whole event list of a step for micro-batch shape (tokens, seq): what the caching-allocator

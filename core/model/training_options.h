@@ -203,6 +203,10 @@ struct OverheadConfig
     // (reserved = allocated x (1 + fraction)) overrides the model, e.g. one calibrated from a run.
     std::optional<double> allocator_reserve_fraction;
     std::string allocator_conf;
+    // Bytes the program keeps on the GPU beyond the model's weights and states (buffers, caches,
+    // gradients kept between steps, another model), live through the whole step: measured from a
+    // memory snapshot by Calibrate (the trace's baseline less the modelled resident tensors).
+    std::int64_t extra_resident_bytes = 0;
 };
 
 // Names as they appear in scenario files. Each parse function returns false for an unknown name.

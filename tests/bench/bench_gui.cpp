@@ -10,10 +10,12 @@
 //      [--export-runs 15] [--only latency,stall,export,memory]
 #include "bench_common.h"
 
+#include "charts/timeline_chart.h"
 #include "document/scenario_document.h"
 #include "main_window.h"
 #include "panels/controls_panel.h"
 #include "panels/fit_panel.h"
+#include "panels/timeline_view.h"
 #include "widgets/log_slider.h"
 
 #include <QAction>
@@ -177,6 +179,8 @@ struct Options
     int exportRuns = 15;
     QStringList only;
     QString screenshot;
+    QString snapshot; // drawn on the Timeline tab (--snapshot)
+    int view = MainWindow::ComparisonView;
     bool callgrind = false;
     bool wants(const char *part) const
     {
@@ -204,6 +208,13 @@ public:
     void revealSlider();
 
 private:
+    // The chart on the tab shown: the comparison chart, or the Timeline tab's.
+    QCustomPlot *probedChart() const
+    {
+        if (m_options.view == MainWindow::TimelineViewIndex)
+            return m_window->timelineView()->chart();
+        return m_window->chart();
+    }
     Options m_options;
     QTemporaryDir m_dir;
     std::unique_ptr<MainWindow> m_window;
@@ -221,13 +232,15 @@ bool GuiBench::setUp()
                                             std::make_unique<AppSettings>(
                                                 m_dir.filePath(QStringLiteral("settings.ini"))));
     m_window->setPrompts(std::make_unique<SilentPrompts>());
-    m_window->views()->setCurrentIndex(MainWindow::ComparisonView);
+    m_window->views()->setCurrentIndex(m_options.view);
     m_window->resize(1480, 920);
     m_window->show();
     if (!QTest::qWaitForWindowExposed(m_window.get()))
         return false;
     std::printf("window constructed and exposed in %.1f ms (in-process)\n", msSince(clock, 0));
     if (!m_window->openFile(QString::fromUtf8(kScenario)))
+        return false;
+    if (!m_options.snapshot.isEmpty() && !m_window->openSnapshot(m_options.snapshot))
         return false;
 
     // Six capacity lines, chosen in the GPU list as a user would.
@@ -258,7 +271,7 @@ bool GuiBench::setUp()
         return false;
 
     revealSlider();
-    m_probe = std::make_unique<PaintProbe>(m_window->chart());
+    m_probe = std::make_unique<PaintProbe>(probedChart());
     if (m_options.callgrind) // see --callgrind
         for (QTimer *timer : m_window->fitPanel()->findChildren<QTimer *>())
             timer->blockSignals(true);
@@ -317,7 +330,7 @@ void GuiBench::measureSliderLatency()
         cpu.push_back(static_cast<double>(threadCpuNs() - cpu0) / 1e6);
         sync.push_back(syncMs);
         queued.push_back(static_cast<double>(m_probe->replotStartNs - t0) / 1e6 - syncMs);
-        replot.push_back(m_window->chart()->replotTime());
+        replot.push_back(probedChart()->replotTime());
     }
     drag.release();
     QTest::qWait(200);
@@ -494,6 +507,12 @@ int main(int argc, char **argv)
         {QStringLiteral("screenshot"),
          QStringLiteral("Save the window as set up to FILE (PNG)."),
          QStringLiteral("FILE")},
+        {QStringLiteral("view"),
+         QStringLiteral("The tab shown while measuring: comparison (default) or timeline."),
+         QStringLiteral("VIEW")},
+        {QStringLiteral("snapshot"),
+         QStringLiteral("A PyTorch memory snapshot drawn on the Timeline tab."),
+         QStringLiteral("FILE")},
         {QStringLiteral("callgrind"),
          QStringLiteral(
              "Under valgrind every change takes longer than the 120 ms debounce of the fit "
@@ -510,6 +529,9 @@ int main(int argc, char **argv)
         o.exportRuns = std::max(1, parser.value(QStringLiteral("export-runs")).toInt());
     o.callgrind = parser.isSet(QStringLiteral("callgrind"));
     o.screenshot = parser.value(QStringLiteral("screenshot"));
+    o.snapshot = parser.value(QStringLiteral("snapshot"));
+    if (parser.value(QStringLiteral("view")) == QLatin1String("timeline"))
+        o.view = MainWindow::TimelineViewIndex;
     if (parser.isSet(QStringLiteral("only")))
         o.only = parser.value(QStringLiteral("only")).split(QLatin1Char(','), Qt::SkipEmptyParts);
 

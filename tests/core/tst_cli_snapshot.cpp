@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // `membudget snapshot` run as a user would: the summary, the JSON document, the estimate beside
-// the measurement, exit codes. (Hostile snapshots: tst_bad_inputs.)
+// the measurement phase by phase, --calibrate, exit codes. (Hostile snapshots: tst_bad_inputs.)
+#include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
 namespace {
@@ -37,6 +39,35 @@ QString snapshotFile(const char *name)
 const char *kZidong = "ZidongLiu__DeComFL__memory.pickle";
 const char *kYiyi = "Yiyi-philosophy__LLM-inference__oom_snapshot.pickle";
 const char *kBcrafton = "bcrafton__assignment2-systems__memory_snapshot.pickle";
+
+QString gpt2Scenario()
+{
+    return QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/full-gpt2-amp-16gb.yaml");
+}
+
+QJsonObject jsonOf(const Result &r)
+{
+    return QJsonDocument::fromJson(r.out).object();
+}
+
+QJsonObject member(const QJsonObject &o, const char *key)
+{
+    return o[QLatin1String(key)].toObject();
+}
+
+// The GPT-2 scenario with an allocator setting of its own (the recorded runs had the defaults).
+QString scenarioWithConf(const QTemporaryDir &dir)
+{
+    QFile in(gpt2Scenario());
+    if (!in.open(QIODevice::ReadOnly))
+        return {};
+    const QString path = dir.filePath(QStringLiteral("run.yaml"));
+    QFile out(path);
+    if (!out.open(QIODevice::WriteOnly))
+        return {};
+    out.write(in.readAll() + "overheads:\n  allocator_conf: \"expandable_segments:True\"\n");
+    return path;
+}
 
 } // namespace
 
@@ -170,6 +201,179 @@ private slots:
                  QStringLiteral("/nonexistent/s.yaml")});
         QCOMPARE(r.code, 1);
         QCOMPARE(r.err, QByteArray("/nonexistent/s.yaml: no such file\n"));
+    }
+
+    // bcrafton's trace holds one whole step (forward, loss, backward, AdamW's step): each phase
+    // found from the allocations' stacks and measured beside the estimate's.
+    void comparisonByPhase()
+    {
+        Result r = run({QStringLiteral("snapshot"),
+                        snapshotFile(kBcrafton),
+                        QStringLiteral("--json"),
+                        QStringLiteral("--scenario"),
+                        gpt2Scenario()});
+        QCOMPARE(r.code, 0);
+        const QJsonObject cmp = member(jsonOf(r), "comparison");
+        const QJsonObject trace = member(cmp, "trace_phases");
+        QVERIFY(trace[QLatin1String("found")].toBool());
+        QVERIFY(!trace[QLatin1String("more_steps")].toBool());
+        const QJsonArray spans = trace[QLatin1String("spans")].toArray();
+        QCOMPARE(spans.size(), 4);
+        const char *stages[] = {"forward", "loss", "backward", "optimizer_step"};
+        qint64 previousEnd = 0;
+        for (int i = 0; i < 4; ++i) {
+            const QJsonObject span = spans[i].toObject();
+            QCOMPARE(span[QLatin1String("stage")].toString(), QLatin1String(stages[i]));
+            QCOMPARE(span[QLatin1String("first_event")].toInteger(), previousEnd);
+            QVERIFY(span[QLatin1String("end_event")].toInteger() > previousEnd);
+            previousEnd = span[QLatin1String("end_event")].toInteger();
+        }
+        QCOMPARE(previousEnd, 6486); // the whole trace
+        const QJsonArray phases = cmp[QLatin1String("phases")].toArray();
+        QCOMPARE(phases.size(), 3);
+        qint64 highest = 0;
+        for (const QJsonValue &v : phases) {
+            const QJsonObject p = v.toObject();
+            QVERIFY(p[QLatin1String("in_trace")].toBool());
+            const QJsonObject allocated = member(p, "allocated");
+            QVERIFY(allocated[QLatin1String("estimated")].toInteger() > 0);
+            highest = std::max(highest, allocated[QLatin1String("measured")].toInteger());
+        }
+        // The phases' measured peaks are the trace's.
+        QCOMPARE(highest, member(cmp, "peak_allocated")[QLatin1String("measured")].toInteger());
+        QCOMPARE(phases[2].toObject()[QLatin1String("phase")].toString(),
+                 QStringLiteral("optimizer_step"));
+        const QJsonObject resident = member(cmp, "resident");
+        QVERIFY(resident[QLatin1String("measured")].toInteger() > 0);
+        QVERIFY(resident[QLatin1String("estimated")].toInteger() > 0);
+        QVERIFY(!cmp[QLatin1String("findings")].toArray().isEmpty());
+
+        r = run({QStringLiteral("snapshot"),
+                 snapshotFile(kBcrafton),
+                 QStringLiteral("--scenario"),
+                 gpt2Scenario()});
+        QCOMPARE(r.code, 0);
+        for (const char *part : {"Forward, allocated",
+                                 "Backward, allocated",
+                                 "Optimizer step, allocated",
+                                 "live when the step began",
+                                 "phases in the trace (from the allocations' stacks): Forward "
+                                 "1-342; Loss 343-362; Backward 363-1,818; Optimizer step "
+                                 "1,819-6,486",
+                                 "Where they part:",
+                                 "differ by more than a factor of two"})
+            QVERIFY2(r.out.contains(part), part);
+    }
+
+    // Calibrate on a real trace: the run's allocator settings and the bytes it kept beyond the
+    // scenario's states go into overheads; estimating again from the written file finds the
+    // resident bytes the trace shows.
+    void calibrate()
+    {
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString scenario = scenarioWithConf(dir);
+        QVERIFY(!scenario.isEmpty());
+        const QString written = dir.filePath(QStringLiteral("calibrated.yaml"));
+        Result r = run({QStringLiteral("snapshot"),
+                        snapshotFile(kBcrafton),
+                        QStringLiteral("--json"),
+                        QStringLiteral("--scenario"),
+                        scenario,
+                        QStringLiteral("--calibrate"),
+                        QStringLiteral("-o"),
+                        written});
+        QCOMPARE(r.code, 0);
+        const QJsonObject cal = member(jsonOf(r), "calibration");
+        QVERIFY(cal[QLatin1String("changed")].toBool());
+        QCOMPARE(cal[QLatin1String("written")].toString(), written);
+        const QJsonArray items = cal[QLatin1String("items")].toArray();
+        QCOMPARE(items.size(), 5);
+        const char *keys[] = {"overheads.allocator_conf",
+                              "overheads.extra_resident",
+                              "overheads.allocator_reserve",
+                              "overheads.cuda_context",
+                              "overheads.nccl"};
+        for (int i = 0; i < 5; ++i)
+            QCOMPARE(items[i].toObject()[QLatin1String("key")].toString(), QLatin1String(keys[i]));
+        QVERIFY(items[0].toObject()[QLatin1String("taken")].toBool()); // back to the defaults
+        QVERIFY(items[1].toObject()[QLatin1String("taken")].toBool());
+        QVERIFY(!items[3].toObject()[QLatin1String("taken")].toBool());
+        QVERIFY(items[3].toObject()[QLatin1String("why")].toString().contains(
+            QStringLiteral("CUDA context")));
+        const QJsonObject overheads = member(cal, "overheads");
+        QCOMPARE(overheads[QLatin1String("allocator_conf")].toString(), QString());
+        const qint64 extra = overheads[QLatin1String("extra_resident")].toInteger();
+        QVERIFY(extra > 0);
+
+        QFile file(written);
+        QVERIFY(file.open(QIODevice::ReadOnly));
+        const QByteArray yaml = file.readAll();
+        QVERIFY(yaml.contains("extra_resident: " + QByteArray::number(extra)));
+        QVERIFY(!yaml.contains("expandable_segments"));
+        QVERIFY(yaml.contains("name: \"Full fine-tuning of GPT-2"));
+
+        // Estimated again from the calibrated file: the step begins with what the trace shows.
+        r = run({QStringLiteral("snapshot"),
+                 snapshotFile(kBcrafton),
+                 QStringLiteral("--json"),
+                 QStringLiteral("--scenario"),
+                 written});
+        QCOMPARE(r.code, 0);
+        const QJsonObject resident = member(member(jsonOf(r), "comparison"), "resident");
+        const qint64 measured = resident[QLatin1String("measured")].toInteger();
+        QVERIFY(std::llabs(resident[QLatin1String("difference")].toInteger()) <= measured / 200);
+
+        // Calibrating the calibrated file changes nothing more.
+        r = run({QStringLiteral("snapshot"),
+                 snapshotFile(kBcrafton),
+                 QStringLiteral("--scenario"),
+                 written,
+                 QStringLiteral("--calibrate")});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.startsWith("format: membudget/1\n")); // the scenario on standard output
+        QVERIFY(r.err.contains("Calibrated overheads (the scenario on standard output):"));
+        QVERIFY(r.err.contains("kept  overheads.extra_resident"));
+        QVERIFY(r.err.contains("kept  overheads.cuda_context"));
+    }
+
+    // A trace that began with an empty allocator holds the model's loading: no resident bytes to
+    // take; usage errors for the options that go together.
+    void calibrateRefuses()
+    {
+        Result r = run({QStringLiteral("snapshot"),
+                        snapshotFile(kZidong),
+                        QStringLiteral("--json"),
+                        QStringLiteral("--scenario"),
+                        gpt2Scenario(),
+                        QStringLiteral("--calibrate")});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.startsWith("format: membudget/1\n"));
+        const QJsonObject cal = member(QJsonDocument::fromJson(r.err).object(), "calibration");
+        const QJsonObject extra = cal[QLatin1String("items")].toArray()[1].toObject();
+        QVERIFY(!extra[QLatin1String("taken")].toBool());
+        QVERIFY(extra[QLatin1String("why")].toString().contains(QStringLiteral("empty allocator")));
+        QVERIFY(cal[QLatin1String("written")].isNull());
+
+        r = run({QStringLiteral("snapshot"), snapshotFile(kZidong), QStringLiteral("--calibrate")});
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.err.contains("--calibrate needs --scenario"));
+        r = run({QStringLiteral("snapshot"),
+                 snapshotFile(kZidong),
+                 QStringLiteral("-o"),
+                 QStringLiteral("x.yaml")});
+        QCOMPARE(r.code, 2);
+        // An unwritable destination: one line, exit 1, nothing left behind.
+        r = run({QStringLiteral("snapshot"),
+                 snapshotFile(kBcrafton),
+                 QStringLiteral("--scenario"),
+                 gpt2Scenario(),
+                 QStringLiteral("--calibrate"),
+                 QStringLiteral("-o"),
+                 QStringLiteral("/nonexistent/dir/c.yaml")});
+        QCOMPARE(r.code, 1);
+        QVERIFY(r.err.startsWith("membudget: "));
+        QCOMPARE(r.err.count('\n'), 1);
     }
 
     void exitCodes()

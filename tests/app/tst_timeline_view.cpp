@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// The Timeline tab (issue 12): it follows an edit of the scenario, draws a long step at the plot's
+// resolution, a snapshot opened from the menu or dropped on the window is drawn over the step with
+// the comparison beside it, a file that is not a snapshot is refused with one message, and
+// Calibrate is one undo step.
+#include "charts/timeline_chart.h"
+#include "document/scenario_document.h"
+#include "main_window.h"
+#include "panels/timeline_view.h"
+
+#include <QMimeData>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QUndoStack>
+#include <QUrl>
+
+using namespace membudget;
+
+namespace {
+
+class FakePrompts : public UserPrompts
+{
+public:
+    QStringList errors;
+    SaveChoice askSaveChanges(QWidget *, const QString &) override { return SaveChoice::Discard; }
+    void showError(QWidget *, const QString &, const QString &text) override { errors << text; }
+};
+
+QString snapshotFile(const char *name)
+{
+    return QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/snapshots/") + QLatin1String(name);
+}
+
+const char *kBcrafton = "bcrafton__assignment2-systems__memory_snapshot.pickle";
+
+} // namespace
+
+class TestTimelineView : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void init();
+    void cleanup();
+    void tabFollowsAnEdit();
+    void openingASnapshotOverlaysIt();
+    void droppingASnapshotOpensIt();
+    void badFilesAreRefused();
+    void calibrateIsOneUndoStep();
+
+private:
+    TimelineChart *chart() const { return m_window->timelineView()->chart(); }
+
+    QTemporaryDir *m_dir = nullptr;
+    MainWindow *m_window = nullptr;
+    FakePrompts *m_prompts = nullptr;
+};
+
+void TestTimelineView::init()
+{
+    m_dir = new QTemporaryDir;
+    m_window = new MainWindow(PresetCatalog::bundled(),
+                              std::make_unique<AppSettings>(m_dir->filePath("settings.ini")));
+    auto prompts = std::make_unique<FakePrompts>();
+    m_prompts = prompts.get();
+    m_window->setPrompts(std::move(prompts));
+    m_window->resize(1400, 900);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window));
+    QVERIFY(m_window->openFile(
+        QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/full-gpt2-amp-16gb.yaml")));
+}
+
+void TestTimelineView::cleanup()
+{
+    m_window->document()->undoStack()->setClean();
+    delete m_window;
+    delete m_dir;
+}
+
+void TestTimelineView::tabFollowsAnEdit()
+{
+    m_window->views()->setCurrentIndex(MainWindow::TimelineViewIndex);
+    QVERIFY(chart()->contents());
+    const TimelineSeries &before = chart()->contents()->series;
+    QCOMPARE(before.micro_batch, 4);
+    QVERIFY(before.positions() > 100);
+    // Drawn at the plot's resolution: at most two points per pixel column and the ends.
+    QVERIFY(chart()->drawnPoints() > 0);
+    QVERIFY(chart()->drawnPoints() <= 2 * chart()->width() + 2);
+    const Bytes peakBefore = before.allocated[before.peak];
+    // The estimate's step: its peak, but for the rounding of each tensor to whole bytes.
+    QVERIFY(std::llabs(peakBefore - m_window->document()->estimate().peak_allocated) <= 4096);
+
+    m_window->document()->edit(QStringLiteral("micro-batch"),
+                               [](Scenario &s) { s.training.micro_batch_size = 2; });
+    const TimelineSeries &after = chart()->contents()->series;
+    QCOMPARE(after.micro_batch, 2);
+    QVERIFY(after.allocated[after.peak] < peakBefore);
+    QVERIFY(std::llabs(after.allocated[after.peak] - m_window->document()->estimate().peak_allocated)
+            <= 4096);
+    // Hovering names the allocation.
+    const QString hover = chart()->describePosition(after.peak);
+    QVERIFY(hover.startsWith(QStringLiteral("Allocates ")) || hover.startsWith("Frees "));
+    QVERIFY(hover.contains(QStringLiteral("Estimate: ")));
+}
+
+void TestTimelineView::openingASnapshotOverlaysIt()
+{
+    QVERIFY(!chart()->hasMeasured());
+    QVERIFY(m_window->openSnapshot(snapshotFile(kBcrafton)));
+    QCOMPARE(m_window->views()->currentIndex(), int(MainWindow::TimelineViewIndex));
+    QVERIFY(m_prompts->errors.isEmpty());
+    QVERIFY(chart()->hasMeasured());
+    const QString text = m_window->timelineView()->comparisonText();
+    QVERIFY(text.contains(QStringLiteral("Measured: ") + QLatin1String(kBcrafton)));
+    QVERIFY(text.contains(QStringLiteral("Peak allocated: ")));
+    QVERIFY(text.contains(QStringLiteral("Calibrate would set overheads.extra_resident")));
+    // The measured curves under the cursor too, within the trace's span.
+    const TimelineSeries &s = chart()->contents()->series;
+    QVERIFY(chart()->describePosition(s.positions() / 2).contains(QStringLiteral("Measured: ")));
+    // An edit keeps the snapshot over the new step.
+    m_window->document()->edit(QStringLiteral("micro-batch"),
+                               [](Scenario &sc) { sc.training.micro_batch_size = 1; });
+    QVERIFY(chart()->hasMeasured());
+    m_window->timelineView()->closeSnapshot();
+    QVERIFY(!chart()->hasMeasured());
+}
+
+void TestTimelineView::droppingASnapshotOpensIt()
+{
+    auto *mime = new QMimeData;
+    mime->setUrls({QUrl::fromLocalFile(snapshotFile(kBcrafton))});
+    QDragEnterEvent enter(QPoint(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(m_window, &enter);
+    QVERIFY(enter.isAccepted());
+    QDropEvent drop(QPointF(10, 10), Qt::CopyAction, mime, Qt::LeftButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(m_window, &drop);
+    QTRY_VERIFY(chart()->hasMeasured());
+    QCOMPARE(m_window->views()->currentIndex(), int(MainWindow::TimelineViewIndex));
+    delete mime;
+}
+
+void TestTimelineView::badFilesAreRefused()
+{
+    QVERIFY(!m_window->openSnapshot(
+        QStringLiteral(MEMBUDGET_SOURCE_DIR "/presets/scenarios/full-gpt2-amp-16gb.yaml")));
+    QCOMPARE(m_prompts->errors.size(), 1);
+    QVERIFY(!m_window->timelineView()->hasSnapshot());
+    // A snapshot without history has nothing to draw.
+    QVERIFY(!m_window->openSnapshot(snapshotFile("LfieLike__SketchKV2__my_snapshot.pickle")));
+    QCOMPARE(m_prompts->errors.size(), 2);
+    QVERIFY(m_prompts->errors.back().contains(QStringLiteral("no allocation history")));
+    QVERIFY(!m_window->timelineView()->hasSnapshot());
+}
+
+void TestTimelineView::calibrateIsOneUndoStep()
+{
+    ScenarioDocument *doc = m_window->document();
+    const OverheadConfig before = doc->scenario().overheads;
+    QVERIFY(m_window->openSnapshot(snapshotFile(kBcrafton)));
+    const int steps = doc->undoStack()->count();
+    QVERIFY(m_window->timelineView()->calibrate());
+    QCOMPARE(doc->undoStack()->count(), steps + 1);
+    const OverheadConfig calibrated = doc->scenario().overheads;
+    QVERIFY(calibrated.extra_resident_bytes > 0);
+    QVERIFY(!(calibrated == before));
+    // The estimate now starts the step with what the trace shows: nothing more to take.
+    const auto again = m_window->timelineView()->calibration();
+    QVERIFY(again);
+    for (const snapshot::CalibrationItem &i : again->items)
+        QVERIFY2(!i.taken || i.key == "allocator_reserve", i.key.c_str());
+    doc->undoStack()->undo();
+    QVERIFY(doc->scenario().overheads == before);
+    doc->undoStack()->redo();
+    QVERIFY(doc->scenario().overheads == calibrated);
+}
+
+QTEST_MAIN(TestTimelineView)
+#include "tst_timeline_view.moc"
