@@ -484,7 +484,8 @@ bool BudgetChart::updateBands()
         m_bands[i] = band;
         if (band.high <= band.low)
             continue;
-        keys.push_back(static_cast<double>(i));
+        // Beside the bar's right edge, so that the whisker never crosses a segment's value.
+        keys.push_back(static_cast<double>(i) + kBarWidth / 2 + 0.05);
         values.push_back(toUnit(band.expected));
         minus.push_back(toUnit(band.expected) - toUnit(band.low));
         plus.push_back(toUnit(band.high) - toUnit(band.expected));
