@@ -125,7 +125,7 @@ private slots:
             writer.start(QStringLiteral(MEMBUDGET_SAVE_WRITER), {mode, path});
             QVERIFY(writer.waitForStarted());
             QVERIFY(writer.waitForReadyRead(10000)); // "saving": the loop has begun
-            QThread::usleep(std::uniform_int_distribution<unsigned>(200, 20000)(rng));
+            QThread::usleep(std::uniform_int_distribution<unsigned>(200, 60000)(rng));
             writer.kill(); // SIGKILL: no handler, no cleanup
             QVERIFY(writer.waitForFinished());
             QCOMPARE(writer.exitStatus(), QProcess::CrashExit);
