@@ -195,7 +195,7 @@ int runFit(const FitOptions &o)
     bool someGpuWithoutFit = false;
     for (const GpuSpec &g : gpus) {
         // "Fits" is the three-way verdict's (gpu_verdict.h): a tight run gets suggestions too.
-        const GpuVerdict verdict = gpuVerdict(input, g.memory_bytes);
+        const GpuVerdict verdict = gpuVerdict(input, g.memory_bytes, unit);
         const bool fits = verdict.verdict == FitVerdict::Fits;
         const auto suggestions = fits ? std::vector<FitSuggestion>{}
                                       : suggestFits(input, g, o.limit);

@@ -188,10 +188,10 @@ GpuVerdict gpuVerdict(const StepModel &model,
     return v;
 }
 
-GpuVerdict gpuVerdict(const EstimateInput &input, Bytes gpuMemory)
+GpuVerdict gpuVerdict(const EstimateInput &input, Bytes gpuMemory, ByteUnit unit)
 {
     const StepModel model(input);
-    return gpuVerdict(model, model.estimate(), gpuMemory);
+    return gpuVerdict(model, model.estimate(), gpuMemory, unit);
 }
 
 bool fitsOn(const StepModel &model, std::int64_t b, std::int64_t s, Bytes gpuMemory)

@@ -54,7 +54,7 @@ GpuVerdict gpuVerdict(const StepModel &model,
                       ByteUnit unit = ByteUnit::GiB);
 
 // The same for a scenario's input at its own shape (builds the step model once).
-GpuVerdict gpuVerdict(const EstimateInput &input, Bytes gpuMemory);
+GpuVerdict gpuVerdict(const EstimateInput &input, Bytes gpuMemory, ByteUnit unit = ByteUnit::GiB);
 
 // Whether the expected case runs on a GPU of `gpuMemory` bytes at shape (b, s): one replay of the
 // step against the capacity (the fits oracle of the solvers).

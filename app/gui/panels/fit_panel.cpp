@@ -198,7 +198,7 @@ void FitPanel::recompute()
         return;
     }
     const MemoryEstimate &est = m_doc->estimate();
-    const GpuVerdict verdict = gpuVerdict(StepModel(m_doc->input()), est, gpu->memory_bytes);
+    const GpuVerdict verdict = gpuVerdict(StepModel(m_doc->input()), est, gpu->memory_bytes, m_unit);
     if (verdict.verdict == FitVerdict::Fits) {
         m_message->setText(
             tr("Fits on %1 as it is; suggestions appear when a scenario is tight or does not fit.")
