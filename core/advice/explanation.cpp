@@ -282,7 +282,8 @@ std::string explainComponent(
             return num(*in.overheads.allocator_reserve_fraction * 100.0, 0) + "% of "
                    + formatBytes(b.allocated(), unit)
                    + " allocated (the scenario's allocator_reserve)" + total;
-        const StepReplay &r = StepModel(in).referenceReplay();
+        const StepModel model(in); // outlives the replay it holds
+        const StepReplay &r = model.referenceReplay();
         return "PyTorch's caching allocator replayed over the step"
                + (in.overheads.allocator_conf.empty() ? std::string()
                                                       : " (" + in.overheads.allocator_conf + ")")
