@@ -2,6 +2,7 @@
 #include "advice/fit_advisor.h"
 
 #include "advice/gpu_verdict.h"
+#include "base/parallel_for.h"
 #include "model/step_model.h"
 #include "throughput/throughput_model.h"
 
@@ -234,11 +235,8 @@ std::vector<Candidate> withoutRedundant(const std::vector<Candidate> &all, Redun
 bool fitsFully(const EstimateInput &input, Bytes capacity, FitSuggestion &s)
 {
     const StepModel model(input);
-    const MemoryEstimate est = model.estimate();
-    // Over even at the low end of the band: no replay needed to know it does not fit.
-    if (est.too_large || memoryBand(input, est).low > capacity)
-        return false;
-    if (gpuVerdict(model, est, capacity).verdict != FitVerdict::Fits)
+    MemoryEstimate est;
+    if (!fitsAtTheHighEnd(model, capacity, est))
         return false;
     s.input = input;
     s.device_total = est.device_total;
@@ -305,6 +303,38 @@ std::optional<FitSuggestion> expandableSegmentsFit(const EstimateInput &input,
     return s;
 }
 
+// Every combination of one option or none per group, except none at all; each candidate's
+// suggestion holds its input and the changes that make it (nothing is estimated yet).
+std::vector<Candidate> candidates(const EstimateInput &input,
+                                  const std::vector<std::vector<Option>> &groups)
+{
+    std::vector<Candidate> out;
+    std::vector<int> choice(groups.size(), 0);
+    while (true) {
+        std::size_t g = 0; // the next combination, like an odometer
+        while (g < groups.size()) {
+            if (++choice[g] <= static_cast<int>(groups[g].size()))
+                break;
+            choice[g] = 0;
+            ++g;
+        }
+        if (g == groups.size())
+            return out;
+        Candidate c{choice, {}};
+        c.suggestion.input = input;
+        for (std::size_t i = 0; i < groups.size(); ++i) {
+            if (choice[i] == 0)
+                continue;
+            const Option &o = groups[i][static_cast<std::size_t>(choice[i] - 1)];
+            o.apply(c.suggestion.input, o.arg);
+            c.suggestion.changes.push_back(o.label);
+            if (o.changesResult)
+                c.suggestion.result_changes.push_back(o.label);
+        }
+        out.push_back(std::move(c));
+    }
+}
+
 } // namespace
 
 void rankSuggestions(std::vector<FitSuggestion> &suggestions)
@@ -336,40 +366,22 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec
     const auto groups = techniqueGroups(input);
     if (groups.empty() || limit <= 0)
         return out;
+    // Every combination (one option or none per group, a few thousand at most) is checked; each
+    // check may replay the step (milliseconds), so they run on every hardware thread.
+    std::vector<Candidate> all = candidates(input, groups);
+    std::vector<char> fits(all.size(), 0);
+    parallelFor(all.size(), [&](std::size_t i) {
+        Candidate &c = all[i];
+        if (validateInput(c.suggestion.input).empty()
+            && fitsFully(c.suggestion.input, capacity, c.suggestion)) {
+            timeSuggestion(c.suggestion, c.suggestion.input, gpu, original);
+            fits[i] = 1;
+        }
+    });
     std::vector<Candidate> fitting;
-    std::vector<int> choice(groups.size(), 0);
-    // Enumerate every combination (one option or none per group): a few thousand estimates at most.
-    while (true) {
-        bool any = false;
-        for (int c : choice)
-            any = any || c != 0;
-        if (any) {
-            EstimateInput e = input;
-            FitSuggestion s;
-            for (std::size_t g = 0; g < groups.size(); ++g) {
-                if (choice[g] == 0)
-                    continue;
-                const Option &o = groups[g][static_cast<std::size_t>(choice[g] - 1)];
-                o.apply(e, o.arg);
-                s.changes.push_back(o.label);
-                if (o.changesResult)
-                    s.result_changes.push_back(o.label);
-            }
-            if (validateInput(e).empty() && fitsFully(e, capacity, s)) {
-                timeSuggestion(s, e, gpu, original);
-                fitting.push_back({choice, s});
-            }
-        }
-        std::size_t g = 0;
-        while (g < groups.size()) {
-            if (++choice[g] <= static_cast<int>(groups[g].size()))
-                break;
-            choice[g] = 0;
-            ++g;
-        }
-        if (g == groups.size())
-            break;
-    }
+    for (std::size_t i = 0; i < all.size(); ++i)
+        if (fits[i])
+            fitting.push_back(std::move(all[i]));
     // Keep minimal combinations: fold any that merely adds techniques to another fitting one, then
     // variants that are no better than their sibling (among what is left, so that nothing is folded
     // into a row that is not shown).

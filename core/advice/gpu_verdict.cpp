@@ -194,6 +194,18 @@ GpuVerdict gpuVerdict(const EstimateInput &input, Bytes gpuMemory, ByteUnit unit
     return gpuVerdict(model, model.estimate(), gpuMemory, unit);
 }
 
+bool fitsAtTheHighEnd(const StepModel &model, Bytes gpuMemory, MemoryEstimate &estimate)
+{
+    // The replayed reserve never goes below the allocated peak (StepModel::ratioOf is at least 1),
+    // so the band's high end is at least this.
+    const MemoryEstimate lower = model.allocatedEstimate();
+    const Bytes outside = outsideAllocator(highOverheads(model.input()));
+    if (lower.too_large || addSat(lower.peak_allocated, outside) > gpuMemory)
+        return false;
+    estimate = model.estimate();
+    return !estimate.too_large && memoryBand(model, estimate).high <= gpuMemory;
+}
+
 bool fitsOn(const StepModel &model, std::int64_t b, std::int64_t s, Bytes gpuMemory)
 {
     const MemoryEstimate est = model.estimate(b, s);

@@ -56,6 +56,11 @@ GpuVerdict gpuVerdict(const StepModel &model,
 // The same for a scenario's input at its own shape (builds the step model once).
 GpuVerdict gpuVerdict(const EstimateInput &input, Bytes gpuMemory, ByteUnit unit = ByteUnit::GiB);
 
+// Whether the verdict for a GPU of `gpuMemory` bytes is Fits, i.e. the band's high end is within
+// it (gpuVerdict replays only past that). Decides without the step's replay when even the
+// allocated peak plus the high overheads is over; otherwise `estimate` receives model.estimate().
+bool fitsAtTheHighEnd(const StepModel &model, Bytes gpuMemory, MemoryEstimate &estimate);
+
 // Whether the expected case runs on a GPU of `gpuMemory` bytes at shape (b, s): one replay of the
 // step against the capacity (the fits oracle of the solvers).
 bool fitsOn(const StepModel &model, std::int64_t microBatch, std::int64_t sequence, Bytes gpuMemory);

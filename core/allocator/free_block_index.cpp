@@ -2,6 +2,7 @@
 #include "allocator/free_block_index.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace membudget {
 
@@ -35,6 +36,11 @@ std::size_t FreeBlockIndex::runFor(Bytes size, Bytes address) const
     return static_cast<std::size_t>(at - m_tails.begin());
 }
 
+std::size_t FreeBlockIndex::runLength() const
+{
+    return std::max(kRun, static_cast<std::size_t>(std::sqrt(static_cast<double>(m_count))) / 2);
+}
+
 void FreeBlockIndex::insert(const Entry &entry)
 {
     std::size_t r = std::min(runFor(entry.size, entry.address), m_runCount);
@@ -50,7 +56,8 @@ void FreeBlockIndex::insert(const Entry &entry)
     std::vector<Entry> &run = m_runs[r];
     run.insert(place(run, entry.size, entry.address), entry);
     ++m_count;
-    if (run.size() < 2 * kRun) {
+    const std::size_t length = runLength();
+    if (run.size() < 2 * length) {
         noteTail(r);
         return;
     }
@@ -66,8 +73,9 @@ void FreeBlockIndex::insert(const Entry &entry)
     ++m_runCount;
     std::vector<Entry> &full = m_runs[r];
     std::vector<Entry> &half = m_runs[r + 1];
-    half.assign(full.begin() + static_cast<std::ptrdiff_t>(kRun), full.end());
-    full.resize(kRun);
+    const std::size_t keep = full.size() / 2;
+    half.assign(full.begin() + static_cast<std::ptrdiff_t>(keep), full.end());
+    full.resize(keep);
     noteTail(r);
     noteTail(r + 1);
 }

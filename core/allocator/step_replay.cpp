@@ -43,10 +43,14 @@ bool play(const StepTimeline &tl,
                 r.oom_at = momentOf(tl, e);
                 return false;
             }
-            s.live[e.instance] = a.handle;
-        } else if (auto it = s.live.find(e.instance); it != s.live.end()) {
-            s.model.free(it->second);
-            s.live.erase(it);
+            const auto i = static_cast<std::size_t>(e.instance);
+            if (i >= s.live.size())
+                s.live.resize(i + 1);
+            s.live[i] = a.handle;
+        } else if (const auto i = static_cast<std::size_t>(e.instance);
+                   i < s.live.size() && !s.live[i].isNull()) {
+            s.model.free(s.live[i]);
+            s.live[i] = BlockHandle{};
         }
         r.reserved[phase] = std::max(r.reserved[phase], s.model.stats().reserved.current);
         if (reservedAfter)
@@ -72,12 +76,9 @@ ResidentAllocatorState residentState(const StepTimeline &tl, const AllocatorSett
     AllocatorSettings unlimited = settings;
     unlimited.capacity = kBytesMax;
     ResidentAllocatorState s{CachingAllocatorModel(unlimited), {}};
-    std::vector<ExpandedEvent> events = expandTimeline(tl, 0, 1, 0); // fixed sizes: any shape
-    const auto resident = static_cast<int>(residentBlocks(tl));
-    events.erase(std::find_if(events.begin(),
-                              events.end(),
-                              [&](const ExpandedEvent &e) { return e.block >= resident; }),
-                 events.end());
+    s.live.resize(static_cast<std::size_t>(instanceCount(tl)));
+    // The resident blocks have fixed sizes: any shape gives the same events.
+    const std::vector<ExpandedEvent> events = expandTimeline(tl, 0, 1, 0, residentBlocks(tl));
     StepReplay ignored;
     play(tl, events, s, ignored);
     return s;

@@ -10,7 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
+#include <vector>
 
 namespace membudget {
 
@@ -35,7 +35,7 @@ struct StepReplay
 struct ResidentAllocatorState
 {
     CachingAllocatorModel model;
-    std::unordered_map<std::int64_t, BlockHandle> live; // by ExpandedEvent::instance
+    std::vector<BlockHandle> live; // by ExpandedEvent::instance (dense: timeline_expand.h)
 };
 
 ResidentAllocatorState residentState(const StepTimeline &timeline,

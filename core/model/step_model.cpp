@@ -36,6 +36,11 @@ MemoryEstimate StepModel::estimate(std::int64_t microBatch, std::int64_t sequenc
     return estimateWithRatio(microBatch, sequence, reserveRatio());
 }
 
+MemoryEstimate StepModel::allocatedEstimate() const
+{
+    return estimateWithRatio(m_input.training.micro_batch_size, m_input.training.sequence_length, 1);
+}
+
 MemoryEstimate StepModel::replayedEstimate(std::int64_t microBatch, std::int64_t sequence) const
 {
     if (m_input.overheads.allocator_reserve_fraction || !m_valid || microBatch < 1 || sequence < 1)

@@ -43,6 +43,9 @@ public:
     // The estimate at another shape with its own replay: what estimateMemory() gives for the input
     // with that micro-batch and sequence (a few milliseconds for a large model).
     MemoryEstimate replayedEstimate(std::int64_t microBatch, std::int64_t sequence) const;
+    // The estimate at the input's shape with no allocator reserve (reserved = allocated) and no
+    // replay: a lower bound of estimate() that costs only the timeline's peaks (microseconds).
+    MemoryEstimate allocatedEstimate() const;
 
     // The scenario's allocator settings (PYTORCH_CUDA_ALLOC_CONF) for `capacity` bytes.
     AllocatorSettings allocatorSettings(Bytes capacity = kBytesMax) const;

@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
         Scenario s = defaultScenario();
         s.model = ModelSpec{};
         s.model.preset = m.id;
-        fuzz::checkEstimate(s, catalog);
+        fuzz::checkEstimate(s, catalog, own.gpus());
     }
     for (const ScenarioPreset &p : own.scenarios())
         fuzz::checkRoundTrip(p.scenario, nullptr);
