@@ -254,9 +254,11 @@ void ScenarioDocument::recompute()
     std::string error;
     m_input = resolveScenario(m_scenario, m_catalog, error);
     if (m_input) {
-        m_estimate = estimateMemory(*m_input);
+        m_model = std::make_shared<const StepModel>(*m_input); // estimateMemory(), kept
+        m_estimate = m_model->estimate();
         m_error.clear();
     } else {
+        m_model.reset();
         m_estimate = MemoryEstimate{};
         m_error = QString::fromStdString(error);
     }

@@ -10,12 +10,14 @@
 #include "io/preset_catalog.h"
 #include "model/memory_estimator.h"
 #include "model/scenario.h"
+#include "model/step_model.h"
 
 #include <QObject>
 #include <QString>
 #include <QUndoStack>
 
 #include <functional>
+#include <memory>
 #include <optional>
 
 namespace membudget {
@@ -42,6 +44,11 @@ public:
     QString error() const { return m_error; }
     const EstimateInput &input() const; // only when valid()
     const MemoryEstimate &estimate() const { return m_estimate; }
+    // The step model the estimate came from (its reference replay already done), for views and
+    // workers that need more of it: estimates at other shapes, fast limits, the timeline, replays.
+    // Shared, so a worker thread can keep it after the next change; only when valid().
+    const StepModel &stepModel() const { return *m_model; }
+    std::shared_ptr<const StepModel> sharedStepModel() const { return m_model; }
 
     // The GPUs the scenario compares against, resolved through the catalog (unknown ids skipped).
     std::vector<GpuSpec> selectedGpus() const;
@@ -105,6 +112,7 @@ private:
     PresetCatalog m_catalog;
     Scenario m_scenario;
     std::optional<EstimateInput> m_input;
+    std::shared_ptr<const StepModel> m_model; // of m_input
     MemoryEstimate m_estimate;
     QString m_error;
     QString m_filePath;

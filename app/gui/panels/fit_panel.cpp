@@ -157,14 +157,11 @@ void FitPanel::updateGpuCombo()
     m_gpuCombo->clear();
     int firstOver = -1;
     int keep = -1;
-    std::optional<StepModel> model;
-    if (m_doc->valid())
-        model.emplace(m_doc->input());
     for (const GpuSpec &gpu : m_doc->selectedGpus()) {
-        // "Fits" as the verdict says (gpu_verdict.h): a tight GPU gets suggestions.
-        const bool fits = model
-                          && gpuVerdict(*model, m_doc->estimate(), gpu.memory_bytes).verdict
-                                 == FitVerdict::Fits;
+        // "Fits" as the verdict says (gpu_verdict.h): a tight GPU gets suggestions. Fits is the
+        // band's high end within the capacity, which needs no replay.
+        const bool fits = m_doc->valid()
+                          && memoryBand(m_doc->input(), m_doc->estimate()).high <= gpu.memory_bytes;
         const QString id = QString::fromStdString(gpu.id);
         m_gpuCombo->addItem(QStringLiteral("%1 (%2)%3")
                                 .arg(QString::fromStdString(gpu.name),
@@ -198,7 +195,7 @@ void FitPanel::recompute()
         return;
     }
     const MemoryEstimate &est = m_doc->estimate();
-    const GpuVerdict verdict = gpuVerdict(StepModel(m_doc->input()), est, gpu->memory_bytes, m_unit);
+    const GpuVerdict verdict = gpuVerdict(m_doc->stepModel(), est, gpu->memory_bytes, m_unit);
     if (verdict.verdict == FitVerdict::Fits) {
         m_message->setText(
             tr("Fits on %1 as it is; suggestions appear when a scenario is tight or does not fit.")

@@ -100,8 +100,8 @@ void TimelineView::update(ByteUnit unit)
         return;
     }
     const EstimateInput &in = m_doc->input();
-    const StepModel model(in);
-    const MemoryEstimate est = model.estimate();
+    const StepModel &model = m_doc->stepModel();
+    const MemoryEstimate &est = m_doc->estimate();
     auto contents = std::make_shared<TimelineChartContents>();
     contents->timeline = model.timeline();
     contents->series = timelineSeries(model,

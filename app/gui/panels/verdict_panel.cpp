@@ -374,7 +374,7 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         }
     }
 
-    const StepModel model(doc.input()); // built once for every GPU's verdict
+    const StepModel &model = doc.stepModel(); // the estimate's, reference replay done
     const EstimateInput &in = doc.input();
     m_gpus = gpus;
     m_input = in;
@@ -471,7 +471,7 @@ void VerdictPanel::updateReplays(const ScenarioDocument &doc, const StepModel &m
             v.fits = v.verdict != FitVerdict::DoesNotFit;
             m_provisionalVerdicts.push_back(v);
         }
-        m_limitsGeneration = m_limitsWorker->request(doc.input(), capacities, queries);
+        m_limitsGeneration = m_limitsWorker->request(doc.sharedStepModel(), capacities, queries);
     }
     showLimits();
 }

@@ -62,7 +62,20 @@ quint64 FitLimitsWorker::request(const EstimateInput &input,
                                  std::vector<Bytes> capacities,
                                  std::vector<FitLimitQuery> queries)
 {
-    Request r{++m_generation, input, std::move(capacities), std::move(queries)};
+    return enqueue({++m_generation, input, nullptr, std::move(capacities), std::move(queries)});
+}
+
+quint64 FitLimitsWorker::request(std::shared_ptr<const StepModel> model,
+                                 std::vector<Bytes> capacities,
+                                 std::vector<FitLimitQuery> queries)
+{
+    const EstimateInput &input = model->input();
+    return enqueue(
+        {++m_generation, input, std::move(model), std::move(capacities), std::move(queries)});
+}
+
+quint64 FitLimitsWorker::enqueue(Request r)
+{
     if (m_running) {
         m_waiting = std::move(r); // replaces an older waiting request
     } else {
@@ -81,14 +94,15 @@ void FitLimitsWorker::start(bool limitsPhase)
 {
     m_running = true;
     m_watcher.setFuture(QtConcurrent::run([r = *m_current, limitsPhase] {
-        Answer a{r.generation, limitsPhase, {}, {}};
+        Answer a{r.generation, limitsPhase, r.model, {}, {}};
+        if (!a.model)
+            a.model = std::make_shared<const StepModel>(r.input);
         if (limitsPhase) {
-            a.limits = exactFitLimits(r.input, r.queries);
+            a.limits = fitLimits(*a.model, r.queries, true);
         } else {
-            const StepModel model(r.input);
-            const MemoryEstimate est = model.estimate();
+            const MemoryEstimate est = a.model->estimate();
             for (Bytes capacity : r.capacities)
-                a.verdicts.push_back(gpuVerdict(model, est, capacity));
+                a.verdicts.push_back(gpuVerdict(*a.model, est, capacity));
         }
         return a;
     }));
@@ -103,6 +117,7 @@ void FitLimitsWorker::onFinished()
         m_waiting.reset();
         start(false);
     } else if (!answer.limitsPhase) {
+        m_current->model = answer.model; // built once for both phases
         start(true);
     } else {
         m_current.reset();

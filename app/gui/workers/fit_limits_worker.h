@@ -20,6 +20,7 @@
 #include <QObject>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -57,6 +58,11 @@ public:
     quint64 request(const EstimateInput &input,
                     std::vector<Bytes> capacities,
                     std::vector<FitLimitQuery> queries);
+    // The same for a step model built already (the document's, whose reference replay is done):
+    // the worker shares it instead of building its own.
+    quint64 request(std::shared_ptr<const StepModel> model,
+                    std::vector<Bytes> capacities,
+                    std::vector<FitLimitQuery> queries);
     // The newest request's generation (0 before the first).
     quint64 generation() const { return m_generation; }
     // True while a request is running or waiting.
@@ -75,6 +81,7 @@ private:
     {
         quint64 generation = 0;
         EstimateInput input;
+        std::shared_ptr<const StepModel> model; // of input; built by the first phase if null
         std::vector<Bytes> capacities;
         std::vector<FitLimitQuery> queries;
     };
@@ -82,9 +89,11 @@ private:
     {
         quint64 generation = 0;
         bool limitsPhase = false;
+        std::shared_ptr<const StepModel> model; // for the second phase
         std::vector<GpuVerdict> verdicts;
         std::vector<std::int64_t> limits;
     };
+    quint64 enqueue(Request request);
     void start(bool limitsPhase);
     void onFinished();
 
