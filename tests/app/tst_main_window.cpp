@@ -152,6 +152,7 @@ private Q_SLOTS:
     void verdictPanel();
     void datasetBoxEditsThroughUndo();
     void makeItFitAppliesWithOneClick();
+    void makeItFitSearchesOffTheGuiThread();
     void saveOpenRoundTripKeepsThePicture();
     void unsavedChangesGuard();
     void badFileShowsErrorAndKeepsScenario();
@@ -855,12 +856,38 @@ void TestMainWindow::makeItFitAppliesWithOneClick()
     auto *apply = m_window->findChild<QPushButton *>(QStringLiteral("applyFit0"));
     QVERIFY(apply);
     const int steps = doc->undoStack()->count();
+    QTRY_VERIFY(apply->x() > 0); // the list has laid its rows out (a posted layout)
     QTest::mouseClick(apply, Qt::LeftButton);
     QCOMPARE(doc->undoStack()->count(), steps + 1);
     QVERIFY(doc->scenario().training == first.input.training);
     QCOMPARE(doc->estimate().device_total, first.device_total);
     QVERIFY(doc->estimate().device_total <= gpu.memory_bytes);
     QVERIFY(m_window->chart()->overCapacityText(0).isEmpty());
+}
+
+// After an edit the search runs on a worker: the panel says it is looking, the window keeps
+// handling events, and the list fills with what the core suggests for the newest scenario only
+// (an answer for the one before is dropped).
+void TestMainWindow::makeItFitSearchesOffTheGuiThread()
+{
+    ScenarioDocument *doc = m_window->document();
+    FitPanel *fit = m_window->fitPanel();
+    doc->edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"rtx-4090"}; });
+    doc->edit(QStringLiteral("batch"), [](Scenario &s) { s.training.micro_batch_size = 4; });
+    const auto message = [&] {
+        return m_window->findChild<QLabel *>(QStringLiteral("fitMessage"))->text();
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(message().startsWith(QStringLiteral("Looking for")), 5000);
+    QVERIFY(fit->suggestions().empty());
+    // A change while it searches: the first answer must not be shown.
+    doc->edit(QStringLiteral("batch"), [](Scenario &s) { s.training.micro_batch_size = 2; });
+    QTRY_VERIFY_WITH_TIMEOUT(!fit->suggestions().empty(), 120000);
+    const GpuSpec gpu = doc->selectedGpus().front();
+    const auto expected = suggestFits(doc->input(), gpu, 10);
+    QCOMPARE(fit->suggestions().size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i)
+        QCOMPARE(fit->suggestions()[i].changes, expected[i].changes);
+    QVERIFY(!message().startsWith(QStringLiteral("Looking for")));
 }
 
 void TestMainWindow::saveOpenRoundTripKeepsThePicture()

@@ -300,6 +300,7 @@ void TestWindowActions::makeItFitKeepsTheExperimentUnlessItSays()
     const FitSuggestion chosen = suggestions[static_cast<std::size_t>(index)];
     auto *button = m_window->findChild<QPushButton *>(QStringLiteral("applyFit%1").arg(index));
     QVERIFY(button);
+    QTRY_VERIFY(button->x() > 0); // the list has laid its rows out (a posted layout)
     QTest::mouseClick(button, Qt::LeftButton);
     QVERIFY(doc->scenario().training == chosen.input.training);
 }

@@ -8,6 +8,7 @@
 
 #include <QComboBox>
 #include <QEvent>
+#include <QFutureWatcher>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -17,6 +18,7 @@
 #include <QTimer>
 #include <QTreeWidget>
 #include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <optional>
@@ -120,13 +122,13 @@ FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
 
     m_timer->setSingleShot(true);
     m_timer->setInterval(120);
-    connect(m_timer, &QTimer::timeout, this, &FitPanel::recompute);
+    connect(m_timer, &QTimer::timeout, this, &FitPanel::recomputeInBackground);
     connect(m_doc, &ScenarioDocument::changed, this, &FitPanel::scheduleRecompute);
     connect(m_gpuCombo, &QComboBox::currentIndexChanged, this, &FitPanel::scheduleRecompute);
     connect(m_list, &QTreeWidget::itemActivated, this, [this](QTreeWidgetItem *item) {
         apply(item->data(ColChanges, Qt::UserRole).toInt());
     });
-    recompute();
+    recomputeInBackground();
 }
 
 void FitPanel::changeEvent(QEvent *event)
@@ -142,11 +144,12 @@ void FitPanel::changeEvent(QEvent *event)
 void FitPanel::setUnit(ByteUnit unit)
 {
     m_unit = unit;
-    recompute();
+    recomputeInBackground();
 }
 
 void FitPanel::scheduleRecompute()
 {
+    ++m_generation; // what is on its way answers for the scenario before this change
     m_timer->start();
 }
 
@@ -177,22 +180,22 @@ void FitPanel::updateGpuCombo()
     m_gpuCombo->setCurrentIndex(keep >= 0 ? keep : (firstOver >= 0 ? firstOver : 0));
 }
 
-void FitPanel::recompute()
+bool FitPanel::prepare()
 {
     m_timer->stop();
+    ++m_generation; // an answer still on its way is no longer wanted
     updateGpuCombo();
     m_list->clear();
     m_suggestions.clear();
-    const ChartColors colors = chartColors(palette());
     const GpuSpec *gpu = m_doc->catalog().findGpu(
         m_gpuCombo->currentData().toString().toStdString());
     if (!m_doc->valid()) {
         m_message->setText(tr("Fix the scenario first: %1").arg(m_doc->error()));
-        return;
+        return false;
     }
     if (!gpu) {
         m_message->setText(tr("Select a GPU in the controls to get suggestions."));
-        return;
+        return false;
     }
     const MemoryEstimate &est = m_doc->estimate();
     const GpuVerdict verdict = gpuVerdict(m_doc->stepModel(), est, gpu->memory_bytes, m_unit);
@@ -200,9 +203,46 @@ void FitPanel::recompute()
         m_message->setText(
             tr("Fits on %1 as it is; suggestions appear when a scenario is tight or does not fit.")
                 .arg(QString::fromStdString(gpu->name)));
-        return;
+        return false;
     }
-    m_suggestions = suggestFits(m_doc->input(), *gpu, 10);
+    m_pendingGpu = *gpu;
+    m_pendingVerdict = verdict;
+    return true;
+}
+
+void FitPanel::recompute()
+{
+    if (prepare())
+        showSuggestions(suggestFits(m_doc->input(), m_pendingGpu, 10));
+}
+
+// Every technique combination is checked (a few thousand, each possibly a replay of the step:
+// up to a second or two for a large model on two cores), so after a change the search runs on a
+// worker thread; the list says so meanwhile, and only the newest search's answer is shown.
+void FitPanel::recomputeInBackground()
+{
+    if (!prepare())
+        return;
+    m_message->setText(tr("Looking for combinations that fit on %1…")
+                           .arg(QString::fromStdString(m_pendingGpu.name)));
+    const quint64 generation = m_generation;
+    auto *watcher = new QFutureWatcher<std::vector<FitSuggestion>>(this);
+    connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
+        watcher->deleteLater();
+        if (generation == m_generation)
+            showSuggestions(watcher->result());
+    });
+    watcher->setFuture(QtConcurrent::run(
+        [input = m_doc->input(), gpu = m_pendingGpu] { return suggestFits(input, gpu, 10); }));
+}
+
+void FitPanel::showSuggestions(std::vector<FitSuggestion> suggestions)
+{
+    const ChartColors colors = chartColors(palette());
+    const GpuSpec *gpu = &m_pendingGpu;
+    const GpuVerdict &verdict = m_pendingVerdict;
+    const MemoryEstimate &est = m_doc->estimate();
+    m_suggestions = std::move(suggestions);
     if (m_suggestions.empty()) {
         m_message->setText(
             tr("No combination of techniques makes this fit on %1; try more GPUs with sharding, "

@@ -5,6 +5,7 @@
 // fastest first by the modelled time per token on that GPU, each applied with one click.
 
 #include "advice/fit_advisor.h"
+#include "advice/gpu_verdict.h"
 #include "base/byte_format.h"
 
 #include <QWidget>
@@ -27,8 +28,10 @@ public:
     explicit FitPanel(ScenarioDocument *document, QWidget *parent = nullptr);
 
     void setUnit(ByteUnit unit);
-    // Recomputes now (normally debounced after each change).
+    // Recomputes now, waiting for the search (normally debounced after each change and run on a
+    // worker thread: recomputeInBackground).
     void recompute();
+    void recomputeInBackground();
 
     const std::vector<FitSuggestion> &suggestions() const { return m_suggestions; }
     QTreeWidget *list() const { return m_list; }
@@ -42,6 +45,10 @@ protected:
 private:
     void scheduleRecompute();
     void updateGpuCombo();
+    // Everything before the search: the GPU, the verdict, the message when no search is needed
+    // (returns false then). Drops any answer still on its way.
+    bool prepare();
+    void showSuggestions(std::vector<FitSuggestion> suggestions);
 
     ScenarioDocument *m_doc;
     ByteUnit m_unit = ByteUnit::GiB;
@@ -50,6 +57,9 @@ private:
     QTreeWidget *m_list;
     QTimer *m_timer;
     std::vector<FitSuggestion> m_suggestions;
+    GpuSpec m_pendingGpu;        // what the search runs for
+    GpuVerdict m_pendingVerdict; // the scenario as it is on that GPU
+    quint64 m_generation = 0;    // of the newest search; older answers are dropped
 };
 
 } // namespace membudget
