@@ -7,6 +7,7 @@
 #include "document/scenario_name.h"
 #include "io/scenario_yaml.h"
 #include "main_window.h"
+#include "test_main_window.h"
 
 #include <QAction>
 #include <QApplication>
@@ -72,11 +73,7 @@ private:
 void TestScenarioName::init()
 {
     m_dir = new QTemporaryDir;
-    m_window = new MainWindow(PresetCatalog::bundled(),
-                              std::make_unique<AppSettings>(m_dir->filePath("settings.ini")));
-    auto prompts = std::make_unique<FakePrompts>();
-    m_prompts = prompts.get();
-    m_window->setPrompts(std::move(prompts));
+    m_window = test::newTestMainWindow(*m_dir, m_prompts);
 }
 
 void TestScenarioName::cleanup()

@@ -7,6 +7,7 @@
 #include "document/scenario_document.h"
 #include "main_window.h"
 #include "panels/timeline_view.h"
+#include "test_main_window.h"
 
 #include <QMimeData>
 #include <QTabWidget>
@@ -60,11 +61,7 @@ private:
 void TestTimelineView::init()
 {
     m_dir = new QTemporaryDir;
-    m_window = new MainWindow(PresetCatalog::bundled(),
-                              std::make_unique<AppSettings>(m_dir->filePath("settings.ini")));
-    auto prompts = std::make_unique<FakePrompts>();
-    m_prompts = prompts.get();
-    m_window->setPrompts(std::move(prompts));
+    m_window = test::newTestMainWindow(*m_dir, m_prompts);
     m_window->resize(1400, 900);
     m_window->show();
     QVERIFY(QTest::qWaitForWindowExposed(m_window));

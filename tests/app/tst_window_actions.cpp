@@ -13,6 +13,7 @@
 #include "panels/controls_panel.h"
 #include "panels/fit_panel.h"
 #include "panels/verdict_panel.h"
+#include "test_main_window.h"
 
 #include <QAction>
 #include <QComboBox>
@@ -72,11 +73,7 @@ private:
 void TestWindowActions::init()
 {
     m_dir = new QTemporaryDir;
-    m_window = new MainWindow(PresetCatalog::bundled(),
-                              std::make_unique<AppSettings>(m_dir->filePath("settings.ini")));
-    auto prompts = std::make_unique<FakePrompts>();
-    m_prompts = prompts.get();
-    m_window->setPrompts(std::move(prompts));
+    m_window = test::newTestMainWindow(*m_dir, m_prompts);
     m_window->show();
     QVERIFY(QTest::qWaitForWindowExposed(m_window));
 }
