@@ -2,6 +2,7 @@
 #include "charts/sweep_chart.h"
 
 #include "advice/fit_solver.h"
+#include "base/parallel_for.h"
 #include "charts/chart_theme.h"
 #include "charts/label_layout.h"
 #include "throughput/throughput_model.h"
@@ -261,15 +262,20 @@ void SweepChart::refresh()
     const std::vector<std::int64_t> values = sweepValues(m_axis, current, context);
     QVector<double> xs, totals, allocs;
     const StepModel model(m_input); // one timeline, evaluated at every point
-    for (std::int64_t v : values) {
+    // Each point replays the step (milliseconds for a 7B model): on every core at once.
+    m_samples.assign(values.size(), {});
+    parallelFor(values.size(), [&](std::size_t i) {
+        const std::int64_t v = values[i];
         const MemoryEstimate est = batch
                                        ? model.replayedEstimate(v, m_input.training.sequence_length)
                                        : model.replayedEstimate(m_input.training.micro_batch_size,
                                                                 v);
-        m_samples.push_back({v, est.device_total, est.peak_allocated});
-        xs.push_back(static_cast<double>(v));
-        totals.push_back(toUnit(est.device_total));
-        allocs.push_back(toUnit(est.peak_allocated));
+        m_samples[i] = {v, est.device_total, est.peak_allocated};
+    });
+    for (const Sample &sample : m_samples) {
+        xs.push_back(static_cast<double>(sample.x));
+        totals.push_back(toUnit(sample.total));
+        allocs.push_back(toUnit(sample.allocated));
     }
     m_total->setData(xs, totals, true);
     m_allocated->setData(xs, allocs, true);
