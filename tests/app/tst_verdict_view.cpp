@@ -99,6 +99,12 @@ void TestVerdictView::reasonUnderTheTable()
     QVERIFY(reason.contains(QStringLiteral("expandable_segments")));
     QVERIFY(reason.contains(QStringLiteral("1 other GPU")));
     QVERIFY(panel.findChild<QWidget *>(QStringLiteral("verdictReason"))->isVisibleTo(&panel));
+    QVERIFY2(reason.contains(QStringLiteral("iB")), qPrintable(reason));
+    // In decimal units the replayed reason's sizes are decimal too, not only the band's.
+    panel.update(doc, ByteUnit::GB);
+    panel.limitsWorker()->waitForNewest();
+    QVERIFY2(!panel.reasonText().contains(QStringLiteral("iB")), qPrintable(panel.reasonText()));
+    QVERIFY2(panel.reasonText().contains(QStringLiteral(" GB")), qPrintable(panel.reasonText()));
     // Where everything fits, no line.
     doc.edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"h200"}; });
     panel.update(doc, ByteUnit::GiB);

@@ -453,8 +453,10 @@ void VerdictPanel::updateReplays(const ScenarioDocument &doc, const StepModel &m
         queries.push_back({FitLimitQuery::Kind::SequenceLength, gpu.memory_bytes, 1 << 24});
     }
     // Asked again only when the scenario or the GPUs changed (not on a recolour).
-    if (!(m_limitsScenario && *m_limitsScenario == doc.scenario() && m_limitsQueries == queries)) {
+    if (!(m_limitsScenario && *m_limitsScenario == doc.scenario() && m_limitsQueries == queries
+          && m_limitsUnit == m_unit)) { // the reasons' sizes are in the unit
         m_limitsScenario = doc.scenario();
+        m_limitsUnit = m_unit;
         m_limitsQueries = queries;
         m_exactLimits.clear();
         m_exactVerdicts.clear();
@@ -471,7 +473,8 @@ void VerdictPanel::updateReplays(const ScenarioDocument &doc, const StepModel &m
             v.fits = v.verdict != FitVerdict::DoesNotFit;
             m_provisionalVerdicts.push_back(v);
         }
-        m_limitsGeneration = m_limitsWorker->request(doc.sharedStepModel(), capacities, queries);
+        m_limitsGeneration
+            = m_limitsWorker->request(doc.sharedStepModel(), capacities, queries, m_unit);
     }
     showLimits();
 }

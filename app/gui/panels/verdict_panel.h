@@ -80,6 +80,7 @@ private:
     // the worker delivers the newest request's (m_limitsGeneration).
     FitLimitsWorker *m_limitsWorker;
     std::optional<Scenario> m_limitsScenario;
+    ByteUnit m_limitsUnit = ByteUnit::GiB; // of the reasons asked for
     std::vector<FitLimitQuery> m_limitsQueries;
     std::vector<std::int64_t> m_estimatedLimits;
     std::vector<std::int64_t> m_exactLimits;

@@ -60,18 +60,21 @@ FitLimitsWorker::~FitLimitsWorker() = default;
 
 quint64 FitLimitsWorker::request(const EstimateInput &input,
                                  std::vector<Bytes> capacities,
-                                 std::vector<FitLimitQuery> queries)
+                                 std::vector<FitLimitQuery> queries,
+                                 ByteUnit unit)
 {
-    return enqueue({++m_generation, input, nullptr, std::move(capacities), std::move(queries)});
+    return enqueue(
+        {++m_generation, input, nullptr, std::move(capacities), std::move(queries), unit});
 }
 
 quint64 FitLimitsWorker::request(std::shared_ptr<const StepModel> model,
                                  std::vector<Bytes> capacities,
-                                 std::vector<FitLimitQuery> queries)
+                                 std::vector<FitLimitQuery> queries,
+                                 ByteUnit unit)
 {
     const EstimateInput &input = model->input();
     return enqueue(
-        {++m_generation, input, std::move(model), std::move(capacities), std::move(queries)});
+        {++m_generation, input, std::move(model), std::move(capacities), std::move(queries), unit});
 }
 
 quint64 FitLimitsWorker::enqueue(Request r)
@@ -102,7 +105,7 @@ void FitLimitsWorker::start(bool limitsPhase)
         } else {
             const MemoryEstimate est = a.model->estimate();
             for (Bytes capacity : r.capacities)
-                a.verdicts.push_back(gpuVerdict(*a.model, est, capacity));
+                a.verdicts.push_back(gpuVerdict(*a.model, est, capacity, r.unit));
         }
         return a;
     }));

@@ -55,14 +55,17 @@ public:
 
     // Asks for the verdicts on GPUs of `capacities` bytes, then for the limits; returns the
     // request's generation.
+    // The verdicts' reasons give sizes in `unit`.
     quint64 request(const EstimateInput &input,
                     std::vector<Bytes> capacities,
-                    std::vector<FitLimitQuery> queries);
+                    std::vector<FitLimitQuery> queries,
+                    ByteUnit unit = ByteUnit::GiB);
     // The same for a step model built already (the document's, whose reference replay is done):
     // the worker shares it instead of building its own.
     quint64 request(std::shared_ptr<const StepModel> model,
                     std::vector<Bytes> capacities,
-                    std::vector<FitLimitQuery> queries);
+                    std::vector<FitLimitQuery> queries,
+                    ByteUnit unit = ByteUnit::GiB);
     // The newest request's generation (0 before the first).
     quint64 generation() const { return m_generation; }
     // True while a request is running or waiting.
@@ -84,6 +87,7 @@ private:
         std::shared_ptr<const StepModel> model; // of input; built by the first phase if null
         std::vector<Bytes> capacities;
         std::vector<FitLimitQuery> queries;
+        ByteUnit unit = ByteUnit::GiB;
     };
     struct Answer
     {
