@@ -252,7 +252,8 @@ int runWithoutDisplay()
                      .arg(QString::fromStdString(problem)));
         return kExitBadInput;
     }
-    const MemoryEstimate estimate = estimateMemory(*input);
+    const StepModel model(*input);
+    const MemoryEstimate estimate = model.estimate();
     std::vector<GpuSpec> gpus;
     for (const std::string &id : scenario.gpus)
         if (const GpuSpec *gpu = catalog.findGpu(id))
@@ -260,7 +261,7 @@ int runWithoutDisplay()
     printErr(QStringLiteral(
         "membudget-gui: no display found (neither DISPLAY nor WAYLAND_DISPLAY is set); "
         "showing the default scenario instead of the window."));
-    printOut(breakdownText(scenario, catalog, estimate, gpus, ByteUnit::GiB));
+    printOut(breakdownText(scenario, catalog, model, estimate, gpus, ByteUnit::GiB));
 
     const QString path = QDir::current().absoluteFilePath(QStringLiteral("membudget-chart.png"));
     auto chart = chartFor(scenario, catalog, ByteUnit::GiB);

@@ -1370,6 +1370,7 @@ void MainWindow::copyBreakdown(bool markdown)
         named.name = m_doc->scenarioName().toStdString(); // the header says what the title says
         QApplication::clipboard()->setText(breakdownMarkdown(named,
                                                              m_doc->catalog(),
+                                                             m_doc->stepModel(),
                                                              m_doc->estimate(),
                                                              m_doc->selectedGpus(),
                                                              m_unit));

@@ -1039,6 +1039,30 @@ void TestMainWindow::copyBreakdown()
     const QString markdown = QApplication::clipboard()->text();
     QVERIFY2(markdown.contains(QStringLiteral("| Weights |")), qPrintable(markdown));
     QVERIFY(markdown.contains(QStringLiteral("---:|")));
+    // One line per GPU with the verdict the verdict panel shows (tight where the band straddles
+    // the capacity, not "does not fit" from the expected total alone).
+    ScenarioDocument *doc = m_window->document();
+    doc->edit(QStringLiteral("gpus"), [](Scenario &s) { s.gpus = {"a100-80gb", "h100-80gb"}; });
+    doc->edit(QStringLiteral("batch"), [](Scenario &s) { s.training.micro_batch_size = 1; });
+    bool sawTight = false;
+    for (std::int64_t sequence = 1024; sequence <= 262144 && !sawTight; sequence *= 2) {
+        doc->edit(QStringLiteral("seq"),
+                  [&](Scenario &s) { s.training.sequence_length = sequence; });
+        m_window->action(QStringLiteral("actionCopyMarkdown"))->trigger();
+        const QString text = QApplication::clipboard()->text();
+        for (const GpuSpec &gpu : doc->selectedGpus()) {
+            const GpuVerdict v = gpuVerdict(doc->input(), gpu.memory_bytes);
+            const QString line = text.section(QString::fromStdString(gpu.name), 1, 1)
+                                     .section(QLatin1Char('\n'), 0, 0);
+            const QString word = v.verdict == FitVerdict::Fits ? QStringLiteral("): fits")
+                                 : v.verdict == FitVerdict::Tight
+                                     ? QStringLiteral("): tight")
+                                     : QStringLiteral("): does not fit");
+            QVERIFY2(line.startsWith(QStringLiteral(" (")) && line.contains(word), qPrintable(line));
+            sawTight = sawTight || v.verdict == FitVerdict::Tight;
+        }
+    }
+    QVERIFY(sawTight); // the case the old line got wrong was met
     m_window->action(QStringLiteral("actionCopyCsv"))->trigger();
     const QString csv = QApplication::clipboard()->text();
     QVERIFY(csv.startsWith(QStringLiteral("component,forward_bytes")));

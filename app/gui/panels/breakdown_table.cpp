@@ -182,15 +182,25 @@ QString scenarioCaption(const Scenario &scenario,
            + tr("Per-GPU estimate by MemBudget %1.").arg(QStringLiteral(MEMBUDGET_VERSION));
 }
 
-QString verdictText(const MemoryEstimate &estimate, const GpuSpec &gpu, ByteUnit unit)
+QString verdictText(const GpuVerdict &v, const MemoryEstimate &estimate, ByteUnit unit)
 {
-    if (estimate.device_total <= gpu.memory_bytes)
-        return tr("fits, %1 free").arg(bytes(gpu.memory_bytes - estimate.device_total, unit));
-    return tr("does not fit, %1 over").arg(bytes(estimate.device_total - gpu.memory_bytes, unit));
+    const Bytes capacity = v.capacity;
+    switch (v.verdict) {
+    case FitVerdict::Fits:
+        return tr("fits, %1 free").arg(bytes(capacity - estimate.device_total, unit));
+    case FitVerdict::Tight:
+        return tr("tight: %1").arg(QString::fromStdString(v.reason));
+    case FitVerdict::DoesNotFit:
+        break;
+    }
+    if (estimate.device_total > capacity)
+        return tr("does not fit, %1 over").arg(bytes(estimate.device_total - capacity, unit));
+    return tr("does not fit: %1").arg(QString::fromStdString(v.reason));
 }
 
 QString breakdownMarkdown(const Scenario &scenario,
                           const PresetCatalog &catalog,
+                          const StepModel &model,
                           const MemoryEstimate &est,
                           const std::vector<GpuSpec> &gpus,
                           ByteUnit unit)
@@ -237,7 +247,7 @@ QString breakdownMarkdown(const Scenario &scenario,
             out += QStringLiteral("- %1 (%2): %3\n")
                        .arg(QString::fromStdString(gpu.name),
                             QString::fromStdString(formatCapacity(gpu.memory_bytes, unit)),
-                            verdictText(est, gpu, unit));
+                            verdictText(gpuVerdict(model, est, gpu.memory_bytes, unit), est, unit));
     }
     return out;
 }
@@ -263,6 +273,7 @@ QString breakdownCsv(const MemoryEstimate &est)
 
 QString breakdownText(const Scenario &scenario,
                       const PresetCatalog &catalog,
+                      const StepModel &model,
                       const MemoryEstimate &est,
                       const std::vector<GpuSpec> &gpus,
                       ByteUnit unit)
@@ -311,7 +322,7 @@ QString breakdownText(const Scenario &scenario,
         out += QStringLiteral("%1 (%2): %3\n")
                    .arg(QString::fromStdString(gpu.name),
                         QString::fromStdString(formatCapacity(gpu.memory_bytes, unit)),
-                        verdictText(est, gpu, unit));
+                        verdictText(gpuVerdict(model, est, gpu.memory_bytes, unit), est, unit));
     return out;
 }
 

@@ -4,11 +4,13 @@
 // Words and tables about a scenario and its estimate: the chart caption, the short bar labels, the
 // breakdown as Markdown, CSV or a plain-text table. Every number comes from the core.
 
+#include "advice/gpu_verdict.h"
 #include "base/byte_format.h"
 #include "io/preset_catalog.h"
 #include "model/gpu_spec.h"
 #include "model/memory_estimator.h"
 #include "model/scenario.h"
+#include "model/step_model.h"
 
 #include <QString>
 
@@ -33,9 +35,11 @@ QString scenarioCaption(const Scenario &scenario,
                         const PresetCatalog &catalog,
                         const MemoryEstimate &estimate);
 
-// Components by phase (plus the peak column), totals, and one verdict line per GPU.
+// Components by phase (plus the peak column), totals, and one verdict line per GPU: the
+// three-way verdict of the step model the estimate came from (gpu_verdict.h), as the app shows it.
 QString breakdownMarkdown(const Scenario &scenario,
                           const PresetCatalog &catalog,
+                          const StepModel &model,
                           const MemoryEstimate &estimate,
                           const std::vector<GpuSpec> &gpus,
                           ByteUnit unit);
@@ -44,11 +48,13 @@ QString breakdownCsv(const MemoryEstimate &estimate);
 // A fixed-width table for a terminal.
 QString breakdownText(const Scenario &scenario,
                       const PresetCatalog &catalog,
+                      const StepModel &model,
                       const MemoryEstimate &estimate,
                       const std::vector<GpuSpec> &gpus,
                       ByteUnit unit);
 
-// "fits, 12.3 GB free" / "does not fit, 3.2 GB over" for a GPU.
-QString verdictText(const MemoryEstimate &estimate, const GpuSpec &gpu, ByteUnit unit);
+// "fits, 12.3 GB free", "tight: <why>", "does not fit, 3.2 GB over" (or why, when the expected
+// total is within the capacity) for a GPU, from its verdict.
+QString verdictText(const GpuVerdict &verdict, const MemoryEstimate &estimate, ByteUnit unit);
 
 } // namespace membudget
