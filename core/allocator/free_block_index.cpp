@@ -38,7 +38,9 @@ std::size_t FreeBlockIndex::runFor(Bytes size, Bytes address) const
 
 std::size_t FreeBlockIndex::runLength() const
 {
-    return std::max(kRun, static_cast<std::size_t>(std::sqrt(static_cast<double>(m_count))) / 2);
+    if (m_count < 4 * kRun * kRun) // sqrt(n) / 2 <= kRun: a training step's few hundred blocks
+        return kRun;
+    return static_cast<std::size_t>(std::sqrt(static_cast<double>(m_count))) / 2;
 }
 
 void FreeBlockIndex::insert(const Entry &entry)
