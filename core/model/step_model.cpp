@@ -195,15 +195,39 @@ const ResidentAllocatorState &StepModel::resident(const AllocatorSettings &setti
     return *m_resident.back().second;
 }
 
+// Played from the expanded events, kept with the reserved bytes after each: the timeline view
+// draws the same replay instead of playing the step again (timelineSeries).
 const StepReplay &StepModel::referenceReplay() const
 {
     std::call_once(m_referenceOnce, [this] {
         const std::int64_t b = m_input.training.micro_batch_size;
         const std::int64_t s = m_input.training.sequence_length;
-        m_reference = replay(b, s, allocatorSettings());
+        if (m_valid && b >= 1 && s >= 1) {
+            const double seq = static_cast<double>(s);
+            m_referenceEvents = expandTimeline(m_timeline,
+                                               static_cast<double>(b) * seq,
+                                               seq,
+                                               residentBlocks(m_timeline));
+            m_reference = replayStepEvents(m_timeline,
+                                           m_referenceEvents,
+                                           resident(allocatorSettings()),
+                                           m_referenceReservedAfter);
+        }
         m_ratio = ratioOf(m_reference, b, s);
     });
     return m_reference;
+}
+
+const std::vector<ExpandedEvent> &StepModel::referenceEvents() const
+{
+    referenceReplay();
+    return m_referenceEvents;
+}
+
+const std::vector<Bytes> &StepModel::referenceReservedAfter() const
+{
+    referenceReplay();
+    return m_referenceReservedAfter;
 }
 
 // Reserved over allocated at the peak of a replay at shape (b, s).

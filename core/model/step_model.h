@@ -54,8 +54,11 @@ public:
     StepReplay replay(std::int64_t microBatch,
                       std::int64_t sequence,
                       const AllocatorSettings &settings) const;
-    // The replay at the input's shape with unlimited capacity (computed once).
+    // The replay at the input's shape with unlimited capacity (computed once), its step events
+    // (expandTimeline from the first step block) and the reserved bytes after each of them.
     const StepReplay &referenceReplay() const;
+    const std::vector<ExpandedEvent> &referenceEvents() const;
+    const std::vector<Bytes> &referenceReservedAfter() const;
     // The allocator holding the resident tensors, replayed once per settings (capacity ignored).
     const ResidentAllocatorState &resident(const AllocatorSettings &settings) const;
 
@@ -80,6 +83,8 @@ private:
         m_resident;
     mutable std::once_flag m_referenceOnce;
     mutable StepReplay m_reference;
+    mutable std::vector<ExpandedEvent> m_referenceEvents;
+    mutable std::vector<Bytes> m_referenceReservedAfter;
     mutable double m_ratio = 1;
 };
 

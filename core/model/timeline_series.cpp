@@ -69,7 +69,14 @@ TimelineSeries timelineSeries(const StepModel &model, std::int64_t microBatch, s
     const double seq = static_cast<double>(sequence);
     out.micro_batch = microBatch;
     out.sequence = sequence;
-    out.events = expandTimeline(tl, static_cast<double>(microBatch) * seq, seq, residentBlocks(tl));
+    // At the input's own shape the estimate's replay has played these events already.
+    const bool reference = microBatch == model.input().training.micro_batch_size
+                           && sequence == model.input().training.sequence_length;
+    out.events = reference ? model.referenceEvents()
+                           : expandTimeline(tl,
+                                            static_cast<double>(microBatch) * seq,
+                                            seq,
+                                            residentBlocks(tl));
     out.resident = residentComponents(tl);
     out.stages = stageSpans(tl, out.events);
 
@@ -86,7 +93,12 @@ TimelineSeries timelineSeries(const StepModel &model, std::int64_t microBatch, s
     // Reserved: the same replay as the estimate's (the scenario's allocator settings, no limit).
     const ResidentAllocatorState &resident = model.resident(model.allocatorSettings());
     std::vector<Bytes> after;
-    out.replay = replayStepEvents(tl, out.events, resident, after);
+    if (reference) {
+        out.replay = model.referenceReplay();
+        after = model.referenceReservedAfter();
+    } else {
+        out.replay = replayStepEvents(tl, out.events, resident, after);
+    }
     out.reserved.reserve(out.allocated.size());
     out.reserved.push_back(resident.model.stats().reserved.current);
     out.reserved.insert(out.reserved.end(), after.begin(), after.end());
