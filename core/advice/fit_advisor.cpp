@@ -358,8 +358,12 @@ void rankSuggestions(std::vector<FitSuggestion> &suggestions)
                      });
 }
 
-std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec &gpu, int limit)
+std::vector<FitSuggestion> suggestFits(const EstimateInput &input,
+                                       const GpuSpec &gpu,
+                                       int limit,
+                                       const std::atomic<bool> *cancelled)
 {
+    const auto stop = [cancelled] { return cancelled && cancelled->load(); };
     const Bytes capacity = gpu.memory_bytes;
     const ThroughputEstimate original = estimateRelativeThroughput(input, gpu.performance);
     std::vector<FitSuggestion> out;
@@ -371,6 +375,8 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec
     std::vector<Candidate> all = candidates(input, groups);
     std::vector<char> fits(all.size(), 0);
     parallelFor(all.size(), [&](std::size_t i) {
+        if (stop())
+            return;
         Candidate &c = all[i];
         if (validateInput(c.suggestion.input).empty()
             && fitsFully(c.suggestion.input, capacity, c.suggestion)) {
@@ -378,6 +384,8 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input, const GpuSpec
             fits[i] = 1;
         }
     });
+    if (stop())
+        return out;
     std::vector<Candidate> fitting;
     for (std::size_t i = 0; i < all.size(); ++i)
         if (fits[i])

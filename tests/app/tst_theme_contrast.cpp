@@ -158,6 +158,7 @@ void TestThemeContrast::everyThemeRecoloursAtOnceAndReads()
         // No edit in between: the panels must follow the palette by themselves. The suggestions
         // are recomputed after their debounce.
         QTest::qWait(200);
+        QTRY_VERIFY_WITH_TIMEOUT(!window.fitPanel()->busy(), 60000); // on a loaded machine
         QCOMPARE(doc->undoStack()->count(), steps0);
         const ChartColors colors = chartColors(window.verdictPanel()->palette());
         QTreeWidget *verdicts = window.verdictPanel()->table();

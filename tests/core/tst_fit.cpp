@@ -105,6 +105,24 @@ private slots:
 
     // Offloading parameters over PCIe costs more time per token than checkpointing does: the order
     // comes from the model, not from fixed factors.
+    // A search whose answer is no longer wanted stops and returns nothing; one left to run gives
+    // the same answer as without a flag.
+    void aCancelledSearchReturnsNothing()
+    {
+        EstimateInput in = lora8b();
+        in.training.method = Method::Full;
+        const GpuSpec gpu = *PresetCatalog::bundled().findGpu("rtx-4090");
+        std::atomic<bool> cancelled{true};
+        QVERIFY(suggestFits(in, gpu, 8, &cancelled).empty());
+        cancelled = false;
+        const auto kept = suggestFits(in, gpu, 8, &cancelled);
+        const auto plain = suggestFits(in, gpu, 8);
+        QVERIFY(!plain.empty());
+        QCOMPARE(kept.size(), plain.size());
+        for (std::size_t i = 0; i < plain.size(); ++i)
+            QCOMPARE(kept[i].changes, plain[i].changes);
+    }
+
     void offloadRanksBelowCheckpointing()
     {
         EstimateInput in = lora8b();

@@ -149,8 +149,21 @@ void FitPanel::setUnit(ByteUnit unit)
 
 void FitPanel::scheduleRecompute()
 {
-    ++m_generation; // what is on its way answers for the scenario before this change
+    dropSearch(); // what is on its way answers for the scenario before this change
     m_timer->start();
+}
+
+void FitPanel::dropSearch()
+{
+    ++m_generation;
+    if (m_cancel)
+        m_cancel->store(true); // stops its threads between two combinations
+    m_cancel.reset();
+}
+
+bool FitPanel::busy() const
+{
+    return m_timer->isActive() || m_cancel != nullptr;
 }
 
 void FitPanel::updateGpuCombo()
@@ -183,7 +196,7 @@ void FitPanel::updateGpuCombo()
 bool FitPanel::prepare()
 {
     m_timer->stop();
-    ++m_generation; // an answer still on its way is no longer wanted
+    dropSearch();
     updateGpuCombo();
     m_list->clear();
     m_suggestions.clear();
@@ -226,14 +239,19 @@ void FitPanel::recomputeInBackground()
     m_message->setText(tr("Looking for combinations that fit on %1…")
                            .arg(QString::fromStdString(m_pendingGpu.name)));
     const quint64 generation = m_generation;
+    m_cancel = std::make_shared<std::atomic<bool>>(false);
     auto *watcher = new QFutureWatcher<std::vector<FitSuggestion>>(this);
     connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, generation] {
         watcher->deleteLater();
-        if (generation == m_generation)
-            showSuggestions(watcher->result());
+        if (generation != m_generation)
+            return;
+        m_cancel.reset();
+        showSuggestions(watcher->result());
     });
-    watcher->setFuture(QtConcurrent::run(
-        [input = m_doc->input(), gpu = m_pendingGpu] { return suggestFits(input, gpu, 10); }));
+    watcher->setFuture(
+        QtConcurrent::run([input = m_doc->input(), gpu = m_pendingGpu, cancel = m_cancel] {
+            return suggestFits(input, gpu, 10, cancel.get());
+        }));
 }
 
 void FitPanel::showSuggestions(std::vector<FitSuggestion> suggestions)

@@ -10,6 +10,8 @@
 
 #include <QWidget>
 
+#include <atomic>
+#include <memory>
 #include <vector>
 
 class QComboBox;
@@ -32,6 +34,8 @@ public:
     // worker thread: recomputeInBackground).
     void recompute();
     void recomputeInBackground();
+    // True while a recompute is scheduled or a search runs (tests, screenshots).
+    bool busy() const;
 
     const std::vector<FitSuggestion> &suggestions() const { return m_suggestions; }
     QTreeWidget *list() const { return m_list; }
@@ -48,6 +52,7 @@ private:
     // Everything before the search: the GPU, the verdict, the message when no search is needed
     // (returns false then). Drops any answer still on its way.
     bool prepare();
+    void dropSearch(); // the running search's answer is no longer wanted: stop it
     void showSuggestions(std::vector<FitSuggestion> suggestions);
 
     ScenarioDocument *m_doc;
@@ -57,9 +62,10 @@ private:
     QTreeWidget *m_list;
     QTimer *m_timer;
     std::vector<FitSuggestion> m_suggestions;
-    GpuSpec m_pendingGpu;        // what the search runs for
-    GpuVerdict m_pendingVerdict; // the scenario as it is on that GPU
-    quint64 m_generation = 0;    // of the newest search; older answers are dropped
+    GpuSpec m_pendingGpu;                        // what the search runs for
+    GpuVerdict m_pendingVerdict;                 // the scenario as it is on that GPU
+    quint64 m_generation = 0;                    // of the newest search; older answers are dropped
+    std::shared_ptr<std::atomic<bool>> m_cancel; // the newest search's stop flag, while it runs
 };
 
 } // namespace membudget
