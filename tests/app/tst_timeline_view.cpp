@@ -45,6 +45,7 @@ private Q_SLOTS:
     void init();
     void cleanup();
     void tabFollowsAnEdit();
+    void zoomDrawsTheStretchInDetail();
     void openingASnapshotOverlaysIt();
     void droppingASnapshotOpensIt();
     void badFilesAreRefused();
@@ -74,6 +75,45 @@ void TestTimelineView::cleanup()
     m_window->document()->undoStack()->setClean();
     delete m_window;
     delete m_dir;
+}
+
+// Zooming (the wheel ends in the axis range, as here) draws the stretch at the detail its width
+// allows, stays within the step, survives an edit that keeps the step as long, and a double-click
+// shows the whole step again.
+void TestTimelineView::zoomDrawsTheStretchInDetail()
+{
+    m_window->views()->setCurrentIndex(MainWindow::TimelineViewIndex);
+    TimelineChart *c = chart();
+    QVERIFY(c->contents());
+    const double end = static_cast<double>(c->contents()->series.positions() - 1);
+    QVERIFY(!c->zoomed());
+    QCOMPARE(c->xAxis->range().upper, end);
+    const double from = std::floor(end * 0.40), to = std::floor(end * 0.42);
+    c->xAxis->setRange(from, to);
+    QTRY_VERIFY(c->zoomed());
+    QTRY_COMPARE(c->xAxis->range().lower, from);
+    QCOMPARE(c->xAxis->range().upper, to);
+    // Every event of the stretch is drawn when there are no more than two per pixel column.
+    const QCPGraph *allocated = c->graph(0);
+    QVERIFY(allocated->dataCount() >= static_cast<int>(to - from));
+    QVERIFY(allocated->data()->at(0)->key <= from);
+    QVERIFY(allocated->data()->at(allocated->dataCount() - 1)->key >= to);
+    // Panning past the end stops at the end.
+    c->xAxis->setRange(end - 10, end + 200);
+    QTRY_COMPARE(c->xAxis->range().upper, end);
+    QCOMPARE(c->xAxis->range().size(), 210.0);
+    // An edit of the micro-batch keeps the step's length and the stretch.
+    const QCPRange kept = c->xAxis->range();
+    const std::int64_t batch = c->contents()->series.micro_batch;
+    m_window->document()->edit(QStringLiteral("batch"),
+                               [](Scenario &s) { s.training.micro_batch_size += 1; });
+    QTRY_COMPARE(c->contents()->series.micro_batch, batch + 1);
+    QCOMPARE(static_cast<double>(c->contents()->series.positions() - 1), end);
+    QCOMPARE(c->xAxis->range(), kept);
+    QTest::mouseDClick(c, Qt::LeftButton, {}, c->axisRect()->rect().center());
+    QTRY_VERIFY(!c->zoomed());
+    QCOMPARE(c->xAxis->range().lower, 0.0);
+    QCOMPARE(c->xAxis->range().upper, end);
 }
 
 void TestTimelineView::tabFollowsAnEdit()

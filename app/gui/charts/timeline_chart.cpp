@@ -68,6 +68,14 @@ TimelineChart::TimelineChart(QWidget *parent)
     legend->setMargins(QMargins(6, 4, 6, 4));
     xAxis->setLabel(tr("Allocations and frees of one step, in order"));
     setNoAntialiasingOnDrag(true);
+    // Zoom and pan along the step only; the memory axis keeps showing everything.
+    setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    axisRect()->setRangeDrag(Qt::Horizontal);
+    axisRect()->setRangeZoom(Qt::Horizontal);
+    connect(xAxis,
+            QOverload<const QCPRange &>::of(&QCPAxis::rangeChanged),
+            this,
+            &TimelineChart::onXRangeChanged);
     // Every curve here is a step line (horizontal and vertical strokes) and every fill the area
     // between two of them: crisp without antialiasing, which costs most of a replot's time with
     // nine stacked fills of a thousand columns each (text stays antialiased).
@@ -88,7 +96,45 @@ void TimelineChart::setContents(std::shared_ptr<const TimelineChartContents> con
 {
     m_contents = std::move(contents);
     m_measured = std::move(measured);
+    // A zoomed stretch stays while the step still reaches it (an edit of a slider).
+    if (!m_contents || m_zoom.upper > static_cast<double>(m_contents->series.positions()) - 1)
+        m_zoom = QCPRange(0, 0);
     rebuild();
+}
+
+void TimelineChart::showWholeStep()
+{
+    m_zoom = QCPRange(0, 0);
+    rebuild();
+}
+
+void TimelineChart::mouseDoubleClickEvent(QMouseEvent *event)
+{
+    QCustomPlot::mouseDoubleClickEvent(event);
+    if (zoomed())
+        showWholeStep();
+}
+
+// The user zoomed or panned: keep the stretch within the step and draw it again at the detail
+// its width allows (once per event-loop pass, however many wheel steps arrive).
+void TimelineChart::onXRangeChanged(const QCPRange &range)
+{
+    if (m_rebuilding || !m_contents || m_contents->series.positions() < 2)
+        return;
+    const double end = static_cast<double>(m_contents->series.positions() - 1);
+    const double width = std::min(range.size(), end);
+    const double lower = std::clamp(range.lower, 0.0, end - width);
+    m_zoom = width >= end || width < 2 ? QCPRange(0, 0) : QCPRange(lower, lower + width);
+    if (m_rebuildQueued)
+        return;
+    m_rebuildQueued = true;
+    QMetaObject::invokeMethod(
+        this,
+        [this] {
+            m_rebuildQueued = false;
+            rebuild();
+        },
+        Qt::QueuedConnection);
 }
 
 double TimelineChart::value(Bytes bytes) const
@@ -131,17 +177,19 @@ void TimelineChart::rebuild()
     }
     const TimelineSeries &s = m_contents->series;
     const double end = static_cast<double>(s.positions() - 1);
+    const double x0 = zoomed() ? m_zoom.lower : 0.0;
+    const double x1 = zoomed() ? m_zoom.upper : end;
     const std::vector<std::size_t> kept = decimateColumns(
         s.positions(),
         [](std::size_t i) { return static_cast<double>(i); },
         [&](std::size_t i) { return s.allocated[i]; },
-        0.0,
-        end,
+        x0,
+        x1,
         columns());
     m_drawnPoints = static_cast<int>(kept.size());
     drawComponents(kept);
-    drawReserved();
-    drawMeasured();
+    drawReserved(x0, x1);
+    drawMeasured(x0, x1);
     double top = value(*std::max_element(s.reserved.begin(), s.reserved.end()));
     if (m_measured)
         for (const std::vector<Bytes> *v : {&m_measured->allocated, &m_measured->reserved})
@@ -153,7 +201,9 @@ void TimelineChart::rebuild()
             top = cap;
     }
     top *= 1.15;
-    xAxis->setRange(0, end);
+    m_rebuilding = true;
+    xAxis->setRange(x0, x1);
+    m_rebuilding = false;
     yAxis->setRange(0, top);
     drawStages(top);
     drawCapacities();
@@ -196,15 +246,15 @@ void TimelineChart::drawComponents(const std::vector<std::size_t> &kept)
     }
 }
 
-void TimelineChart::drawReserved()
+void TimelineChart::drawReserved(double x0, double x1)
 {
     const TimelineSeries &s = m_contents->series;
     const std::vector<std::size_t> kept = decimateColumns(
         s.positions(),
         [](std::size_t i) { return static_cast<double>(i); },
         [&](std::size_t i) { return s.reserved[i]; },
-        0.0,
-        static_cast<double>(s.positions() - 1),
+        x0,
+        x1,
         columns());
     QVector<double> keys, values;
     for (std::size_t i : kept) {
@@ -218,12 +268,11 @@ void TimelineChart::drawReserved()
     g->setData(keys, values, true);
 }
 
-void TimelineChart::drawMeasured()
+void TimelineChart::drawMeasured(double x0, double x1)
 {
     if (!m_measured || !m_measured->alignment.usable() || m_measured->allocated.empty())
         return;
     const TimelineChartMeasured &m = *m_measured;
-    const double end = static_cast<double>(m_contents->series.positions() - 1);
     const auto x = [&](std::size_t k) { return m.alignment.position(static_cast<double>(k)); };
     const QColor colors[] = {QColor(200, 30, 60), QColor(200, 30, 60).lighter(140)};
     const QString names[] = {tr("Measured allocated"), tr("Measured reserved")};
@@ -231,7 +280,7 @@ void TimelineChart::drawMeasured()
     for (int c = 0; c < 2; ++c) {
         const std::vector<Bytes> &v = *curves[c];
         const std::vector<std::size_t> kept = decimateColumns(
-            v.size(), x, [&](std::size_t k) { return v[k]; }, 0.0, end, columns());
+            v.size(), x, [&](std::size_t k) { return v[k]; }, x0, x1, columns());
         QVector<double> keys, values;
         for (std::size_t k : kept) {
             keys << x(k);

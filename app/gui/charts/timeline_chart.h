@@ -56,6 +56,11 @@ public:
     QString describePosition(std::size_t position) const;
     // Graph points drawn for the estimate's allocated total (after decimation), for tests.
     int drawnPoints() const { return m_drawnPoints; }
+    // The part of the step shown: the whole step, or a stretch the user zoomed into (mouse wheel
+    // over the plot, drag to pan, double-click for the whole step again). Drawn at full detail for
+    // that stretch: the decimation follows the visible range.
+    bool zoomed() const { return m_zoom.size() > 0; }
+    void showWholeStep();
 
 Q_SIGNALS:
     void hovered(const QString &text);
@@ -64,13 +69,15 @@ protected:
     void resizeEvent(QResizeEvent *event) override;
     void mouseMoveEvent(QMouseEvent *event) override;
     void changeEvent(QEvent *event) override;
+    void mouseDoubleClickEvent(QMouseEvent *event) override;
 
 private:
     void rebuild();
     void drawStages(double top);
     void drawComponents(const std::vector<std::size_t> &kept);
-    void drawReserved();
-    void drawMeasured();
+    void drawReserved(double x0, double x1);
+    void drawMeasured(double x0, double x1);
+    void onXRangeChanged(const QCPRange &range);
     void drawCapacities();
     void drawPeak();
     double value(Bytes bytes) const;
@@ -81,6 +88,9 @@ private:
     ByteUnit m_unit = ByteUnit::GiB;
     int m_drawnPoints = 0;
     int m_builtWidth = -1;
+    QCPRange m_zoom{0, 0};        // the zoomed stretch; empty: the whole step
+    bool m_rebuilding = false;    // rebuild() sets the axis range itself
+    bool m_rebuildQueued = false; // one rebuild per event-loop pass while the wheel turns
 };
 
 } // namespace membudget

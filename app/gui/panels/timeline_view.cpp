@@ -205,7 +205,9 @@ void TimelineView::updateComparison()
         m_comparison->setText(
             m_snapshot ? QString()
                        : tr("Open a PyTorch memory snapshot (File › Open Snapshot…, or drop a "
-                            ".pickle file here) to draw the measured run over this step."));
+                            ".pickle file here) to draw the measured run over this step. Turn "
+                            "the mouse wheel over the plot to zoom into the step, drag to pan, "
+                            "double-click for the whole step."));
         return;
     }
     QStringList lines;
