@@ -361,8 +361,9 @@ void rankSuggestions(std::vector<FitSuggestion> &suggestions)
 std::vector<FitSuggestion> suggestFits(const EstimateInput &input,
                                        const GpuSpec &gpu,
                                        int limit,
-                                       const std::atomic<bool> *cancelled)
+                                       const FitSearchOptions &options)
 {
+    const std::atomic<bool> *cancelled = options.cancelled;
     const auto stop = [cancelled] { return cancelled && cancelled->load(); };
     const Bytes capacity = gpu.memory_bytes;
     const ThroughputEstimate original = estimateRelativeThroughput(input, gpu.performance);
@@ -374,16 +375,19 @@ std::vector<FitSuggestion> suggestFits(const EstimateInput &input,
     // check may replay the step (milliseconds), so they run on every hardware thread.
     std::vector<Candidate> all = candidates(input, groups);
     std::vector<char> fits(all.size(), 0);
-    parallelFor(all.size(), [&](std::size_t i) {
-        if (stop())
-            return;
-        Candidate &c = all[i];
-        if (validateInput(c.suggestion.input).empty()
-            && fitsFully(c.suggestion.input, capacity, c.suggestion)) {
-            timeSuggestion(c.suggestion, c.suggestion.input, gpu, original);
-            fits[i] = 1;
-        }
-    });
+    parallelFor(
+        all.size(),
+        [&](std::size_t i) {
+            if (stop())
+                return;
+            Candidate &c = all[i];
+            if (validateInput(c.suggestion.input).empty()
+                && fitsFully(c.suggestion.input, capacity, c.suggestion)) {
+                timeSuggestion(c.suggestion, c.suggestion.input, gpu, original);
+                fits[i] = 1;
+            }
+        },
+        options.threads);
     if (stop())
         return out;
     std::vector<Candidate> fitting;

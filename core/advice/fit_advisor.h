@@ -47,12 +47,18 @@ inline constexpr const char *kExpandableSegmentsConf = "expandable_segments:True
 // data-parallel GPUs) never changes: a smaller micro-batch is offered only where it divides the
 // current one. A combination that only adds a change buying no memory or no time (or only a fused
 // optimizer) to another one, or swaps in a variant neither faster nor smaller, is folded into it.
-// `cancelled`, when given, is polled between combinations: once it is set the search stops and
-// returns nothing (an app drops a search whose scenario has changed).
+// How a search runs: `cancelled`, when given, is polled between combinations (once it is set the
+// search stops and returns nothing: an app drops a search whose scenario has changed); `threads`
+// caps the threads it uses, the caller's included (0: every hardware thread).
+struct FitSearchOptions
+{
+    const std::atomic<bool> *cancelled = nullptr;
+    unsigned threads = 0;
+};
 std::vector<FitSuggestion> suggestFits(const EstimateInput &input,
                                        const GpuSpec &gpu,
                                        int limit = 8,
-                                       const std::atomic<bool> *cancelled = nullptr);
+                                       const FitSearchOptions &options = {});
 
 // The order suggestions are shown in: those that keep the experiment (speed and memory trades only)
 // before those that change what is trained; within each, fastest first by the modelled time per

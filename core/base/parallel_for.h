@@ -16,11 +16,15 @@ namespace membudget {
 // included), each index exactly once, and returns when all are done. The first exception a call
 // throws is rethrown here once every thread has stopped; the indices not yet taken are skipped.
 // For independent work items of a millisecond or more (a step replay each), not for fine loops.
+// `maxThreads` (0: all of them) caps the threads, the calling one included: an app keeps a core for
+// its GUI thread with hardware threads - 1.
 template<typename Body>
-void parallelFor(std::size_t count, Body body)
+void parallelFor(std::size_t count, Body body, unsigned maxThreads = 0)
 {
-    const std::size_t threads
-        = std::min<std::size_t>(count, std::max(1u, std::thread::hardware_concurrency()));
+    unsigned available = std::max(1u, std::thread::hardware_concurrency());
+    if (maxThreads > 0)
+        available = std::min(available, maxThreads);
+    const std::size_t threads = std::min<std::size_t>(count, available);
     std::atomic<std::size_t> next{0};
     std::atomic<bool> failed{false};
     std::exception_ptr error;

@@ -180,18 +180,29 @@ StepReplay StepModel::replay(std::int64_t microBatch,
                       &resident(settings));
 }
 
+// Built outside the lock: a replay of the resident tensors takes milliseconds, and a GUI thread
+// asking for one setting's state must not wait behind a worker building another's.
 const ResidentAllocatorState &StepModel::resident(const AllocatorSettings &settings) const
 {
     AllocatorSettings key = settings;
     key.capacity = kBytesMax;
     const std::string text = allocatorConfText(key);
-    const std::lock_guard<std::mutex> lock(m_residentMutex);
-    for (const auto &[conf, state] : m_resident)
-        if (conf == text)
+    const auto find = [&]() -> const ResidentAllocatorState * {
+        for (const auto &[conf, state] : m_resident)
+            if (conf == text)
+                return state.get();
+        return nullptr;
+    };
+    {
+        const std::lock_guard<std::mutex> lock(m_residentMutex);
+        if (const ResidentAllocatorState *state = find())
             return *state;
-    m_resident.emplace_back(text,
-                            std::make_shared<const ResidentAllocatorState>(
-                                residentState(m_timeline, key)));
+    }
+    auto built = std::make_shared<const ResidentAllocatorState>(residentState(m_timeline, key));
+    const std::lock_guard<std::mutex> lock(m_residentMutex);
+    if (const ResidentAllocatorState *state = find()) // another thread was quicker
+        return *state;
+    m_resident.emplace_back(text, std::move(built));
     return *m_resident.back().second;
 }
 

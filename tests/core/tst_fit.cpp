@@ -113,9 +113,9 @@ private slots:
         in.training.method = Method::Full;
         const GpuSpec gpu = *PresetCatalog::bundled().findGpu("rtx-4090");
         std::atomic<bool> cancelled{true};
-        QVERIFY(suggestFits(in, gpu, 8, &cancelled).empty());
+        QVERIFY(suggestFits(in, gpu, 8, {&cancelled, 0}).empty());
         cancelled = false;
-        const auto kept = suggestFits(in, gpu, 8, &cancelled);
+        const auto kept = suggestFits(in, gpu, 8, {&cancelled, 1}); // on one thread
         const auto plain = suggestFits(in, gpu, 8);
         QVERIFY(!plain.empty());
         QCOMPARE(kept.size(), plain.size());

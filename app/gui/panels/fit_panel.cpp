@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <thread>
 
 namespace membudget {
 
@@ -250,7 +251,9 @@ void FitPanel::recomputeInBackground()
     });
     watcher->setFuture(
         QtConcurrent::run([input = m_doc->input(), gpu = m_pendingGpu, cancel = m_cancel] {
-            return suggestFits(input, gpu, 10, cancel.get());
+            // One hardware thread stays with the GUI thread.
+            const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+            return suggestFits(input, gpu, 10, {cancel.get(), std::max(1u, cores - 1)});
         }));
 }
 
