@@ -48,11 +48,7 @@ bool measureTimeline(const MemorySnapshot &snapshot,
     out.requested_at_snapshot = snapshot.requestedAtSnapshot(device);
     out.allocated_at_snapshot = snapshot.allocatedAtSnapshot(device);
     out.reserved_at_snapshot = snapshot.reservedAtSnapshot(device);
-    static const std::vector<TraceEvent> kNone;
-    const std::vector<TraceEvent> *events = &kNone;
-    for (const DeviceTrace &t : snapshot.device_traces)
-        if (t.device == device)
-            events = &t.events;
+    const std::vector<TraceEvent> *events = &snapshot.traceOf(device);
     out.events = events->size();
 
     Bytes netAllocated = 0, netReserved = 0;

@@ -73,6 +73,15 @@ std::size_t MemorySnapshot::eventCount() const
     return n;
 }
 
+const std::vector<TraceEvent> &MemorySnapshot::traceOf(int device) const
+{
+    static const std::vector<TraceEvent> kNone;
+    for (const DeviceTrace &t : device_traces)
+        if (t.device == device)
+            return t.events;
+    return kNone;
+}
+
 int MemorySnapshot::busiestDevice() const
 {
     int best = -1;

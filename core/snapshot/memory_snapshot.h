@@ -120,6 +120,8 @@ struct MemorySnapshot
     std::size_t external_annotations = 0; // user annotations recorded beside the trace
 
     std::size_t eventCount() const;
+    // The trace of `device` (empty without one).
+    const std::vector<TraceEvent> &traceOf(int device) const;
     // The device whose trace has the most events (the lowest such index); -1 without any trace.
     int busiestDevice() const;
     // Bytes the allocator held (reserved) and handed out (live blocks: their rounded sizes, and

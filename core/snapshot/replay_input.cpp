@@ -11,15 +11,6 @@ namespace {
 
 constexpr Bytes kSmallSegmentBytes = 2 * kMiB; // kSmallBuffer, c10/cuda/CUDACachingAllocator.cpp
 
-const std::vector<TraceEvent> &eventsOf(const MemorySnapshot &snapshot, int device)
-{
-    static const std::vector<TraceEvent> kNone;
-    for (const DeviceTrace &t : snapshot.device_traces)
-        if (t.device == device)
-            return t.events;
-    return kNone;
-}
-
 // The device's segments as the snapshot holds them, by address.
 std::map<std::int64_t, StartSegment> finalSegments(const MemorySnapshot &snapshot, int device)
 {
@@ -92,7 +83,7 @@ bool traceStartState(const MemorySnapshot &snapshot,
     out = TraceStartState{};
     out.device = history.device;
     auto segments = finalSegments(snapshot, history.device);
-    if (!undoSegmentEvents(eventsOf(snapshot, history.device), segments, problem))
+    if (!undoSegmentEvents(snapshot.traceOf(history.device), segments, problem))
         return false;
     for (const TracedAllocation &a : history.allocations) {
         if (a.alloc_event != kBeforeTrace)
@@ -123,7 +114,7 @@ bool traceStartState(const MemorySnapshot &snapshot,
 std::vector<AllocationRequest> allocationRequests(const MemorySnapshot &snapshot, int device)
 {
     std::vector<AllocationRequest> requests;
-    const auto &events = eventsOf(snapshot, device);
+    const auto &events = snapshot.traceOf(device);
     for (std::size_t i = 0; i < events.size(); ++i) {
         const TraceEvent &e = events[i];
         RequestKind kind;

@@ -113,15 +113,6 @@ Told classify(const FrameTable &frames, StackId stack)
     return python ? Told::Forward : Told::Nothing;
 }
 
-const std::vector<TraceEvent> &eventsOf(const MemorySnapshot &snapshot, int device)
-{
-    static const std::vector<TraceEvent> kNone;
-    for (const DeviceTrace &t : snapshot.device_traces)
-        if (t.device == device)
-            return t.events;
-    return kNone;
-}
-
 } // namespace
 
 const TracePhaseSpan *TracePhases::span(Stage stage) const
@@ -147,7 +138,7 @@ Phase phaseOfTraceStage(Stage stage)
 TracePhases traceStages(const MemorySnapshot &snapshot, int device)
 {
     TracePhases out;
-    const std::vector<TraceEvent> &events = eventsOf(snapshot, device);
+    const std::vector<TraceEvent> &events = snapshot.traceOf(device);
     std::unordered_map<StackId, Told> told; // stacks are shared by many events
     Told current = Told::Nothing;
     std::size_t end = events.size();
