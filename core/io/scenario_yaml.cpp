@@ -87,7 +87,7 @@ bool readInference(YamlReader &r, const YAML::Node &n, InferenceConfig &c)
                       "kv_residual_length"}))
         return false;
     return r.getInt(n, "generated_tokens", c.generated_tokens, 0, 100'000'000)
-           && r.getEnum(n, "kv_cache", c.kv_cache, parseKvCacheKind, kKvCacheKindNames, 3)
+           && r.getEnum(n, "kv_cache", c.kv_cache, parseKvCacheKind, kKvCacheKindNames, 4)
            && r.getEnum(n,
                         "kv_cache_dtype",
                         c.kv_cache_dtype,
@@ -190,12 +190,29 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
     return true;
 }
 
-// stack: a name, or {name, version}.
+// A version key of `stack`, checked to be one.
+bool readVersion(
+    YamlReader &r, const YAML::Node &node, const char *key, const char *library, std::string &out)
+{
+    std::string version;
+    LibraryVersion parsed;
+    if (!r.scalarText(node, key, version))
+        return false;
+    if (!parseLibraryVersion(version, parsed))
+        return r.fail(node,
+                      "'" + version + "' is not a version; expected one such as "
+                          + (std::string(library) == "PyTorch" ? "2.0 or 2.4.1" : "4.46 or 0.25.1")
+                          + " (" + library + "'s)");
+    out = version;
+    return true;
+}
+
+// stack: a name, or {name, version, torch}.
 bool readStack(YamlReader &r, const YAML::Node &node, StackConfig &stack)
 {
     const YAML::Node nameNode = node.IsMap() ? node["name"] : node;
     if (node.IsMap()) {
-        if (!r.expectMap(node, "stack", {"name", "version"}))
+        if (!r.expectMap(node, "stack", {"name", "version", "torch"}))
             return false;
         if (!nameNode.IsDefined())
             return r.fail(node, "a stack needs a 'name' (" + allowedNames(kStackNames, 7) + ")");
@@ -210,18 +227,18 @@ bool readStack(YamlReader &r, const YAML::Node &node, StackConfig &stack)
     if (!parseStack(name, stack.name))
         return r.fail(nameNode,
                       "unknown stack '" + name + "'; expected " + allowedNames(kStackNames, 7));
-    if (node.IsMap() && node["version"].IsDefined()) {
-        std::string version;
-        LibraryVersion parsed;
-        if (!r.scalarText(node["version"], "version", version))
-            return false;
-        if (!parseLibraryVersion(version, parsed))
-            return r.fail(node["version"],
-                          "'" + version + "' is not a version; expected one such as 4.46 or 0.25.1 ("
-                              + stackLibrary(stack.name) + "'s)");
-        stack.version = version;
-    }
-    return true;
+    if (!node.IsMap())
+        return true;
+    if (node["version"].IsDefined()
+        && !readVersion(r, node["version"], "version", stackLibrary(stack.name), stack.version))
+        return false;
+    if (!node["torch"].IsDefined())
+        return true;
+    if (stack.name == Stack::PlainTorch)
+        return r.fail(node["torch"],
+                      "plain-torch's 'version' is PyTorch's; write {name: plain-torch, version: "
+                      "\"2.0\"} instead of 'torch'");
+    return readVersion(r, node["torch"], "torch", "PyTorch", stack.torch);
 }
 
 bool readDeepSpeedKeys(YamlReader &r, const YAML::Node &d, DeepSpeedConfig &c)
@@ -630,10 +647,14 @@ namespace {
 
 std::string stackYaml(const StackConfig &stack)
 {
-    if (stack.version.empty())
+    if (stack.version.empty() && stack.torch.empty())
         return std::string("stack: ") + stackName(stack.name) + "\n";
-    return std::string("stack: {name: ") + stackName(stack.name)
-           + ", version: " + yamlString(stack.version) + "}\n";
+    std::string out = std::string("stack: {name: ") + stackName(stack.name);
+    if (!stack.version.empty())
+        out += ", version: " + yamlString(stack.version);
+    if (!stack.torch.empty())
+        out += ", torch: " + yamlString(stack.torch);
+    return out + "}\n";
 }
 
 // Keys written only when set, after the documented ones of `training`.

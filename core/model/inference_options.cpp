@@ -5,7 +5,7 @@
 
 namespace membudget {
 
-const char *const kKvCacheKindNames[3] = {"dynamic", "static", "quantized"};
+const char *const kKvCacheKindNames[4] = {"dynamic", "static", "quantized", "legacy"};
 const char *const kKvCacheDtypeNames[2] = {"model", "fp8"};
 
 const char *kvCacheKindName(KvCacheKind v)

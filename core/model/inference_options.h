@@ -11,6 +11,9 @@ enum class KvCacheKind {
     Dynamic, // DynamicCache: each layer's keys and values re-made with torch.cat every step
     Static,  // StaticCache: max_cache_len positions allocated at the first update, written in place
     Quantized, // QuantizedCache (quanto / HQQ): quantized keys and values plus a full-precision tail
+    Legacy,    // tuples of (key, value) per layer (transformers before 4.36, remote code such as
+               // Qwen v1): each step cats every layer into new tensors while the tuple the step was
+               // given keeps the old ones until generate() replaces it after the step
 };
 
 // The element type a dynamic or static cache stores: the model's dtype, or float8 with a per-tensor
@@ -37,7 +40,7 @@ const char *kvCacheKindName(KvCacheKind v);
 bool parseKvCacheKind(const std::string &s, KvCacheKind &v);
 const char *kvCacheDtypeName(KvCacheDtype v);
 bool parseKvCacheDtype(const std::string &s, KvCacheDtype &v);
-extern const char *const kKvCacheKindNames[3];
+extern const char *const kKvCacheKindNames[4];
 extern const char *const kKvCacheDtypeNames[2];
 
 // Positions a static cache holds for `prompt` tokens: max_cache_len, or prompt + generated.

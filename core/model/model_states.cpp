@@ -120,6 +120,7 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
     s.grad_bytes_per_param = full ? wb : ab;
     s.master_bytes_per_param = mb;
     s.state_bytes = sb;
+    s.trainable_state_bytes = full ? sb : asb;
     for (const TensorGroup &g : layout) {
         const double rows = static_cast<double>(g.rows);
         const double cols = static_cast<double>(g.cols) / (g.tensor_parallel_split ? tp : 1.0);
@@ -151,6 +152,8 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             paged = pagedStateBytes(tr.optimizer, rows, cols, count, sb);
             tensors = perLayer;
             s.largest_trainable = std::max(s.largest_trainable, rows * cols);
+            if (inLayer)
+                s.largest_trainable_in_layer = std::max(s.largest_trainable_in_layer, rows * cols);
         } else if (tr.method == Method::Ia3) {
             if (!g.linear || (g.lora_bits & tr.ia3.targets) == 0)
                 continue;
@@ -158,6 +161,9 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             const double vector = (g.role == TensorRole::Down ? rows : cols) * count;
             addAdapter(s, inLayer, vector, ab, perLayer);
             s.largest_trainable = std::max(s.largest_trainable, vector / count);
+            if (inLayer)
+                s.largest_trainable_in_layer = std::max(s.largest_trainable_in_layer,
+                                                        vector / count);
             grad = vector * ab;
             master = vector * mb;
             states = optimizerStateBytes(tr.optimizer, vector, 1, 1, asb);
@@ -181,6 +187,9 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
                     + pagedStateBytes(tr.optimizer, rank, cols, count, asb);
             tensors = adapterTensors;
             s.largest_trainable = std::max(s.largest_trainable, std::max(rows, cols) * rank);
+            if (inLayer)
+                s.largest_trainable_in_layer = std::max(s.largest_trainable_in_layer,
+                                                        std::max(rows, cols) * rank);
         }
         states -= paged; // outside torch's allocator
         s.paged_states += paged;

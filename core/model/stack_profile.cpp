@@ -2,6 +2,7 @@
 #include "model/stack_profile.h"
 
 #include "model/model_states.h"
+#include "model/torch_release.h"
 
 #include <cctype>
 #include <cstdio>
@@ -51,11 +52,11 @@ LossImplementation transformersLoss(const LibraryVersion &v)
 // TrainingArguments.optim: "adamw_torch" (torch.optim.AdamW, foreach on CUDA) from 4.32
 // (transformers PR #25109), "adamw_torch_fused" with torch >= 2.8 from 4.54 (PR #37358). Before
 // 4.32 "adamw_hf", transformers' own per-tensor AdamW: no group-wide temporaries, as the fused one.
-Optimizer transformersOptimizer(const LibraryVersion &v)
+Optimizer transformersOptimizer(const LibraryVersion &v, const LibraryVersion &torch)
 {
     if (before(v, 4, 32))
         return Optimizer::AdamWFused;
-    if (before(v, 4, 54))
+    if (before(v, 4, 54) || before(torch, 2, 8))
         return Optimizer::AdamW;
     return Optimizer::AdamWFused;
 }
@@ -69,7 +70,7 @@ StaticDefaults staticDefaults(const TrainingConfig &t)
     case Stack::PlainTorch:
         break;
     case Stack::HfTrainer:
-        d.optimizer = transformersOptimizer(v);
+        d.optimizer = transformersOptimizer(v, torchRelease(t.stack));
         d.loss = transformersLoss(v);
         // The PEFT QLoRA recipe: prepare_model_for_kbit_training(model) turns gradient
         // checkpointing on by default (peft/utils/other.py, use_gradient_checkpointing=True).
@@ -77,11 +78,13 @@ StaticDefaults staticDefaults(const TrainingConfig &t)
             d.checkpointing = Checkpointing::Full;
         break;
     case Stack::TrlSft:
-        // TRL >= 0.22 requires transformers >= 4.55 (adamw_torch_fused) and defaults SFTConfig's
+        // TRL >= 0.22 requires transformers >= 4.55 (adamw_torch_fused with torch >= 2.8) and defaults SFTConfig's
         // gradient_checkpointing to True (trl/trainer/sft_config.py); TRL >= 0.26 no longer
         // prepares k-bit models and casts the adapters of a quantized model to bf16
         // (trl/trainer/sft_trainer.py).
-        d.optimizer = before(v, 0, 22) ? Optimizer::AdamW : Optimizer::AdamWFused;
+        d.optimizer = before(v, 0, 22) || before(torchRelease(t.stack), 2, 8)
+                          ? Optimizer::AdamW
+                          : Optimizer::AdamWFused;
         if (!before(v, 0, 22))
             d.checkpointing = Checkpointing::Full;
         if (qlora && !before(v, 0, 26))
@@ -410,6 +413,8 @@ std::string describeStack(const StackConfig &s)
     } else {
         out += s.version;
     }
+    if (!s.torch.empty())
+        out += ", PyTorch " + s.torch;
     return out + ")";
 }
 

@@ -5,6 +5,7 @@
 #include "model/graph_precision.h"
 #include "model/graph_timeline.h"
 #include "model/stack_profile.h"
+#include "model/torch_release.h"
 
 #include <algorithm>
 #include <memory>
@@ -112,6 +113,7 @@ private:
     void backwardLayers();
     void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from);
     void optimizerStep();
+    void adamWWorkspace(TimelineBlock &b);
     void zeroGrad(TimelineBlock &b);
 
     const EstimateInput &m_in;
@@ -392,10 +394,24 @@ void StepBuilder::decode()
     } else {
         const int keys = tensor("torch.cat keys", after * e, Component::KvCache, true);
         const int values = tensor("torch.cat values", after * e, Component::KvCache, true);
+        const bool legacy = inf.kv_cache == KvCacheKind::Legacy;
         alloc(last, keys);
-        release(last, grownKeys);
+        if (!legacy)
+            release(last, grownKeys);
         alloc(last, values);
-        release(last, grownValues);
+        if (!legacy)
+            release(last, grownValues);
+        if (legacy) {
+            // The step's input tuple keeps every layer's old keys and values until the step is
+            // over (Qwen v1 modeling_qwen.py: key = torch.cat((past_key, key), dim=1), present =
+            // (key, value); the caller holds past_key_values): the cache twice over at the end.
+            decodeLogits();
+            TimelineBlock &old = m_tl.addBlock(Stage::Decode, Phase::Forward, 0, 1, m_layers);
+            old.decoder_layer = true;
+            release(old, grownKeys);
+            release(old, grownValues);
+            return;
+        }
     }
     decodeLogits();
 }
@@ -571,7 +587,8 @@ void StepBuilder::layerGradients(TimelineBlock &b, const GraphTimeline &g, std::
 
 // The optimizer step on this GPU's trainable parameters, then zero_grad(set_to_none=True).
 //  - torch's foreach AdamW allocates sqrt(exp_avg_sq) for the whole parameter group at once, one
-//    state-sized list (torch/optim/adamw.py, _multi_tensor_adamw; measured in torchtune PR #389);
+//    state-sized list (torch/optim/adamw.py, _multi_tensor_adamw; measured in torchtune PR #389),
+//    two in torch 2.0, and before 2.0 it loops tensor by tensor (adamWWorkspace below);
 //    the fused and 8-bit kernels and DeepSpeed's Adam update in place;
 //  - Lion and Adafactor loop per tensor with tensor-sized temporaries;
 //  - mixed precision first makes fp32 copies of the gradients for the master update.
@@ -596,12 +613,9 @@ void StepBuilder::optimizerStep()
         switch (t.optimizer) {
         case Optimizer::AdamW: // bitsandbytes' paged AdamW updates tensor by tensor in one kernel
             if (!isDeepSpeed(m_s.sharding) && !isMixedMaster(t.precision)) {
-                temp = m_s.states / m_s.state_shard / 2; // the size of exp_avg_sq
-                name = "foreach AdamW sqrt(exp_avg_sq)";
-                // One tensor per parameter (a flat parameter per unit when sharded).
-                parts = m_s.state_shard > 1
-                            ? m_layers + 1.0
-                            : m_s.trainable_layer_tensors * m_layers + m_s.trainable_root_tensors;
+                adamWWorkspace(b);
+                zeroGrad(b);
+                return;
             }
             break;
         case Optimizer::Lion:
@@ -620,6 +634,49 @@ void StepBuilder::optimizerStep()
         }
     }
     zeroGrad(b);
+}
+
+// torch.optim.AdamW's temporaries as the scenario's torch release makes them (model/torch_release.h).
+void StepBuilder::adamWWorkspace(TimelineBlock &b)
+{
+    const AdamWWorkspace kind = membudget::adamWWorkspace(torchRelease(m_in.training.stack));
+    if (kind == AdamWWorkspace::PerTensor) {
+        // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): a square root and its
+        // quotient, while the previous tensor's denom stays bound until the loop rebinds it. In a
+        // layer the largest tensor follows one of its size (gate then up; LoRA's A then B): three
+        // at once; the embedding comes first and lm_head after a norm: two (measured on CPU).
+        const double elements = std::max(2 * m_s.largest_trainable,
+                                         3 * m_s.largest_trainable_in_layer);
+        const int t = tensor("AdamW square root, quotient and the previous denominator",
+                             bytes(m_s.trainable_state_bytes * elements),
+                             Component::Temporaries,
+                             false,
+                             2);
+        alloc(b, t);
+        release(b, t);
+        return;
+    }
+    // One tensor per parameter (a flat parameter per unit when sharded).
+    const double parts = m_s.state_shard > 1
+                             ? m_layers + 1.0
+                             : m_s.trainable_layer_tensors * m_layers + m_s.trainable_root_tensors;
+    const double list = m_s.states / m_s.state_shard / 2; // the size of exp_avg_sq
+    const int roots = tensor("foreach AdamW sqrt(exp_avg_sq)",
+                             bytes(list),
+                             Component::Temporaries,
+                             false,
+                             parts);
+    alloc(b, roots);
+    if (kind == AdamWWorkspace::TwoLists) {
+        const int denom = tensor("foreach AdamW denominators (torch 2.0)",
+                                 bytes(list),
+                                 Component::Temporaries,
+                                 false,
+                                 parts);
+        alloc(b, denom);
+        release(b, denom);
+    }
+    release(b, roots);
 }
 
 // zero_grad(set_to_none=True) frees every .grad (or FSDP's gradient shards); DeepSpeed ZeRO-2 keeps

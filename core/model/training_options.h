@@ -89,6 +89,7 @@ struct StackConfig
 {
     Stack name = Stack::PlainTorch;
     std::string version; // the stack's main library version ("4.46", "0.25.1"); empty: newest known
+    std::string torch;   // PyTorch's version under a library stack ("2.0"); plain-torch: `version`
     bool operator==(const StackConfig &) const = default;
 };
 

@@ -75,6 +75,7 @@ private Q_SLOTS:
     void inferenceHidesTrainingAndNamesTheKvCache();
     void gpuListFollowsTheUnitRoundedDown();
     void aHuggingFaceIdGetsAHint();
+    void torchReleasePickerFollowsTheScenario();
 
 private:
     QTemporaryDir *m_dir = nullptr;
@@ -270,6 +271,42 @@ void TestControlsPanel::aHuggingFaceIdGetsAHint()
     Q_EMIT model->activated(mistral);
     Q_EMIT model->lineEdit()->editingFinished();
     QVERIFY(!hint->isVisible());
+}
+
+// The PyTorch picker (issue #11's swift-mistral run): 2.0's AdamW keeps two parameter-sized lists,
+// the newest one; the release survives a change of stack and shows on the picker.
+void TestControlsPanel::torchReleasePickerFollowsTheScenario()
+{
+    ScenarioDocument *doc = m_window->document();
+    doc->edit(QStringLiteral("full bf16"), [](Scenario &s) {
+        s.training.method = Method::Full;
+        s.training.precision = Precision::Bf16;
+        s.training.optimizer = Optimizer::AdamW;
+    });
+    auto temporaries = [doc] {
+        return doc->estimate().phase(Phase::OptimizerStep)[Component::Temporaries];
+    };
+    const auto newest = temporaries();
+    auto *torch = m_window->findChild<QComboBox *>(QStringLiteral("torch"));
+    QVERIFY(torch);
+    QCOMPARE(torch->currentIndex(), 0);
+    torch->setCurrentIndex(2);
+    Q_EMIT torch->activated(2);
+    QCOMPARE(doc->scenario().training.stack.version, std::string("2.0"));
+    QCOMPARE(temporaries(), 2 * newest);
+
+    auto *stack = m_window->findChild<QComboBox *>(QStringLiteral("stack"));
+    const int trainer = stack->findData(QStringLiteral("hf-trainer"));
+    stack->setCurrentIndex(trainer);
+    Q_EMIT stack->activated(trainer);
+    QCOMPARE(doc->scenario().training.stack.torch, std::string("2.0"));
+    QCOMPARE(doc->scenario().training.optimizer, Optimizer::AdamW); // fused needs torch 2.8
+    QCOMPARE(torch->currentIndex(), 2);
+
+    doc->undoStack()->undo();
+    doc->undoStack()->undo();
+    QCOMPARE(torch->currentIndex(), 0);
+    QCOMPARE(temporaries(), newest);
 }
 
 QTEST_MAIN(TestControlsPanel)

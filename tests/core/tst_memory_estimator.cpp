@@ -168,6 +168,23 @@ private slots:
                  static_cast<qint64>(u * (31 * 2 * 4096 + 2 * 4096 + 4095)));
     }
 
+    void legacyTupleCacheHoldsTheOldOneUntilTheStepEnds()
+    {
+        // Tuple past_key_values (Qwen v1's code, transformers before 4.36): every layer's keys and
+        // values are re-made by torch.cat while the step's input tuple keeps the old ones, so the
+        // step ends with the cache twice over: 32 layers x 2 x (4096 new + 4095 old positions).
+        const double u = 4 * 1024 * 2;
+        const MemoryEstimate e = estimateMemory(generation(KvCacheKind::Legacy, 3072));
+        QCOMPARE(e.moments[0].stage, Stage::Decode);
+        QCOMPARE(at(e, Phase::Forward, Component::KvCache),
+                 static_cast<qint64>(u * 32 * 2 * (4096 + 4095)));
+        // The prefill is the same as a DynamicCache's.
+        QCOMPARE(at(estimateMemory(generation(KvCacheKind::Legacy, 0)),
+                    Phase::Forward,
+                    Component::KvCache),
+                 static_cast<qint64>(2 * 32 * 1024 * u));
+    }
+
     void staticCacheIsSizedApart()
     {
         // StaticCache allocates max_cache_len positions at the prefill and writes in place after.

@@ -302,6 +302,13 @@ parallelism:
             << 2 << 33 << "'latest' is not a version";
         QTest::newRow("stack without name") << "format: membudget/1\nstack: {version: \"4.46\"}\n"
                                             << 2 << 8 << "a stack needs a 'name'";
+        QTest::newRow("stack torch not a version")
+            << "format: membudget/1\nstack: {name: hf-trainer, torch: nightly}\n"
+            << 2 << 34
+            << "'nightly' is not a version; expected one such as 2.0 or 2.4.1 (PyTorch's)";
+        QTest::newRow("plain-torch with torch")
+            << "format: membudget/1\nstack: {name: plain-torch, torch: \"2.0\"}\n"
+            << 2 << 35 << "plain-torch's 'version' is PyTorch's";
         QTest::newRow("unknown loss") << "format: membudget/1\ntraining:\n  loss: liger\n"
                                       << 3 << 9 << "liger-fused";
         QTest::newRow("bad fsdp dtype")
@@ -358,6 +365,18 @@ parallelism:
         QVERIFY2(back.has_value(), error.toString().c_str());
         QVERIFY(*back == *s);
         QCOMPARE(scenarioToYaml(*back), saved);
+
+        // The PyTorch release under a library stack, written after its version.
+        const auto onTorch = parseScenario(
+            "format: membudget/1\nstack: {name: trl-sft, torch: \"2.0.1\", version: \"0.20\"}\n",
+            "t.yaml",
+            error);
+        QVERIFY2(onTorch.has_value(), error.toString().c_str());
+        QCOMPARE(onTorch->training.stack.torch, std::string("2.0.1"));
+        const std::string onTorchSaved = scenarioToYaml(*onTorch);
+        QVERIFY2(onTorchSaved.find("stack: {name: trl-sft, version: \"0.20\", torch: 2.0.1}")
+                     != std::string::npos,
+                 onTorchSaved.c_str());
 
         // Every key still overrides; a stack-less file keeps today's defaults.
         const auto explicitOpt = parseScenario(

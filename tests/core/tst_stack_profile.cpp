@@ -3,6 +3,7 @@
 #include "model/parameter_layout.h"
 #include "model/scenario.h"
 #include "model/stack_profile.h"
+#include "model/torch_release.h"
 #include "test_architectures.h"
 
 #include <QtTest>
@@ -111,6 +112,65 @@ private slots:
         QCOMPARE(at(a, Phase::OptimizerStep, Component::Temporaries)
                      - at(b, Phase::OptimizerStep, Component::Temporaries),
                  2 * psi);
+    }
+
+    // torch.optim.AdamW's workspace by release (model/torch_release.h), checked against the CPU
+    // harness in tools/measure/compare.py: 1.13 loops tensor by tensor, 2.0 keeps two
+    // parameter-sized lists, 2.1 and later one.
+    void torchReleaseSizesTheAdamWWorkspace_data()
+    {
+        QTest::addColumn<QString>("torch");
+        QTest::addColumn<int>("lists"); // state-sized lists; -1: per tensor
+        QTest::newRow("1.13: one tensor at a time") << "1.13" << -1;
+        QTest::newRow("2.0: roots and denominators") << "2.0.1" << 2;
+        QTest::newRow("2.1: eps added in place") << "2.1" << 1;
+        QTest::newRow("newest known") << "" << 1;
+    }
+    void torchReleaseSizesTheAdamWWorkspace()
+    {
+        QFETCH(QString, torch);
+        QFETCH(int, lists);
+        const EstimateInput in = withStack(input(tinyLlama(), Method::Full, Precision::Bf16),
+                                           Stack::PlainTorch,
+                                           torch.toStdString());
+        const MemoryEstimate e = estimateMemory(in);
+        const qint64 psi = e.trainable_parameters;
+        const qint64 workspace = at(e, Phase::OptimizerStep, Component::Temporaries);
+        if (lists > 0) {
+            QCOMPARE(workspace, lists * 2 * psi);
+            return;
+        }
+        // Square root, quotient and the previous tensor's denominator: three MLP matrices (gate
+        // then up), or two embeddings when those are larger.
+        const ModelArchitecture a = tinyLlama();
+        const qint64 mlp = a.hidden_size * a.intermediate_size;
+        const qint64 embedding = a.hidden_size * a.vocab_size;
+        QCOMPARE(workspace, 2 * std::max(3 * mlp, 2 * embedding));
+    }
+
+    // The Trainer's adamw_torch_fused default needs torch 2.8 (transformers PR #37358); a scenario
+    // on an older torch gets adamw_torch, and switching stacks keeps the release.
+    void trainerOptimizerFollowsTheTorchRelease()
+    {
+        EstimateInput in = input(tinyLlama(), Method::Full, Precision::Bf16);
+        in.training.stack = {Stack::HfTrainer, "4.57", "2.7"};
+        applyStackDefaults(in.training, in.parallelism);
+        QCOMPARE(in.training.optimizer, Optimizer::AdamW);
+        QCOMPARE(describeStack(in.training.stack),
+                 std::string("hf-trainer (transformers 4.57, PyTorch 2.7)"));
+        setTorchRelease(in.training, in.parallelism, "");
+        QCOMPARE(in.training.optimizer, Optimizer::AdamWFused);
+        in.training.optimizer = Optimizer::Lion; // chosen by hand: kept
+        setTorchRelease(in.training, in.parallelism, "2.0");
+        QCOMPARE(in.training.optimizer, Optimizer::Lion);
+        QCOMPARE(torchReleaseRange(in.training.stack), 2);
+        switchStack(in.training, in.parallelism, Stack::PlainTorch);
+        QCOMPARE(in.training.stack.version, std::string("2.0"));
+        QVERIFY(in.training.stack.torch.empty());
+        QCOMPARE(torchReleaseRange(in.training.stack), 2);
+        switchStack(in.training, in.parallelism, Stack::TrlSft);
+        QCOMPARE(in.training.stack.torch, std::string("2.0"));
+        QCOMPARE(in.training.optimizer, Optimizer::AdamW);
     }
 
     // PEFT prepare_model_for_kbit_training: every parameter that is not 4-bit becomes fp32.

@@ -13,6 +13,7 @@
 #include "document/scenario_document.h"
 #include "hub/hub_model_ref.h"
 #include "model/stack_profile.h"
+#include "model/torch_release.h"
 #include "widgets/log_slider.h"
 
 #include <QCheckBox>
@@ -85,7 +86,8 @@ const EnumLabel kQuantizationLabels[]
 const EnumLabel kKvCacheLabels[]
     = {{"dynamic", QT_TRANSLATE_NOOP("Controls", "Dynamic (grows with torch.cat)")},
        {"static", QT_TRANSLATE_NOOP("Controls", "Static (prompt + generated, allocated once)")},
-       {"quantized", QT_TRANSLATE_NOOP("Controls", "Quantized 4-bit (quanto)")}};
+       {"quantized", QT_TRANSLATE_NOOP("Controls", "Quantized 4-bit (quanto)")},
+       {"legacy", QT_TRANSLATE_NOOP("Controls", "Legacy tuples (old and new held per step)")}};
 const EnumLabel kKvDtypeLabels[] = {{"model", QT_TRANSLATE_NOOP("Controls", "Model dtype")},
                                     {"fp8", QT_TRANSLATE_NOOP("Controls", "fp8")}};
 const EnumLabel kOptimizerLabels[]
@@ -489,12 +491,31 @@ QWidget *ControlsPanel::buildTrainingGroup()
     connect(m_stack, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_stack);
         edit(tr("Change stack"), [name](Scenario &s) {
-            parseStack(name, s.training.stack.name);
-            s.training.stack.version.clear();
-            applyStackDefaults(s.training, s.parallelism);
+            Stack stack{};
+            parseStack(name, stack);
+            switchStack(s.training, s.parallelism, stack);
         });
     });
     form->addRow(tr("Stack:"), m_stack);
+
+    m_torch = new QComboBox;
+    m_torch->setObjectName(QStringLiteral("torch"));
+    // One item per range of releases that differ in bytes (model/torch_release.h).
+    for (const char *label : {QT_TRANSLATE_NOOP("Controls", "2.8 or later"),
+                              QT_TRANSLATE_NOOP("Controls", "2.1 to 2.7"),
+                              QT_TRANSLATE_NOOP("Controls", "2.0"),
+                              QT_TRANSLATE_NOOP("Controls", "1.13 or older")})
+        m_torch->addItem(QCoreApplication::translate("Controls", label));
+    m_torch->setToolTip(
+        tr("The PyTorch release: torch.optim.AdamW keeps one parameter-sized temporary list from "
+           "2.1, two in 2.0, and loops tensor by tensor before 2.0; the Trainer defaults to fused "
+           "AdamW only with 2.8 or later"));
+    connect(m_torch, &QComboBox::activated, this, [this](int index) {
+        const std::string version = kTorchRangeVersions[index];
+        edit(tr("Change PyTorch release"),
+             [version](Scenario &s) { setTorchRelease(s.training, s.parallelism, version); });
+    });
+    form->addRow(tr("PyTorch:"), m_torch);
 
     m_precision
         = enumCombo("precision",
@@ -1111,6 +1132,10 @@ void ControlsPanel::syncFromDocument()
         m_loraTargets[i]->setChecked((t.lora.targets & kTargets[i]) != 0);
     selectName(m_adapterPrecision, adapterPrecisionName(t.lora.adapter_precision));
     selectName(m_stack, stackName(t.stack.name));
+    {
+        const QSignalBlocker block(m_torch);
+        m_torch->setCurrentIndex(torchReleaseRange(t.stack));
+    }
     m_dora->setChecked(t.lora.use_dora);
     m_dora->setEnabled(t.method == Method::Lora || t.method == Method::Qlora);
     selectName(m_precision, precisionName(t.precision));

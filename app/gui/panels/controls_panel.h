@@ -116,6 +116,7 @@ private:
     QList<QCheckBox *> m_loraTargets;
     QComboBox *m_adapterPrecision = nullptr;
     QComboBox *m_stack = nullptr;
+    QComboBox *m_torch = nullptr;
     QCheckBox *m_dora = nullptr;
     QComboBox *m_precision = nullptr;
     QComboBox *m_quantization = nullptr;
