@@ -50,6 +50,7 @@ private Q_SLOTS:
     void droppingASnapshotOpensIt();
     void badFilesAreRefused();
     void calibrateIsOneUndoStep();
+    void stackedAreasFollowTheSteps();
 
 private:
     TimelineChart *chart() const { return m_window->timelineView()->chart(); }
@@ -212,6 +213,41 @@ void TestTimelineView::calibrateIsOneUndoStep()
     QVERIFY(doc->scenario().overheads == before);
     doc->undoStack()->redo();
     QVERIFY(doc->scenario().overheads == calibrated);
+}
+
+// The stacked areas are rasterised by StackedStepAreas: each value holds from its key to the next
+// (as QCPGraph's lsStepLeft), bands stack in order, a band of zero height leaves the one below
+// showing, and nothing is drawn past the last key.
+void TestTimelineView::stackedAreasFollowTheSteps()
+{
+    QCustomPlot plot;
+    plot.resize(400, 300);
+    plot.xAxis->setRange(0, 40);
+    plot.yAxis->setRange(0, 5);
+    auto *areas = new StackedStepAreas(plot.xAxis, plot.yAxis);
+    const QColor red(200, 0, 0), blue(0, 0, 200);
+    areas->setData({0, 10, 20, 30},
+                   {{red, red.darker(), {1, 3, 2, 2}}, {blue, blue.darker(), {2, 3, 4, 4}}});
+    plot.replot();
+    const QImage image = plot.toPixmap(400, 300).toImage();
+    auto at = [&](double key, double value) {
+        return QColor(image.pixel(qRound(plot.xAxis->coordToPixel(key)),
+                                  qRound(plot.yAxis->coordToPixel(value))));
+    };
+    QCOMPARE(at(5, 0.5), red);
+    QCOMPARE(at(5, 1.5), blue);
+    QCOMPARE(at(5, 2.5), QColor(Qt::white));
+    QCOMPARE(at(15, 2.5), red); // blue has no height here
+    QCOMPARE(at(15, 3.5), QColor(Qt::white));
+    QCOMPARE(at(25, 1.0), red);
+    QCOMPARE(at(25, 3.0), blue);
+    QCOMPARE(at(35, 1.3), QColor(Qt::white));
+    // The Timeline tab draws its components this way, one band per component in the legend.
+    m_window->views()->setCurrentIndex(MainWindow::TimelineViewIndex);
+    QVERIFY(chart()->contents());
+    const int graphs = chart()->graphCount();
+    QVERIFY(graphs >= 2);
+    QCOMPARE(chart()->graph(0)->lineStyle(), QCPGraph::lsNone);
 }
 
 QTEST_MAIN(TestTimelineView)

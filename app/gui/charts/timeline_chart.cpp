@@ -81,6 +81,8 @@ TimelineChart::TimelineChart(QWidget *parent)
     // nine stacked fills of a thousand columns each (text stays antialiased).
     setNotAntialiasedElements(QCP::aePlottables | QCP::aeFills | QCP::aeGrid | QCP::aeSubGrid
                               | QCP::aeZeroLine);
+    // The stacked components, under every graph and item of the main layer.
+    m_areas = new StackedStepAreas(xAxis, yAxis);
 }
 
 void TimelineChart::setUnit(ByteUnit unit)
@@ -171,6 +173,7 @@ void TimelineChart::rebuild()
         tr("Allocated by PyTorch (%1)")
             .arg(m_unit == ByteUnit::GiB ? QStringLiteral("GiB") : QStringLiteral("GB")));
     m_drawnPoints = 0;
+    m_areas->clearData();
     if (!m_contents || m_contents->series.positions() < 2) {
         replot(QCustomPlot::rpQueuedReplot);
         return;
@@ -220,7 +223,7 @@ void TimelineChart::drawComponents(const std::vector<std::size_t> &kept)
         keys[static_cast<int>(i)] = static_cast<double>(kept[i]);
     QVector<double> below(keys.size(), 0.0);
     const bool dark = chartColors(palette()).dark;
-    QCPGraph *previous = nullptr;
+    std::vector<StackedStepAreas::Band> bands;
     for (int c = 0; c < kAllocatedComponentCount; ++c) {
         bool any = false;
         QVector<double> values(keys.size());
@@ -232,18 +235,18 @@ void TimelineChart::drawComponents(const std::vector<std::size_t> &kept)
         if (!any)
             continue;
         const auto component = static_cast<Component>(c);
+        const QColor fill = componentColor(component, dark);
+        // The graph holds the curve and names it in the legend; StackedStepAreas draws it.
         QCPGraph *g = addGraph();
         g->setName(componentName(component));
-        g->setLineStyle(QCPGraph::lsStepLeft);
-        QColor fill = componentColor(component, dark);
+        g->setLineStyle(QCPGraph::lsNone);
         g->setPen(QPen(fill.darker(115), 1));
         g->setBrush(fill);
-        if (previous)
-            g->setChannelFillGraph(previous);
         g->setData(keys, values, true);
-        previous = g;
+        bands.push_back({fill, fill.darker(115), values});
         below = values;
     }
+    m_areas->setData(keys, std::move(bands));
 }
 
 void TimelineChart::drawReserved(double x0, double x1)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "charts/stacked_step_areas.h"
+
 // One step's memory over time: the bytes allocated after every allocation and free of the
 // estimated step, stacked by component, the caching-allocator model's reserved bytes above them,
 // the step's stages shaded, the peak marked with what it is made of, the selected GPUs' capacity
@@ -83,6 +85,7 @@ private:
     double value(Bytes bytes) const;
     int columns() const;
 
+    StackedStepAreas *m_areas = nullptr; // owned by the plot
     std::shared_ptr<const TimelineChartContents> m_contents;
     std::shared_ptr<const TimelineChartMeasured> m_measured;
     ByteUnit m_unit = ByteUnit::GiB;
