@@ -114,6 +114,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                       "gradient_accumulation_steps",
                       "gradient_checkpointing",
                       "attention",
+                      "batch_padding",
                       "loss",
                       "lora",
                       "offload",
@@ -136,6 +137,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                        kCheckpointingNames,
                        3)
           && r.getEnum(t, "attention", c.attention, parseAttention, kAttentionNames, 3)
+          && r.getEnum(t, "batch_padding", c.batch_padding, parseBatchPadding, kBatchPaddingNames, 3)
           && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 6)
           && r.getBool(t, "kbit_fp32_upcast", c.kbit_fp32_upcast)))
         return false;
@@ -729,6 +731,8 @@ std::string scenarioToYaml(const Scenario &s)
     out += "  gradient_accumulation_steps: " + std::to_string(t.gradient_accumulation_steps) + "\n";
     out += std::string("  gradient_checkpointing: ") + checkpointingName(t.checkpointing) + "\n";
     out += std::string("  attention: ") + attentionName(t.attention) + "\n";
+    if (t.batch_padding != BatchPadding::None)
+        out += std::string("  batch_padding: ") + batchPaddingName(t.batch_padding) + "\n";
     if (t.loss != defaults.loss)
         out += std::string("  loss: ") + lossName(t.loss) + "\n";
     if (t.method != Method::Full || !(t.lora == defaults.lora)) {

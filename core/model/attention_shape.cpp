@@ -1,7 +1,22 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/attention_shape.h"
 
+#include "model/stack_profile.h"
+
 namespace membudget {
+
+namespace {
+
+// transformers before 4.53 built an additive 4-D mask in the hidden states' dtype
+// (_prepare_4d_causal_attention_mask_with_cache_position); masking_utils (4.53) a bool one.
+bool hfLegacyMask(const StackConfig &stack)
+{
+    LibraryVersion v;
+    return stack.name == Stack::HfTrainer && parseLibraryVersion(stack.version, v)
+           && v < LibraryVersion{4, 53, 0};
+}
+
+} // namespace
 
 AttentionShape attentionShape(const TrainingConfig &t)
 {
@@ -9,6 +24,8 @@ AttentionShape attentionShape(const TrainingConfig &t)
     a.rows = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.sequence_length);
     a.cache = SizeExpr::perToken(1);
     a.scores = SizeExpr::perTokenSeq(1);
+    a.mask_bool = !hfLegacyMask(t.stack);
+    a.mask = t.attention == Attention::Sdpa && t.batch_padding != BatchPadding::None;
     if (t.mode != Mode::Inference || t.inference.kv_cache != KvCacheKind::Static)
         return a;
     const InferenceConfig &inf = t.inference;

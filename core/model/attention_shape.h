@@ -10,16 +10,22 @@ namespace membudget {
 // b x s tokens, attending to the keys their cache holds.
 struct AttentionShape
 {
-    SizeExpr cache;    // positions x sequences of the keys attention reads
-    SizeExpr scores;   // query tokens x key positions (eager scores, masks)
-    double rows = 0;   // tokens at the scenario's own shape (decides quantized kernels)
-    bool mask = false; // SDPA gets an explicit mask (static cache prefill: keys != queries)
+    SizeExpr cache;        // positions x sequences of the keys attention reads
+    SizeExpr scores;       // query tokens x key positions (eager scores, masks)
+    double rows = 0;       // tokens at the scenario's own shape (decides quantized kernels)
+    bool mask = false;     // SDPA gets an explicit mask (static cache prefill: keys != queries;
+                           // padded or packed batches)
+    bool mask_bool = true; // ... as a bool mask (transformers >= 4.53 masking_utils), which SDPA
+                           // turns into an additive one in the query dtype at every call; before,
+                           // an additive mask in the hidden states' dtype
 };
 
 // transformers generate(): the prefill writes the prompt into the cache. A dynamic or quantized
 // cache then holds the b x s prompt positions; a static one max_cache_len per sequence from its
 // first update (cache_utils.py StaticLayer.lazy_initialization), which the prompt attends over
 // with an explicit mask (masking_utils: SDPA skips the mask only when keys = queries).
+// Padded or packed batches under SDPA need a mask too: masking_utils skips it (is_causal) only when
+// no position is padded and the sequences are not packed (_ignore_causal_mask_sdpa).
 AttentionShape attentionShape(const TrainingConfig &training);
 
 } // namespace membudget

@@ -129,6 +129,7 @@ private:
     int attentionCore(int q, int k, int v);
     int eagerCore(int q, int k, int v);
     int sdpaCore(int q, int k, int v);
+    int sdpaBias();
     int mlp(int x);
     int newGelu(int x);
     int moe(int x);
@@ -468,12 +469,39 @@ int LayerBuilder::sdpaCore(int q, int k, int v)
     lse.element_bytes = 4;
     lse.differentiable = false;
     const int l = g.addTensor(lse);
+    const int bias = sdpaBias();
     GraphOp &op = g.addOp(m_training.attention == Attention::Flash ? "flash attention" : "sdpa");
     op.inputs = {qq, kk, vv};
     op.outputs = {o, l};
     op.saves = {{qq, -1}, {kk, -1}, {vv, -1}, {o, -1}, {l, -1}};
+    if (bias >= 0) {
+        // The memory-efficient kernel (flash takes no mask) keeps its bias for the backward
+        // (tools/autograd/derivatives.yaml, _scaled_dot_product_efficient_attention).
+        op.inputs.push_back(bias);
+        op.saves.push_back({bias, -1});
+    }
     op.backward_workspace = tok(4 * m_a * m_d);
     return o;
+}
+
+// The mask SDPA attends with, if it gets one: a bool mask becomes an additive one in the query
+// dtype at every call (aten/src/ATen/native/transformers/attention.cpp,
+// convert_boolean_attn_mask); an additive mask in another dtype is cast by autocast; otherwise
+// the shared mask itself (-1: no mask).
+int LayerBuilder::sdpaBias()
+{
+    if (m_training.attention != Attention::Sdpa || !m_shape.mask)
+        return -1;
+    const double from = m_shape.mask_bool ? 1 : m_p.stream;
+    if (!m_shape.mask_bool && from == m_p.compute)
+        return m_mask;
+    const int bias = m_b.copy(m_mask,
+                              m_shape.scores,
+                              m_p.compute,
+                              m_shape.mask_bool ? "additive mask from the bool mask (SDPA)"
+                                                : "mask cast to the compute dtype (autocast)");
+    m_graph.tensors[static_cast<std::size_t>(bias)].differentiable = false;
+    return bias;
 }
 
 int LayerBuilder::mlp(int x)

@@ -74,6 +74,19 @@ private:
     // The explicit mask [b, 1, s, keys]: eager Llama attention adds it in the compute dtype; SDPA
     // with a static cache gets a boolean one (transformers masking_utils sdpa_mask).
     bool explicitMask() const { return eagerMask() || attentionShape(m_in.training).mask; }
+    double maskBytes() const
+    {
+        return eagerMask() || !attentionShape(m_in.training).mask_bool ? m_p.stream : 1;
+    }
+    // Until backward: the checkpoints' recomputation reads it, or SDPA kept the additive mask
+    // itself (transformers before 4.53 made it in the compute dtype).
+    bool maskKeptForBackward() const
+    {
+        const AttentionShape shape = attentionShape(m_in.training);
+        const bool sdpaKeeps = m_p.train && m_in.training.attention == Attention::Sdpa && shape.mask
+                               && !shape.mask_bool && m_p.stream == m_p.compute;
+        return checkpointFull() || sdpaKeeps;
+    }
     // A tensor of `size` bytes in all, made of `copies` equal tensors.
     int tensor(const char *name,
                SizeExpr size,
@@ -266,9 +279,8 @@ void StepBuilder::forward()
         alloc(b, m_sin);
     }
     if (explicitMask()) {
-        const Component c = checkpointFull() ? Component::Activations : Component::Temporaries;
-        const double maskBytes = eagerMask() ? m_p.stream : 1;
-        const SizeExpr size = attentionShape(m_in.training).scores * maskBytes;
+        const Component c = maskKeptForBackward() ? Component::Activations : Component::Temporaries;
+        const SizeExpr size = attentionShape(m_in.training).scores * maskBytes();
         m_mask = tensor("causal mask [b, 1, s, keys]", size, c, false);
         alloc(b, m_mask);
     }
@@ -329,7 +341,7 @@ void StepBuilder::forwardEnd()
         m_first->releaseHeld(b, Hold::ForwardEnd);
     m_head->releaseHeld(b, Hold::ForwardEnd);
     m_embed->releaseHeld(b, Hold::ForwardEnd);
-    if (m_mask >= 0 && !checkpointFull())
+    if (m_mask >= 0 && !maskKeptForBackward())
         release(b, m_mask);
     if (!m_p.train) {
         m_head->releaseOutput(b); // the last position's logits, handed to sampling
@@ -477,7 +489,7 @@ void StepBuilder::backward()
         release(end, m_cos);
         release(end, m_sin);
     }
-    if (m_mask >= 0 && checkpointFull())
+    if (m_mask >= 0 && maskKeptForBackward())
         release(end, m_mask);
     m_embed->bind({m_stream, m_gradStream, false, true, 0, false, 0, true, m_liveGradLayer, true});
     const std::size_t embedFrom = end.events.size();

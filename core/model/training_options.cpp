@@ -36,6 +36,7 @@ const char *const kOptimizerNames[9] = {"adamw",
                                         "adamw-fused"};
 const char *const kCheckpointingNames[3] = {"none", "full", "selective"};
 const char *const kAttentionNames[3] = {"eager", "sdpa", "flash"};
+const char *const kBatchPaddingNames[3] = {"none", "padded", "packed"};
 const char *const kShardingNames[6]
     = {"none", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op"};
 const char *const kAdapterPrecisionNames[2] = {"fp32", "base"};
@@ -118,6 +119,15 @@ const char *attentionName(Attention v)
 bool parseAttention(const std::string &s, Attention &v)
 {
     return parseEnumName(kAttentionNames, s, v);
+}
+
+const char *batchPaddingName(BatchPadding v)
+{
+    return kBatchPaddingNames[static_cast<int>(v)];
+}
+bool parseBatchPadding(const std::string &s, BatchPadding &v)
+{
+    return parseEnumName(kBatchPaddingNames, s, v);
 }
 const char *shardingName(Sharding v)
 {

@@ -60,6 +60,12 @@ enum class Checkpointing { None, Full, Selective };
 
 enum class Attention { Eager, Sdpa, Flash };
 
+// How a batch's sequences are laid out, which decides whether attention gets an explicit mask
+// (transformers masking_utils): equal lengths need none; padding to the longest sequence or
+// packing several into one row (padding-free, position_ids restart) make SDPA take a 4-D
+// (b, 1, q, kv) mask; flash attention unpads or runs varlen instead and gets no mask.
+enum class BatchPadding { None, Padded, Packed };
+
 enum class Sharding { None, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp };
 
 // How the causal-LM loss is computed, which decides the size of the logits spike.
@@ -155,6 +161,7 @@ struct TrainingConfig
     std::int64_t gradient_accumulation_steps = 1;
     Checkpointing checkpointing = Checkpointing::None;
     Attention attention = Attention::Sdpa;
+    BatchPadding batch_padding = BatchPadding::None;
     LossImplementation loss = LossImplementation::Hf;
     LoraConfig lora;
     Ia3Config ia3;
@@ -225,6 +232,8 @@ const char *checkpointingName(Checkpointing v);
 bool parseCheckpointing(const std::string &s, Checkpointing &v);
 const char *attentionName(Attention v);
 bool parseAttention(const std::string &s, Attention &v);
+const char *batchPaddingName(BatchPadding v);
+bool parseBatchPadding(const std::string &s, BatchPadding &v);
 const char *shardingName(Sharding v);
 bool parseSharding(const std::string &s, Sharding &v);
 const char *lossName(LossImplementation v);
@@ -248,6 +257,7 @@ extern const char *const kQuantizationNames[16];
 extern const char *const kOptimizerNames[9];
 extern const char *const kCheckpointingNames[3];
 extern const char *const kAttentionNames[3];
+extern const char *const kBatchPaddingNames[3];
 extern const char *const kShardingNames[6];
 extern const char *const kAdapterPrecisionNames[2];
 extern const char *const kLossNames[6];

@@ -174,6 +174,7 @@ private:
 
 struct Options
 {
+    QString scenario = QString::fromUtf8(kScenario);
     int changes = 400;
     double dragSeconds = 5;
     int exportRuns = 15;
@@ -238,7 +239,7 @@ bool GuiBench::setUp()
     if (!QTest::qWaitForWindowExposed(m_window.get()))
         return false;
     std::printf("window constructed and exposed in %.1f ms (in-process)\n", msSince(clock, 0));
-    if (!m_window->openFile(QString::fromUtf8(kScenario)))
+    if (!m_window->openFile(m_options.scenario))
         return false;
     if (!m_options.snapshot.isEmpty() && !m_window->openSnapshot(m_options.snapshot))
         return false;
@@ -262,7 +263,7 @@ bool GuiBench::setUp()
     QTest::qWait(300); // queued replots, debounced suggestions
     const auto &s = m_window->document()->scenario();
     std::printf("scenario %s: %zu GPUs selected, %d pinned, %d capacity lines, %zu bars\n",
-                QFileInfo(QString::fromUtf8(kScenario)).fileName().toUtf8().constData(),
+                QFileInfo(m_options.scenario).fileName().toUtf8().constData(),
                 s.gpus.size(),
                 m_window->pinCount(),
                 m_window->chart()->capacityLineCount(),
@@ -513,6 +514,10 @@ int main(int argc, char **argv)
         {QStringLiteral("snapshot"),
          QStringLiteral("A PyTorch memory snapshot drawn on the Timeline tab."),
          QStringLiteral("FILE")},
+        {QStringLiteral("scenario"),
+         QStringLiteral("The scenario measured (default: presets/scenarios/"
+                        "lora-mistral-7b-a100-80gb.yaml)."),
+         QStringLiteral("FILE")},
         {QStringLiteral("callgrind"),
          QStringLiteral(
              "Under valgrind every change takes longer than the 120 ms debounce of the fit "
@@ -530,6 +535,8 @@ int main(int argc, char **argv)
     o.callgrind = parser.isSet(QStringLiteral("callgrind"));
     o.screenshot = parser.value(QStringLiteral("screenshot"));
     o.snapshot = parser.value(QStringLiteral("snapshot"));
+    if (parser.isSet(QStringLiteral("scenario")))
+        o.scenario = parser.value(QStringLiteral("scenario"));
     if (parser.value(QStringLiteral("view")) == QLatin1String("timeline"))
         o.view = MainWindow::TimelineViewIndex;
     if (parser.isSet(QStringLiteral("only")))

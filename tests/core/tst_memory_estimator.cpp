@@ -168,6 +168,39 @@ private slots:
                  static_cast<qint64>(u * (31 * 2 * 4096 + 2 * 4096 + 4095)));
     }
 
+    // Padded or packed batches under SDPA (transformers masking_utils): a bool (b, 1, s, s) mask,
+    // which SDPA turns into an additive one in the query dtype in every layer, and the
+    // memory-efficient kernel keeps that for the backward. Flash attention gets no mask.
+    void paddedBatchesGiveSdpaAMask()
+    {
+        EstimateInput in = input(llama3_8b(), Precision::Bf16);
+        in.training.micro_batch_size = 2;
+        in.training.sequence_length = 1024;
+        in.training.attention = Attention::Sdpa;
+        const double none = estimateMemory(in).derivation.saved_activation_bytes;
+        const double perLayer = 2.0 * 1024 * 1024 * 2; // b x s x s x 2 bytes (bf16)
+        for (BatchPadding padding : {BatchPadding::Padded, BatchPadding::Packed}) {
+            in.training.batch_padding = padding;
+            QCOMPARE(estimateMemory(in).derivation.saved_activation_bytes, none + 32 * perLayer);
+        }
+        in.training.attention = Attention::Flash;
+        const double flash = estimateMemory(in).derivation.saved_activation_bytes;
+        in.training.batch_padding = BatchPadding::None;
+        QCOMPARE(flash, estimateMemory(in).derivation.saved_activation_bytes);
+
+        // transformers before 4.53: one additive bf16 mask, shared by every layer's SDPA and kept
+        // until the backward ends.
+        in.training.attention = Attention::Sdpa;
+        in.training.batch_padding = BatchPadding::Padded;
+        in.training.stack = {Stack::HfTrainer, "4.50", ""};
+        const MemoryEstimate legacy = estimateMemory(in);
+        QCOMPARE(legacy.derivation.saved_activation_bytes, none + perLayer);
+        in.training.batch_padding = BatchPadding::None;
+        QCOMPARE(at(legacy, Phase::Forward, Component::Activations)
+                     - at(estimateMemory(in), Phase::Forward, Component::Activations),
+                 static_cast<qint64>(perLayer));
+    }
+
     void legacyTupleCacheHoldsTheOldOneUntilTheStepEnds()
     {
         // Tuple past_key_values (Qwen v1's code, transformers before 4.36): every layer's keys and

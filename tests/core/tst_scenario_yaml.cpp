@@ -58,6 +58,7 @@ private slots:
         s.training.lora.loraplus_lr_ratio = 16;
         s.training.quantization_options = {3, 64, Fp8Scales::Block, true, QuantComputeDtype::Fp32};
         s.training.ia3.targets = TargetUp | TargetGate;
+        s.training.batch_padding = BatchPadding::Packed;
         s.training.inference = {512, KvCacheKind::Quantized, KvCacheDtype::Fp8, 8192, 2, 32, 64};
         s.overheads = {123456789, 987654321, 0.25};
         s.gpus = {"h100-80gb", "rtx-4090"};

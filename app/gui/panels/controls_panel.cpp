@@ -124,6 +124,10 @@ const EnumLabel kAttentionLabels[] = {{"eager",
                                        QT_TRANSLATE_NOOP("Controls", "Eager (stores scores)")},
                                       {"sdpa", QT_TRANSLATE_NOOP("Controls", "SDPA (PyTorch)")},
                                       {"flash", QT_TRANSLATE_NOOP("Controls", "FlashAttention")}};
+const EnumLabel kBatchPaddingLabels[]
+    = {{"none", QT_TRANSLATE_NOOP("Controls", "Equal lengths (no mask)")},
+       {"padded", QT_TRANSLATE_NOOP("Controls", "Padded to the longest")},
+       {"packed", QT_TRANSLATE_NOOP("Controls", "Packed (padding-free)")}};
 const EnumLabel kShardingLabels[]
     = {{"none", QT_TRANSLATE_NOOP("Controls", "None (DDP replicas)")},
        {"zero1", QT_TRANSLATE_NOOP("Controls", "ZeRO-1 (optimizer states)")},
@@ -755,6 +759,19 @@ QWidget *ControlsPanel::buildTechniquesGroup()
     });
     form->addRow(tr("Atte&ntion:"), m_attention);
 
+    m_batchPadding = enumCombo(
+        "batchPadding",
+        kBatchPaddingLabels,
+        tr("How a batch's sequences are laid out. Padded or packed batches give SDPA a "
+           "(batch, 1, sequence, sequence) mask, which it turns into a 16-bit copy kept by every "
+           "layer for the backward; FlashAttention unpads instead and needs no mask"));
+    connect(m_batchPadding, &QComboBox::activated, this, [this] {
+        const std::string name = comboName(m_batchPadding);
+        edit(tr("Change batch layout"),
+             [name](Scenario &s) { parseBatchPadding(name, s.training.batch_padding); });
+    });
+    form->addRow(tr("Batch layout:"), m_batchPadding);
+
     m_loss = enumCombo("loss",
                        kLossLabels,
                        tr("How the loss is computed decides the logits spike: Transformers upcasts "
@@ -1177,6 +1194,7 @@ void ControlsPanel::syncFromDocument()
     selectName(m_checkpointing, checkpointingName(t.checkpointing));
     m_checkpointing->setEnabled(train);
     selectName(m_attention, attentionName(t.attention));
+    selectName(m_batchPadding, batchPaddingName(t.batch_padding));
     selectName(m_loss, lossName(t.loss));
     m_loss->setEnabled(train);
     m_offloadOptimizer->setChecked(t.offload.optimizer);

@@ -133,6 +133,7 @@ private:
 
     QComboBox *m_checkpointing = nullptr;
     QComboBox *m_attention = nullptr;
+    QComboBox *m_batchPadding = nullptr;
     QComboBox *m_loss = nullptr;
     QCheckBox *m_offloadOptimizer = nullptr;
     QCheckBox *m_offloadParameters = nullptr;
