@@ -6,6 +6,7 @@
 #include "model/graph_precision.h"
 #include "model/norm_graph.h"
 #include "model/quantized_linear_graph.h"
+#include "model/torch_release.h"
 
 #include <algorithm>
 
@@ -130,6 +131,7 @@ private:
     int eagerCore(int q, int k, int v);
     int sdpaCore(int q, int k, int v);
     int sdpaBias();
+    bool sdpaRepeatsKv() const;
     int mlp(int x);
     int newGelu(int x);
     int moe(int x);
@@ -455,8 +457,15 @@ int LayerBuilder::eagerCore(int q, int k, int v)
 int LayerBuilder::sdpaCore(int q, int k, int v)
 {
     const int qq = amp16(q);
-    const int kk = amp16(k);
-    const int vv = amp16(v);
+    int kk = amp16(k);
+    int vv = amp16(v);
+    const double groups = m_a / m_k;
+    const bool gqa = m_llama && groups > 1;
+    const bool repeat = gqa && sdpaRepeatsKv();
+    if (repeat) {
+        kk = m_b.copy(kk, m_b.elements(kk) * groups, m_b.elementBytes(kk), "repeat_kv k");
+        vv = m_b.copy(vv, m_b.elements(vv) * groups, m_b.elementBytes(vv), "repeat_kv v");
+    }
     OpGraph &g = m_b.graph();
     GraphTensor out;
     out.name = "attention output";
@@ -481,7 +490,22 @@ int LayerBuilder::sdpaCore(int q, int k, int v)
         op.saves.push_back({bias, -1});
     }
     op.backward_workspace = tok(4 * m_a * m_d);
+    // FlashAttention-2's backward with grouped K/V writes dK and dV for every query head, then sums
+    // them over the groups (flash_attn csrc/flash_attn/flash_api.cpp, mha_bwd: dk_expanded,
+    // dv_expanded); PyTorch's flash kernel is the same code.
+    if (gqa && !repeat)
+        op.backward_workspace += tok(2 * m_a * m_d * m_p.compute);
     return o;
+}
+
+// transformers' sdpa_attention_forward hands SDPA the grouped K/V (enable_gqa) only with torch
+// >= 2.5 and no mask (integrations/sdpa_attention.py, use_gqa_in_sdpa); otherwise repeat_kv
+// copies them to every query head, and SDPA keeps the copies.
+bool LayerBuilder::sdpaRepeatsKv() const
+{
+    if (m_training.attention != Attention::Sdpa)
+        return false;
+    return m_shape.mask || torchRelease(m_training.stack) < LibraryVersion{2, 5, 0};
 }
 
 // The mask SDPA attends with, if it gets one: a bool mask becomes an additive one in the query

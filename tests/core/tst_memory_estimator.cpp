@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/decoder_layer_graph.h"
 #include "model/memory_estimator.h"
 #include "model/parameter_layout.h"
 #include "model/weight_format.h"
@@ -170,7 +171,9 @@ private slots:
 
     // Padded or packed batches under SDPA (transformers masking_utils): a bool (b, 1, s, s) mask,
     // which SDPA turns into an additive one in the query dtype in every layer, and the
-    // memory-efficient kernel keeps that for the backward. Flash attention gets no mask.
+    // memory-efficient kernel keeps that for the backward. With a mask (or torch before 2.5)
+    // transformers also repeats the grouped K/V to every query head for SDPA, which keeps the
+    // copies. Flash attention gets neither.
     void paddedBatchesGiveSdpaAMask()
     {
         EstimateInput in = input(llama3_8b(), Precision::Bf16);
@@ -178,27 +181,51 @@ private slots:
         in.training.sequence_length = 1024;
         in.training.attention = Attention::Sdpa;
         const double none = estimateMemory(in).derivation.saved_activation_bytes;
-        const double perLayer = 2.0 * 1024 * 1024 * 2; // b x s x s x 2 bytes (bf16)
+        const double mask = 2.0 * 1024 * 1024 * 2;                 // b x s x s x 2 bytes (bf16)
+        const double repeat = 2 * 2.0 * 1024 * (32 - 8) * 128 * 2; // K and V for 24 more heads
         for (BatchPadding padding : {BatchPadding::Padded, BatchPadding::Packed}) {
             in.training.batch_padding = padding;
-            QCOMPARE(estimateMemory(in).derivation.saved_activation_bytes, none + 32 * perLayer);
+            QCOMPARE(estimateMemory(in).derivation.saved_activation_bytes,
+                     none + 32 * (mask + repeat));
         }
         in.training.attention = Attention::Flash;
         const double flash = estimateMemory(in).derivation.saved_activation_bytes;
         in.training.batch_padding = BatchPadding::None;
         QCOMPARE(flash, estimateMemory(in).derivation.saved_activation_bytes);
 
+        // torch 2.4: no enable_gqa, so repeat_kv without a mask as well.
+        in.training.attention = Attention::Sdpa;
+        in.training.stack = {Stack::PlainTorch, "2.4", ""};
+        QCOMPARE(estimateMemory(in).derivation.saved_activation_bytes, none + 32 * repeat);
+
         // transformers before 4.53: one additive bf16 mask, shared by every layer's SDPA and kept
         // until the backward ends.
-        in.training.attention = Attention::Sdpa;
         in.training.batch_padding = BatchPadding::Padded;
         in.training.stack = {Stack::HfTrainer, "4.50", ""};
         const MemoryEstimate legacy = estimateMemory(in);
-        QCOMPARE(legacy.derivation.saved_activation_bytes, none + perLayer);
+        QCOMPARE(legacy.derivation.saved_activation_bytes, none + mask + 32 * repeat);
         in.training.batch_padding = BatchPadding::None;
         QCOMPARE(at(legacy, Phase::Forward, Component::Activations)
                      - at(estimateMemory(in), Phase::Forward, Component::Activations),
-                 static_cast<qint64>(perLayer));
+                 static_cast<qint64>(mask + 32 * repeat));
+    }
+
+    // FlashAttention-2's backward with grouped K/V writes dK and dV for every query head (2 bytes
+    // x 32 heads x 128 per token each, bf16) besides its fp32 dq accumulator (4 x 32 x 128).
+    void flashBackwardExpandsGroupedKv()
+    {
+        EstimateInput in = input(llama3_8b(), Precision::Bf16);
+        const auto workspace = [&](const ModelArchitecture &arch) {
+            const OpGraph g = decoderLayerGraph(arch, in.training, parameterLayout(arch), 1, true);
+            for (const GraphOp &op : g.ops)
+                if (std::string(op.name) == "flash attention")
+                    return op.backward_workspace.per_token;
+            return -1.0;
+        };
+        QCOMPARE(workspace(llama3_8b()), 4.0 * 32 * 128 + 2 * 2.0 * 32 * 128);
+        ModelArchitecture mha = llama3_8b();
+        mha.kv_heads = mha.attention_heads;
+        QCOMPARE(workspace(mha), 4.0 * 32 * 128);
     }
 
     void legacyTupleCacheHoldsTheOldOneUntilTheStepEnds()
