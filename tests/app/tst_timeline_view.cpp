@@ -3,6 +3,7 @@
 // resolution, a snapshot opened from the menu or dropped on the window is drawn over the step with
 // the comparison beside it, a file that is not a snapshot is refused with one message, and
 // Calibrate is one undo step.
+#include "charts/budget_chart.h"
 #include "charts/timeline_chart.h"
 #include "document/scenario_document.h"
 #include "main_window.h"
@@ -10,6 +11,7 @@
 #include "test_main_window.h"
 
 #include <QMimeData>
+#include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
@@ -51,6 +53,7 @@ private Q_SLOTS:
     void badFilesAreRefused();
     void calibrateIsOneUndoStep();
     void stackedAreasFollowTheSteps();
+    void hiddenComparisonChartReplotsWhenShown();
 
 private:
     TimelineChart *chart() const { return m_window->timelineView()->chart(); }
@@ -248,6 +251,23 @@ void TestTimelineView::stackedAreasFollowTheSteps()
     const int graphs = chart()->graphCount();
     QVERIFY(graphs >= 2);
     QCOMPARE(chart()->graph(0)->lineStyle(), QCPGraph::lsNone);
+}
+
+// While the Timeline tab shows, an edit does not replot the hidden comparison chart (its replot
+// drew every layer unseen); showing the chart again replots it with the edit.
+void TestTimelineView::hiddenComparisonChartReplotsWhenShown()
+{
+    BudgetChart *comparison = m_window->chart();
+    m_window->views()->setCurrentIndex(MainWindow::TimelineViewIndex);
+    QTRY_VERIFY(!comparison->isVisible());
+    QTest::qWait(50);
+    QSignalSpy replots(comparison, &QCustomPlot::afterReplot);
+    m_window->document()->edit(QStringLiteral("micro-batch"),
+                               [](Scenario &s) { s.training.micro_batch_size += 1; });
+    QTest::qWait(100);
+    QCOMPARE(replots.count(), 0);
+    m_window->views()->setCurrentIndex(MainWindow::ComparisonView);
+    QTRY_VERIFY(replots.count() >= 1);
 }
 
 QTEST_MAIN(TestTimelineView)

@@ -390,6 +390,26 @@ void BudgetChart::setAxisFrozen(bool frozen)
     m_frozen = frozen;
     if (!frozen) {
         updateRange();
+        requestReplot();
+    }
+}
+
+// A chart on a tab that is not shown replots when it is shown again, not at every change: each
+// replot draws every layer into its buffers, seen or not (the Timeline tab paid for both charts).
+void BudgetChart::requestReplot()
+{
+    if (!isVisible()) {
+        m_replotWhenShown = true;
+        return;
+    }
+    replot(rpQueuedReplot);
+}
+
+void BudgetChart::showEvent(QShowEvent *event)
+{
+    QCustomPlot::showEvent(event);
+    if (m_replotWhenShown) {
+        m_replotWhenShown = false;
         replot(rpQueuedReplot);
     }
 }
@@ -398,7 +418,7 @@ void BudgetChart::resetAxis()
 {
     m_upper = 0;
     updateRange();
-    replot(rpQueuedReplot);
+    requestReplot();
 }
 
 void BudgetChart::refresh()
@@ -407,7 +427,7 @@ void BudgetChart::refresh()
     updateRange();
     updateCapacityLines();
     updateLabels();
-    replot(rpQueuedReplot);
+    requestReplot();
 }
 
 double BudgetChart::segmentValue(int index, Component component) const
@@ -759,7 +779,7 @@ void BudgetChart::onVerdicts(quint64 generation, const std::vector<GpuVerdict> &
     m_verdictTarget.reset();
     m_verdictCapacities.clear();
     updateLabels(); // and asks for the next bar's
-    replot(rpQueuedReplot);
+    requestReplot();
 }
 
 QString BudgetChart::overCapacityText(int index) const

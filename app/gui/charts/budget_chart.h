@@ -113,11 +113,13 @@ protected:
     void leaveEvent(QEvent *event) override;
     void contextMenuEvent(QContextMenuEvent *event) override;
     void changeEvent(QEvent *event) override;
+    void showEvent(QShowEvent *event) override;
     // After QCustomPlot's layout pass (on screen and for every export): bar names wrapped to the
     // width of a bar's slot, then every label placed so that none overlaps another.
     void updateLayout() override;
 
 private:
+    void requestReplot();
     double toUnit(Bytes bytes) const;
     void updateData();
     bool updateBands(); // true when some bar has a band to draw
@@ -173,6 +175,7 @@ private:
     double m_lower = 0; // above 0 only on a logarithmic axis
     bool m_log = false;
     bool m_frozen = false;
+    bool m_replotWhenShown = false; // changed while hidden
     bool m_dark = false;
 };
 
