@@ -105,9 +105,9 @@ def measure(case, python, foreach="default"):
             return json.load(f)
 
 
-def estimate_on_torch(case, scenario, membudget, torch_release):
-    """`membudget estimate --json` of the case told which PyTorch release runs it (plain-torch's
-    version), unless the case names a stack itself."""
+def estimate_on_torch(case, scenario, membudget, torch_release, extra=()):
+    """`membudget estimate --json` (and `extra` arguments) of the case told which PyTorch release
+    runs it (plain-torch's version), unless the case names a stack itself."""
     if "stack" in scenario:
         path = case
     else:
@@ -115,8 +115,8 @@ def estimate_on_torch(case, scenario, membudget, torch_release):
         with os.fdopen(fd, "w") as f:
             yaml.safe_dump(dict(scenario, stack={"name": "plain-torch", "version": torch_release}), f)
     try:
-        return json.loads(subprocess.run([membudget, "estimate", path, "--json"], check=True,
-                                         capture_output=True, text=True).stdout)
+        return json.loads(subprocess.run([membudget, "estimate", path, "--json", *extra],
+                                         check=True, capture_output=True, text=True).stdout)
     finally:
         if path != case:
             os.unlink(path)

@@ -10,9 +10,10 @@ optimizer step):
     as a share of the estimated allocations (how many of MemBudget's allocations PyTorch makes, in
     the same order): at least ORDER_TOLERANCE.
 The estimator models PyTorch 2.x on CUDA; torch 1.13 on CPU differs in named ways that the comparison
-adds to the estimate rather than to the model (see torch_113_cpu_peak_extra): mean() keeps its input,
-CPU dropout masks are in the input dtype, and 1.13's foreach AdamW built its denominator out of
-place. The measured step runs AdamW with foreach=True, as PyTorch does on CUDA by default.
+adds to the estimate rather than to the model (see torch_113_cpu_peak_extra): mean() keeps its input
+and CPU dropout masks are in the input dtype. The measured step runs AdamW with foreach=True, as
+PyTorch does on CUDA by default; 1.13's foreach AdamW builds its denominators out of place, as 2.0's
+does, so the estimate is told `stack: {name: plain-torch, version: "2.0"}` (foreach_release).
 Rotary tables and HF's mask are built from a few small temporaries MemBudget does not list.
 Exit status 1 when a case misses a target.
 """
@@ -75,16 +76,21 @@ def lcs_length(a, b):
 
 def torch_113_cpu_peak_extra(scenario, phase, measured):
     """Bytes torch 1.13 on CPU holds at a phase's peak beyond PyTorch 2.x on CUDA: in forward and
-    backward, mean() keeps its input and CPU dropout masks are not 1-byte (compare.py names both);
-    in the step, 1.13's foreach AdamW made its denominator out of place (`denom =
-    torch._foreach_add(exp_avg_sq_sqrt, eps)`; 2.x adds eps in place), a second list the size of
-    exp_avg_sq."""
-    old = str(measured.get("torch_version", "")).startswith("1.")
+    backward, mean() keeps its input and CPU dropout masks are not 1-byte (compare.py names both).
+    The optimizer step needs none: the estimate is told the release whose AdamW the step ran."""
     if phase == "optimizer_step":
-        states = measured["optimizer"]["state_bytes_by_key"]
-        return states.get("exp_avg_sq", 0) if old and measured["optimizer"]["name"] == "adamw" else 0
+        return 0
+    old = str(measured.get("torch_version", "")).startswith("1.")
     mean = compare_saved.cpu_mean_extra(scenario) if old else 0
     return mean + compare_saved.cpu_dropout_extra(scenario)
+
+
+def foreach_release(measured):
+    """The PyTorch release whose default AdamW is the foreach path measured here: 1.13's
+    _multi_tensor_adamw builds its denominators out of place as 2.0's does (two lists); later
+    releases add eps in place (one list, model/torch_release.h)."""
+    version = str(measured.get("torch_version", ""))
+    return "2.0" if version.startswith("1.") else ".".join(version.split(".")[:2])
 
 
 def compare(case, membudget, python):
@@ -98,8 +104,8 @@ def compare(case, membudget, python):
                        check=True, capture_output=True, text=True)
         with open(out) as f:
             measured = json.load(f)
-    estimate = json.loads(subprocess.run([membudget, "estimate", case, "--json", "--timeline"],
-                                         check=True, capture_output=True, text=True).stdout)
+    estimate = compare_saved.estimate_on_torch(case, scenario, membudget,
+                                               foreach_release(measured), ["--timeline"])
     m_events, e_events = measured_events(measured), estimated_events(estimate)
     m_peaks, e_peaks = peaks(m_events), peaks(e_events)
     rows = []
