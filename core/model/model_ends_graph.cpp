@@ -142,6 +142,41 @@ int torchtuneChunkedLoss(GraphBuilder &b, int logits)
     return loss;
 }
 
+// torchtune's output layer and loss (measured on CPU by tools/measure/compare_timeline.py):
+// TransformerDecoder with num_output_chunks runs the projection on each of 8 chunks of the hidden
+// states (modules/transformer.py, chunked_output), and CEWithChunkedOutputLoss upcasts each chunk
+// and keeps its fp32 log-softmax; the recipe deletes the 16-bit logits before backward. Autograd
+// then runs every chunk's cross-entropy backward first (they were recorded last), one chunk's
+// fp32 gradient and the log-softmax backward's output at a time while the log-softmaxes are freed
+// one by one, leaving 16-bit gradients, and the projections' backward after. So the loss op hands
+// no logits-sized gradient on (the chunks' 16-bit gradients are the projection op's workspace).
+int torchtuneChunkedHead(GraphBuilder &b, const GraphPrecision &p, int x, int w, SizeExpr n)
+{
+    constexpr double kChunks = 8;
+    const int logits = lossTensor(b, "lm_head logits, 8 chunks", n, p.compute);
+    b.graph().tensors[static_cast<std::size_t>(logits)].differentiable = true;
+    b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
+    GraphOp &head = b.graph().addOp("lm_head over 8 chunks");
+    head.inputs = {x, w};
+    head.outputs = {logits};
+    head.saves = {{x, 1}, {w, 0}};           // x for the weight's gradient, the weight for x's
+    head.backward_workspace = n * p.compute; // every chunk's 16-bit gradient
+
+    const int targets = ids(b, "shifted labels");
+    markLogits(b, targets);
+    const int loss = lossTensor(b, "chunked cross_entropy", SizeExpr::constant(1), 4);
+    b.graph().tensors[static_cast<std::size_t>(loss)].differentiable = true;
+    const int chunk = lossTensor(b, "logits chunk .float()", n * (1 / kChunks), 4);
+    const int lsm = lossTensor(b, "log_softmax of every chunk", n, 4);
+    GraphOp &ce = b.graph().addOp("chunked cross_entropy");
+    ce.inputs = {logits, targets};
+    ce.outputs = {loss, chunk, lsm};
+    ce.saves = {{lsm, -1}, {targets, -1}};
+    ce.grad_passthrough = 1u; // see above: no T x V gradient handed to the projections at once
+    ce.backward_workspace = n * (2 * 4 / kChunks); // nll_loss_backward's and log_softmax's
+    return loss;
+}
+
 // Liger's LigerFusedLinearCrossEntropyLoss (src/liger_kernel/ops/fused_linear_cross_entropy.py):
 // the T x V logits never exist; tokens go through lm_head in chunks of T / ceil(V / H), so a
 // chunk's logits are about T x H elements (Liger rounds the chunk up to a power of two: up to
@@ -291,6 +326,16 @@ OpGraph headGraph(const ModelArchitecture &arch,
         const double elements = parameterElements(layout, role, tp);
         const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
         g.output = ligerFusedLoss(b, p, normed, w, vocab, h, elements);
+        return g;
+    }
+    const bool quantizedHead = p.quantization != Quantization::None && !arch.tied_embeddings
+                               && p.quantization_options.lm_head;
+    if (p.train && training.loss == LossImplementation::TorchtuneChunked && !p.amp
+        && !quantizedHead) {
+        const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
+        const double elements = parameterElements(layout, role, tp);
+        const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
+        g.output = torchtuneChunkedHead(b, p, normed, w, b.elements(normed) * (vocab / h));
         return g;
     }
     // Rows lm_head sees: b x s in training, the last position of b sequences in generate().

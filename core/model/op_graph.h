@@ -62,7 +62,7 @@ struct GraphOp
 {
     const char *name = "";
     SmallVector<int, 4> inputs;
-    SmallVector<int, 2> outputs;
+    SmallVector<int, 4> outputs;
     SmallVector<SavedRule, 6> saves;
     SizeExpr backward_workspace;   // extra scratch held while its backward runs (e.g. fp32 dq)
     unsigned grad_passthrough = 0; // bit i: input i's gradient is the output's gradient itself
