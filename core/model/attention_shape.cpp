@@ -5,26 +5,13 @@
 
 namespace membudget {
 
-namespace {
-
-// transformers before 4.53 built an additive 4-D mask in the hidden states' dtype
-// (_prepare_4d_causal_attention_mask_with_cache_position); masking_utils (4.53) a bool one.
-bool hfLegacyMask(const StackConfig &stack)
-{
-    LibraryVersion v;
-    return stack.name == Stack::HfTrainer && parseLibraryVersion(stack.version, v)
-           && v < LibraryVersion{4, 53, 0};
-}
-
-} // namespace
-
 AttentionShape attentionShape(const TrainingConfig &t)
 {
     AttentionShape a;
     a.rows = static_cast<double>(t.micro_batch_size) * static_cast<double>(t.sequence_length);
     a.cache = SizeExpr::perToken(1);
     a.scores = SizeExpr::perTokenSeq(1);
-    a.mask_bool = !hfLegacyMask(t.stack);
+    a.mask_bool = boolAttentionMask(t.stack);
     a.mask = t.attention == Attention::Sdpa && t.batch_padding != BatchPadding::None;
     if (t.mode != Mode::Inference || t.inference.kv_cache != KvCacheKind::Static)
         return a;

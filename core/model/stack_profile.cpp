@@ -396,6 +396,12 @@ bool kbitKeepsHead16bit(const TrainingConfig &t)
            && before(effectiveVersion(t.stack), 0, 26);
 }
 
+// transformers before 4.53: _prepare_4d_causal_attention_mask_with_cache_position (additive).
+bool boolAttentionMask(const StackConfig &stack)
+{
+    return stack.name != Stack::HfTrainer || !before(effectiveVersion(stack), 4, 53);
+}
+
 std::string describeStack(const StackConfig &s)
 {
     std::string out = stackName(s.name);

@@ -54,6 +54,10 @@ bool kbitUpcast(const TrainingConfig &training);
 // (trl/models/utils.py, peft_module_casting_to_bf16); the norms stay fp32.
 bool kbitKeepsHead16bit(const TrainingConfig &training);
 
+// Whether transformers builds its 4-D attention mask as bool (masking_utils, 4.53 and later, every
+// stack but an older hf-trainer) or, before, additive in the hidden states' dtype.
+bool boolAttentionMask(const StackConfig &stack);
+
 // One choice that decides bytes, as the estimate used it, for people to see.
 struct StackChoice
 {
