@@ -262,6 +262,7 @@ bool readParallelism(YamlReader &r,
                      {"gpus",
                       "sharding",
                       "tensor_parallel",
+                      "sequence_parallel",
                       "fsdp_param_dtype",
                       "fsdp_reduce_dtype",
                       "deepspeed",
@@ -269,6 +270,7 @@ bool readParallelism(YamlReader &r,
         || !r.getInt(p, "gpus", c.gpus, 1, 1'000'000)
         || !r.getEnum(p, "sharding", c.sharding, parseSharding, kShardingNames, 6)
         || !r.getInt(p, "tensor_parallel", c.tensor_parallel, 1, 65536)
+        || !r.getBool(p, "sequence_parallel", c.sequence_parallel)
         || !r.getEnum(p, "fsdp_param_dtype", c.fsdp_param_dtype, parseParamDtype, kParamDtypeNames, 3)
         || !r.getEnum(p,
                       "fsdp_reduce_dtype",
@@ -673,6 +675,9 @@ void parallelismYaml(const ParallelismConfig &p, std::string &out)
     out += "  gpus: " + std::to_string(p.gpus) + "\n";
     out += std::string("  sharding: ") + shardingName(p.sharding) + "\n";
     out += "  tensor_parallel: " + std::to_string(p.tensor_parallel) + "\n";
+    if (p.sequence_parallel)
+        out += std::string("  sequence_parallel: ") + (*p.sequence_parallel ? "true" : "false")
+               + "\n";
     if (p.fsdp_param_dtype)
         out += std::string("  fsdp_param_dtype: ") + paramDtypeName(*p.fsdp_param_dtype) + "\n";
     if (p.fsdp_reduce_dtype)

@@ -101,7 +101,7 @@ LogitsPeaks logitsPeaks(const OpGraph &head)
 ActivationProfile activationProfile(const ModelArchitecture &arch,
                                     const TrainingConfig &training,
                                     const StepGraphs &graphs,
-                                    std::int64_t tensorParallel)
+                                    TensorParallelPlan tensorParallel)
 {
     const GraphPrecision p = graphPrecision(training);
     ActivationProfile out;
@@ -112,7 +112,8 @@ ActivationProfile activationProfile(const ModelArchitecture &arch,
     const Kept layer = keptBy(graphs.body, body, full);
     out.layer_linear = layer.linear;
     out.layer_score = layer.score;
-    out.layer_checkpoint = p.stream * static_cast<double>(arch.hidden_size);
+    out.layer_checkpoint = p.stream * static_cast<double>(arch.hidden_size)
+                           * tensorParallel.sequenceShare();
     if (graphs.first_differs) {
         const Kept first = keptBy(graphs.first, analyzeGraph(graphs.first, graphs.train), full);
         out.first_layer_linear = layer.linear - first.linear;
@@ -127,8 +128,7 @@ ActivationProfile activationProfile(const ModelArchitecture &arch,
     if (llamaStyle && training.attention == Attention::Eager && full)
         out.checkpoint_mask = p.stream;
     if (graphs.train) {
-        const double vocab = static_cast<double>(arch.vocab_size)
-                             / static_cast<double>(std::max<std::int64_t>(1, tensorParallel));
+        const double vocab = static_cast<double>(arch.vocab_size) / tensorParallel.ranks();
         const LogitsPeaks lp = logitsPeaks(graphs.head);
         out.logits_forward = lp.forward / vocab;
         out.logits_backward = lp.backward / vocab;
@@ -138,7 +138,7 @@ ActivationProfile activationProfile(const ModelArchitecture &arch,
 
 ActivationProfile activationProfile(const ModelArchitecture &arch,
                                     const TrainingConfig &training,
-                                    std::int64_t tensorParallel)
+                                    TensorParallelPlan tensorParallel)
 {
     const ParameterLayout layout = parameterLayout(arch);
     return activationProfile(arch,

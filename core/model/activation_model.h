@@ -33,11 +33,11 @@ struct ActivationProfile
 ActivationProfile activationProfile(const ModelArchitecture &arch,
                                     const TrainingConfig &training,
                                     const StepGraphs &graphs,
-                                    std::int64_t tensorParallel);
+                                    TensorParallelPlan tensorParallel);
 
 // The same, building the graphs (tensor_parallel divides heads, MLP width and vocabulary).
 ActivationProfile activationProfile(const ModelArchitecture &arch,
                                     const TrainingConfig &training,
-                                    std::int64_t tensorParallel);
+                                    TensorParallelPlan tensorParallel);
 
 } // namespace membudget

@@ -23,7 +23,7 @@ public:
     LayerBuilder(const ModelArchitecture &arch,
                  const TrainingConfig &training,
                  const ParameterLayout &layout,
-                 std::int64_t tensorParallel)
+                 TensorParallelPlan tensorParallel)
         : m_b(m_graph)
         , m_arch(arch)
         , m_training(training)
@@ -31,7 +31,8 @@ public:
         , m_p(graphPrecision(training))
         , m_shape(attentionShape(training))
     {
-        m_tp = static_cast<double>(std::max<std::int64_t>(1, tensorParallel));
+        m_tp = tensorParallel.ranks();
+        m_seq = tensorParallel.sequenceShare();
         m_h = static_cast<double>(arch.hidden_size);
         m_d = static_cast<double>(arch.head_dim);
         m_a = static_cast<double>(arch.attention_heads) / m_tp;
@@ -42,7 +43,7 @@ public:
 
     OpGraph build(bool inputRequiresGrad)
     {
-        const int x = m_b.input("layer input", tok(m_h), m_p.stream, inputRequiresGrad);
+        const int x = m_b.input("layer input", tok(m_h * m_seq), m_p.stream, inputRequiresGrad);
         m_graph.input = x;
         if (m_arch.positions == PositionKind::Rotary) {
             m_cos = m_b.shared("rotary cos");
@@ -64,14 +65,15 @@ private:
     int sequentialBlock(int x)
     {
         const bool sandwich = m_arch.norms_per_layer >= 4;
-        int attn = attention(norm(x, "input_layernorm"));
+        int attn = scatterSequence(attention(gatherSequence(norm(x, "input_layernorm"))));
         if (sandwich)
             attn = norm(attn, "post_attention_layernorm");
         attn = m_b.dropout(attn, m_arch.hidden_dropout, "attention output dropout");
         const int mid = m_b.add(x, attn, "attention residual add");
         const int n2 = norm(mid,
                             sandwich ? "pre_feedforward_layernorm" : "post_attention_layernorm");
-        int mlpOut = m_arch.isMoe() ? moe(n2) : mlp(n2);
+        const int n2Full = gatherSequence(n2);
+        int mlpOut = scatterSequence(m_arch.isMoe() ? moe(n2Full) : mlp(n2Full));
         if (sandwich)
             mlpOut = norm(mlpOut, "post_feedforward_layernorm");
         mlpOut = m_b.dropout(mlpOut, m_arch.hidden_dropout, "mlp output dropout");
@@ -81,10 +83,10 @@ private:
     // Falcon / GPT-J: attention and MLP read the same input (Falcon-40B/180B: two norms of it).
     int parallelBlock(int x)
     {
-        const int n = norm(x, "input_layernorm");
+        const int n = gatherSequence(norm(x, "input_layernorm"));
         const int attn = attention(n);
-        const int nMlp = m_arch.norms_per_layer >= 2 ? norm(x, "mlp_layernorm") : n;
-        const int sum = m_b.add(mlp(nMlp), attn, "attention + mlp");
+        const int nMlp = m_arch.norms_per_layer >= 2 ? gatherSequence(norm(x, "mlp_layernorm")) : n;
+        const int sum = scatterSequence(m_b.add(mlp(nMlp), attn, "attention + mlp"));
         const int dropped = m_b.dropout(sum, m_arch.hidden_dropout, "output dropout");
         return m_b.add(x, dropped, "residual add");
     }
@@ -110,6 +112,8 @@ private:
     static SizeExpr tok(double width) { return SizeExpr::perToken(width); }
 
     int norm(int x, const char *name, double groups = 0);
+    int gatherSequence(int x);
+    int scatterSequence(int x);
     int amp16(int x);
     int linear(int x, TensorRole role, double dIn, double dOut, unsigned loraBit, const char *name);
     // A linear layer's shape: activation widths per rank, and the stored weight per rank.
@@ -143,7 +147,7 @@ private:
     const ParameterLayout &m_layout;
     GraphPrecision m_p;
     AttentionShape m_shape;
-    double m_tp = 1, m_h = 0, m_d = 0, m_a = 0, m_k = 0, m_i = 0;
+    double m_tp = 1, m_seq = 1, m_h = 0, m_d = 0, m_a = 0, m_k = 0, m_i = 0;
     bool m_llama = true;
     int m_cos = -1, m_sin = -1, m_mask = -1;
 };
@@ -156,7 +160,30 @@ int LayerBuilder::norm(int x, const char *name, double groups)
     const double perNorm = m_arch.norm == NormKind::LayerNorm ? 2 * m_h : m_h;
     const double gradBytes = (groups > 0 ? m_d : perNorm) * m_p.grad;
     const int w = parametric ? m_b.parameter(name, gradBytes, m_p.train_base) : -1;
-    return addNorm(m_b, m_arch.norm, x, w, SizeExpr::perToken(groups > 0 ? groups : 1), name);
+    // A q/k norm runs inside the split attention (whole sequence, this rank's heads); the layer's
+    // norms run on this rank's share of the sequence.
+    const SizeExpr rows = SizeExpr::perToken(groups > 0 ? groups : m_seq);
+    return addNorm(m_b, m_arch.norm, x, w, rows, name);
+}
+
+// Sequence parallelism: the block's input is all-gathered over the tensor-parallel group into a
+// whole-sequence tensor, which the column-parallel matmuls keep for their weight gradients (DTensor
+// PrepareModuleInput / ColwiseParallel as torchtitan applies them; Megatron-LM keeps the shard and
+// gathers again in backward instead). Its gradient is reduce-scattered back to the shard.
+int LayerBuilder::gatherSequence(int x)
+{
+    if (m_seq >= 1)
+        return x;
+    return m_b.copy(x, tok(m_h), m_b.elementBytes(x), "sequence-parallel all-gather");
+}
+
+// ... and the row-parallel output's partial sums are reduce-scattered to the sequence shard
+// (RowwiseParallel(output_layouts=Shard(1))) where tensor parallelism alone all-reduces them.
+int LayerBuilder::scatterSequence(int x)
+{
+    if (m_seq >= 1)
+        return x;
+    return m_b.copy(x, tok(m_h * m_seq), m_b.elementBytes(x), "sequence-parallel reduce-scatter");
 }
 
 // Autocast: ops on the lower-precision list cast fp32 inputs to 16-bit, a fresh copy per call.
@@ -595,7 +622,7 @@ int LayerBuilder::moe(int x)
 OpGraph decoderLayerGraph(const ModelArchitecture &arch,
                           const TrainingConfig &training,
                           const ParameterLayout &layout,
-                          std::int64_t tensorParallel,
+                          TensorParallelPlan tensorParallel,
                           bool inputRequiresGrad)
 {
     return LayerBuilder(arch, training, layout, tensorParallel).build(inputRequiresGrad);

@@ -18,7 +18,7 @@ namespace membudget {
 OpGraph decoderLayerGraph(const ModelArchitecture &arch,
                           const TrainingConfig &training,
                           const ParameterLayout &layout,
-                          std::int64_t tensorParallel,
+                          TensorParallelPlan tensorParallel,
                           bool inputRequiresGrad);
 
 } // namespace membudget

@@ -36,14 +36,15 @@ int ids(GraphBuilder &b, const char *name)
     return t;
 }
 
-int finalNorm(GraphBuilder &b, const ModelArchitecture &arch, const GraphPrecision &p, int x)
+int finalNorm(
+    GraphBuilder &b, const ModelArchitecture &arch, const GraphPrecision &p, int x, double share)
 {
     const double h = static_cast<double>(arch.hidden_size);
     const double perNorm = arch.norm == NormKind::LayerNorm ? 2 * h : h;
     const int w = arch.norm == NormKind::LayerNormNoParams
                       ? -1
                       : b.parameter("final norm", perNorm * p.grad, p.train_base);
-    return addNorm(b, arch.norm, x, w, SizeExpr::perToken(1), "final norm");
+    return addNorm(b, arch.norm, x, w, SizeExpr::perToken(share), "final norm");
 }
 
 // lm_head: F.linear over the final hidden states; under autocast the input and the (cached) weight
@@ -271,13 +272,13 @@ int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision 
 OpGraph embeddingGraph(const ModelArchitecture &arch,
                        const TrainingConfig &training,
                        const ParameterLayout &layout,
-                       std::int64_t tensorParallel,
+                       TensorParallelPlan tensorParallel,
                        bool outputRequiresGrad)
 {
     OpGraph g;
     GraphBuilder b(g);
     const GraphPrecision p = graphPrecision(training);
-    const double tp = static_cast<double>(std::max<std::int64_t>(1, tensorParallel));
+    const double tp = tensorParallel.ranks();
     const double h = static_cast<double>(arch.hidden_size);
     const double vocabElements = parameterElements(layout, TensorRole::Embedding, tp);
     const int w = b.parameter("embed_tokens", vocabElements * p.grad, p.train_base);
@@ -295,8 +296,10 @@ OpGraph embeddingGraph(const ModelArchitecture &arch,
         b.lastOp().saves = {{positions, 1}};
         x = b.add(x, pe, "embeddings + positions");
     }
+    if (tensorParallel.shardsSequence()) // RowwiseParallel(output_layouts=Shard(1)): torchtitan
+        x = b.copy(x, tok(h * tensorParallel.sequenceShare()), p.stream, "embedding reduce-scatter");
     if (arch.family == ModelFamily::Gemma)
-        x = b.scalarOp(x, tok(h), p.stream, "embeddings * sqrt(hidden)");
+        x = b.scalarOp(x, b.elements(x), p.stream, "embeddings * sqrt(hidden)");
     x = b.dropout(x, arch.hidden_dropout, "embedding dropout");
     g.output = x;
     return g;
@@ -305,21 +308,24 @@ OpGraph embeddingGraph(const ModelArchitecture &arch,
 OpGraph headGraph(const ModelArchitecture &arch,
                   const TrainingConfig &training,
                   const ParameterLayout &layout,
-                  std::int64_t tensorParallel,
+                  TensorParallelPlan tensorParallel,
                   bool inputRequiresGrad)
 {
     OpGraph g;
     GraphBuilder b(g);
     const GraphPrecision p = graphPrecision(training);
-    const double tp = static_cast<double>(std::max<std::int64_t>(1, tensorParallel));
+    const double tp = tensorParallel.ranks();
+    const double share = tensorParallel.sequenceShare();
     const double h = static_cast<double>(arch.hidden_size);
     const double vocab = static_cast<double>(arch.vocab_size) / tp;
-    const int x = b.input("last layer output", tok(h), p.stream, inputRequiresGrad);
+    const int x = b.input("last layer output", tok(h * share), p.stream, inputRequiresGrad);
     g.input = x;
-    int normed = finalNorm(b, arch, p, x);
+    int normed = finalNorm(b, arch, p, x, share);
     if (p.train) // LlamaForCausalLM.forward holds the model's output while the loss is computed
         g.tensors[static_cast<std::size_t>(normed)].hold = Hold::ForwardEnd;
-    else // generate(): logits for the last position only (logits_to_keep=1), then fp32
+    if (share < 1) // ColwiseParallel(input_layouts=Shard(1)) on lm_head: the whole sequence
+        normed = b.copy(normed, tok(h), p.stream, "sequence-parallel all-gather");
+    if (!p.train) // generate(): logits for the last position only (logits_to_keep=1), then fp32
         normed = b.copy(normed, SizeExpr::perSequence(h), b.elementBytes(normed), "last position");
     if (p.train && training.loss == LossImplementation::LigerFused) {
         const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;

@@ -17,7 +17,7 @@ namespace membudget {
 OpGraph embeddingGraph(const ModelArchitecture &arch,
                        const TrainingConfig &training,
                        const ParameterLayout &layout,
-                       std::int64_t tensorParallel,
+                       TensorParallelPlan tensorParallel,
                        bool outputRequiresGrad);
 
 // What follows the last decoder layer: the final norm, lm_head and the causal-LM loss (training),
@@ -26,7 +26,7 @@ OpGraph embeddingGraph(const ModelArchitecture &arch,
 OpGraph headGraph(const ModelArchitecture &arch,
                   const TrainingConfig &training,
                   const ParameterLayout &layout,
-                  std::int64_t tensorParallel,
+                  TensorParallelPlan tensorParallel,
                   bool inputRequiresGrad);
 
 } // namespace membudget

@@ -308,11 +308,22 @@ void applyStackDefaults(TrainingConfig &t, ParallelismConfig &p, const ExplicitK
         p.sharding = *d.sharding;
 }
 
+// torchtitan's apply_tp (torchtitan/models/llama3/infra/parallelize.py) puts SequenceParallel on
+// every norm and Shard(1) layouts between the blocks whenever tensor parallelism is on; Hugging
+// Face's tp_plan ("colwise" / "rowwise" styles, transformers/integrations/tensor_parallel.py)
+// replicates the hidden states between them.
+bool stackShardsSequence(const StackConfig &stack)
+{
+    return stack.name == Stack::Torchtitan;
+}
+
 EstimateInput resolveStackChoices(const EstimateInput &input)
 {
     EstimateInput in = input;
     if (!in.training.kbit_fp32_upcast)
         in.training.kbit_fp32_upcast = stackUpcastsKbit(in);
+    if (!in.parallelism.sequence_parallel)
+        in.parallelism.sequence_parallel = stackShardsSequence(in.training.stack);
     fsdpMixedPrecision(in);
     deepSpeedBuckets(in);
     return in;
@@ -362,6 +373,10 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
         out.push_back({"parallelism.sharding",
                        shardingName(p.sharding),
                        d.sharding && *d.sharding == p.sharding});
+    if (p.tensor_parallel > 1)
+        out.push_back({"parallelism.sequence_parallel",
+                       *p.sequence_parallel ? "true" : "false",
+                       !input.parallelism.sequence_parallel.has_value()});
     if (shardsOverFsdp(in)) {
         out.push_back({"parallelism.fsdp_param_dtype",
                        dtypeText(p.fsdp_param_dtype),

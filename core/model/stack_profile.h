@@ -43,6 +43,10 @@ void applyStackDefaults(TrainingConfig &training,
 // precision, DeepSpeed's buckets on the stage). Keys set in the scenario are kept.
 EstimateInput resolveStackChoices(const EstimateInput &input);
 
+// Whether the stack shards the sequence between tensor-parallel blocks (sequence parallelism)
+// when a scenario does not say.
+bool stackShardsSequence(const StackConfig &stack);
+
 // The training settings the op graphs are built from: FSDP with a 16-bit param_dtype computes as
 // pure 16-bit (gathered units, activations and unsharded gradients in that dtype) whatever the
 // sharded parameters' dtype. `input` must be resolved.

@@ -9,7 +9,7 @@ namespace membudget {
 StepGraphs stepGraphs(const ModelArchitecture &arch,
                       const TrainingConfig &t,
                       const ParameterLayout &layout,
-                      std::int64_t tp)
+                      TensorParallelPlan tp)
 {
     StepGraphs g;
     g.train = t.mode == Mode::Train;

@@ -22,6 +22,6 @@ struct StepGraphs
 StepGraphs stepGraphs(const ModelArchitecture &arch,
                       const TrainingConfig &training,
                       const ParameterLayout &layout,
-                      std::int64_t tensorParallel);
+                      TensorParallelPlan tensorParallel);
 
 } // namespace membudget

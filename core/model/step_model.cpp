@@ -17,7 +17,7 @@ StepModel::StepModel(const EstimateInput &input)
               && a.kv_heads >= 1 && a.vocab_size >= 1 && a.intermediate_size >= 1;
     if (!m_valid)
         return;
-    const std::int64_t tp = m_input.parallelism.tensor_parallel;
+    const TensorParallelPlan tp = m_input.parallelism.tensorParallelPlan();
     const TrainingConfig graphTraining = graphTrainingConfig(m_input);
     m_layout = parameterLayout(a);
     m_states = modelStates(m_input, m_layout);

@@ -152,7 +152,8 @@ private:
 void StepBuilder::makeGraphs()
 {
     m_firstDiffers = m_g.first_differs;
-    const double h = static_cast<double>(m_in.arch.hidden_size);
+    const double h = static_cast<double>(m_in.arch.hidden_size)
+                     * m_in.parallelism.tensorParallelPlan().sequenceShare();
     TimelineTensor stream;
     stream.name = "hidden states";
     stream.size = SizeExpr::perToken(h * m_p.stream);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/inference_options.h"
+#include "model/tensor_parallel_plan.h"
 #include "model/weight_format_options.h"
 
 #include <cstdint>
@@ -187,6 +188,9 @@ struct ParallelismConfig
     std::int64_t gpus = 1;
     Sharding sharding = Sharding::None;
     std::int64_t tensor_parallel = 1;
+    // Sequence parallelism with tensor_parallel > 1 (tensor_parallel_plan.h); unset: the stack
+    // decides (torchtitan shards the sequence, Hugging Face's tp_plan does not).
+    std::optional<bool> sequence_parallel;
     // FSDP MixedPrecision(param_dtype, reduce_dtype); unset: the stack decides (none: the
     // parameters' own dtype).
     std::optional<ParamDtype> fsdp_param_dtype;
@@ -197,6 +201,10 @@ struct ParallelismConfig
     std::int64_t dataParallel() const
     {
         return tensor_parallel > 0 ? gpus / tensor_parallel : gpus;
+    }
+    TensorParallelPlan tensorParallelPlan() const
+    {
+        return {tensor_parallel, sequence_parallel.value_or(false)};
     }
 };
 

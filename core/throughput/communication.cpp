@@ -2,6 +2,7 @@
 #include "throughput/communication.h"
 
 #include "model/parameter_layout.h"
+#include "model/weight_format.h"
 #include "throughput/optimizer_traffic.h"
 #include "throughput/throughput_constants.h"
 
@@ -43,17 +44,12 @@ double pcieBandwidth(const GpuPerformance &g)
     return pcieGbps(g.pcie_generation) * 1e9 * kPcieEfficiency;
 }
 
-double storedWeightBytes(const TrainingConfig &t)
+double storedWeightBytes(const ModelArchitecture &arch, const TrainingConfig &t)
 {
-    switch (t.quantization) {
-    case Quantization::Nf4:
-    case Quantization::Nf4Double:
-        return 0.5 + 4.0 / 64;
-    case Quantization::Int8:
-        return 1.0;
-    case Quantization::None:
-        break;
-    }
+    // Quantized weights travel in their stored format, scales included (weight_format.cpp).
+    if (t.quantization != Quantization::None)
+        return layoutBitsPerWeight(parameterLayout(arch), t.quantization, t.quantization_options)
+               / 8.0;
     // FSDP and ZeRO gather the 16-bit copy under mixed precision, the fp32 weights under AMP.
     return isMixedMaster(t.precision) ? 2.0 : weightBytes(t.precision);
 }
@@ -91,6 +87,8 @@ double rankTrainableParameters(const EstimateInput &in)
 //  - FSDP SHARD_GRAD_OP: weights gathered once per micro-batch and kept through backward;
 //  - tensor parallelism: two all-reduces of the activations per layer in forward, two in backward
 //    (Megatron-LM, Shoeybi et al. 2019, section 3), two more in a recomputed forward; not overlapped.
+//    Sequence parallelism swaps each for an all-gather and a reduce-scatter that move the same
+//    bytes (Korthikanti et al. 2022, section 4.2.2): the same time.
 CommunicationTime communicationTime(const EstimateInput &in,
                                     const GpuPerformance &gpu,
                                     const MicroBatchWork &work)
@@ -123,7 +121,7 @@ CommunicationTime communicationTime(const EstimateInput &in,
 
     const double weights = rankParameters(in.arch, par.tensor_parallel);
     const double trainable = rankTrainableParameters(in);
-    const double wBytes = storedWeightBytes(tr);
+    const double wBytes = storedWeightBytes(in.arch, tr);
     const double gBytes = gradientBytes(tr.precision);
     if (train && dp > 1) {
         const double bw = collectiveBandwidth(gpu, gpus > gpu.gpus_per_node);

@@ -17,6 +17,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QFormLayout>
@@ -76,6 +77,7 @@ private Q_SLOTS:
     void gpuListFollowsTheUnitRoundedDown();
     void aHuggingFaceIdGetsAHint();
     void torchReleasePickerFollowsTheScenario();
+    void sequenceParallelFollowsTheStackUntilSet();
 
 private:
     QTemporaryDir *m_dir = nullptr;
@@ -307,6 +309,32 @@ void TestControlsPanel::torchReleasePickerFollowsTheScenario()
     doc->undoStack()->undo();
     QCOMPARE(torch->currentIndex(), 0);
     QCOMPARE(temporaries(), newest);
+}
+
+void TestControlsPanel::sequenceParallelFollowsTheStackUntilSet()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *sp = m_window->findChild<QCheckBox *>(QStringLiteral("sequenceParallel"));
+    QVERIFY(sp);
+    QVERIFY(!sp->isEnabled()); // one GPU: nothing to shard
+    doc->edit(QStringLiteral("TP 2"), [](Scenario &s) {
+        s.training.stack = {Stack::Torchtitan, ""};
+        s.parallelism.gpus = 2;
+        s.parallelism.tensor_parallel = 2;
+    });
+    QVERIFY(sp->isEnabled());
+    QVERIFY(sp->isChecked()); // torchtitan's default, not yet written in the scenario
+    QVERIFY(!doc->scenario().parallelism.sequence_parallel.has_value());
+    const auto activations = [doc] {
+        return doc->estimate().phase(Phase::Forward)[Component::Activations];
+    };
+    const auto sharded = activations();
+    sp->click();
+    QCOMPARE(doc->scenario().parallelism.sequence_parallel, std::optional<bool>(false));
+    QVERIFY(activations() > sharded);
+    doc->undoStack()->undo();
+    QVERIFY(sp->isChecked());
+    QCOMPARE(activations(), sharded);
 }
 
 QTEST_MAIN(TestControlsPanel)

@@ -162,6 +162,32 @@ private slots:
         QVERIFY(two.layer_linear < one.layer_linear);
         QCOMPARE(two.layer_score, one.layer_score / 2);
     }
+
+    // Korthikanti et al. 2022, section 4.2.2, with DTensor's layouts (torchtitan): with sequence
+    // parallelism the norms, residual stream and layer input hold half the sequence at TP 2; each
+    // block's gathered input, kept by its matmuls, stays whole.
+    void sequenceParallelShardsTheRegionsBetweenBlocks()
+    {
+        const TrainingConfig t = config(Precision::Bf16, Method::Full, Attention::Eager);
+        const double h = 256, I = 688;
+        const ActivationProfile tp = activationProfile(tinyLlama(), t, TensorParallelPlan(2));
+        // norms 2 x (6h + 4) + q/k/v input 2h + q, repeated k, v 3h + o_proj input h + MLP input 2h
+        // + gate, silu, up 3I + down input I
+        QCOMPARE(tp.layer_linear, 20.0 * h + 4.0 * I + 8);
+        QCOMPARE(tp.layer_checkpoint, 2.0 * h);
+        const ActivationProfile sp = activationProfile(tinyLlama(), t, TensorParallelPlan(2, true));
+        // norms 2 x (3h + 2), gathered q/k/v input 2h, 3h, h, gathered MLP input 2h, 3I + I
+        QCOMPARE(sp.layer_linear, 14.0 * h + 4.0 * I + 4);
+        QCOMPARE(sp.layer_score, tp.layer_score);
+        QCOMPARE(sp.layer_checkpoint, 1.0 * h);
+        // token ids 8 (every rank reads the whole batch), final norm 3h + 2, gathered lm_head
+        // input 2h
+        QCOMPARE(sp.model_level, 8.0 + 3.0 * h + 2 + 2.0 * h);
+        QCOMPARE(sp.logits_forward, tp.logits_forward);
+        // Without tensor parallelism there is nothing to shard.
+        const ActivationProfile one = activationProfile(tinyLlama(), t, TensorParallelPlan(1, true));
+        QCOMPARE(one.layer_linear, activationProfile(tinyLlama(), t, 1).layer_linear);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestActivationModel)

@@ -68,6 +68,8 @@ struct Generator
         in.parallelism.tensor_parallel = 1;
         if (in.parallelism.gpus % 8 == 0 && in.arch.attention_heads % 8 == 0 && uniform(0, 1) < 0.3)
             in.parallelism.tensor_parallel = 8;
+        // Half the scenarios shard the sequence too (from a drawn value: the draws stay as they were).
+        in.parallelism.sequence_parallel = t.micro_batch_size % 2 == 0;
         in.parallelism.sharding = pick<Sharding>(6);
         t.offload.optimizer = uniform(0, 1) < 0.15;
         t.offload.parameters = (in.parallelism.sharding == Sharding::Zero3

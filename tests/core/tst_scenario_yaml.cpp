@@ -397,6 +397,7 @@ parallelism:
         all.training.kbit_fp32_upcast = false;
         all.parallelism.gpus = 4;
         all.parallelism.sharding = Sharding::Zero2;
+        all.parallelism.sequence_parallel = true;
         all.parallelism.fsdp_param_dtype = ParamDtype::Bf16;
         all.parallelism.fsdp_reduce_dtype = ParamDtype::Fp32;
         all.parallelism.deepspeed.reduce_bucket_size = 2e8;

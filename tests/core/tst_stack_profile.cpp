@@ -260,6 +260,34 @@ private slots:
         QCOMPARE(estimateMemory(fp32).peak_allocated, a.peak_allocated);
     }
 
+    // torchtitan shards the sequence between its tensor-parallel blocks, Hugging Face's tp_plan
+    // does not; a scenario's own sequence_parallel wins. The step's peak and its activations
+    // follow the resolved choice.
+    void torchtitanShardsTheSequenceWithTensorParallel()
+    {
+        EstimateInput plain = input(llama32_1b(), Method::Full, Precision::AmpBf16);
+        plain.training.sequence_length = 4096;
+        plain.parallelism.gpus = 8;
+        plain.parallelism.tensor_parallel = 8;
+        const EstimateInput titan = withStack(plain, Stack::Torchtitan);
+        QVERIFY(*resolveStackChoices(titan).parallelism.sequence_parallel);
+        QVERIFY(
+            !*resolveStackChoices(withStack(plain, Stack::HfTrainer)).parallelism.sequence_parallel);
+        EstimateInput replicated = titan;
+        replicated.parallelism.sequence_parallel = false;
+        QVERIFY(!*resolveStackChoices(replicated).parallelism.sequence_parallel);
+        const MemoryEstimate sp = estimateMemory(titan);
+        const MemoryEstimate tp = estimateMemory(replicated);
+        QVERIFY(at(sp, Phase::Forward, Component::Activations)
+                < 0.75 * at(tp, Phase::Forward, Component::Activations));
+        QVERIFY(sp.peak_allocated < tp.peak_allocated);
+        bool listed = false;
+        for (const StackChoice &c : stackChoices(titan))
+            if (c.key == "parallelism.sequence_parallel")
+                listed = c.value == "true" && c.from_stack;
+        QVERIFY(listed);
+    }
+
     // bitsandbytes MatMul8bitLt keeps its input A when the input needs a gradient (LoRA over an
     // int8 base); a 4-bit base keeps nothing.
     void int8BaseKeepsItsInputsUnderLora()

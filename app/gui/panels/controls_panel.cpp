@@ -850,6 +850,19 @@ QWidget *ControlsPanel::buildParallelGroup()
     gpusLabel->setBuddy(m_gpuCount);
     form->addRow(gpusLabel, counts);
 
+    m_sequenceParallel = new QCheckBox(tr("Sequence parallel"));
+    m_sequenceParallel->setObjectName(QStringLiteral("sequenceParallel"));
+    m_sequenceParallel->setToolTip(
+        tr("With tensor parallelism, each GPU keeps only its share of the sequence between the "
+           "attention and MLP blocks: norms, residual adds and the layer inputs shrink by the TP "
+           "degree, with the same communication volume. torchtitan does this; Hugging Face's "
+           "tp_plan does not."));
+    connect(m_sequenceParallel, &QCheckBox::toggled, this, [this](bool on) {
+        edit(tr("Change sequence parallelism"),
+             [on](Scenario &s) { s.parallelism.sequence_parallel = on; });
+    });
+    form->addRow(QString(), m_sequenceParallel);
+
     m_sharding = enumCombo(
         "sharding",
         kShardingLabels,
@@ -1209,6 +1222,9 @@ void ControlsPanel::syncFromDocument()
     // Parallelism and GPUs
     m_gpuCount->setValue(static_cast<int>(s.parallelism.gpus));
     m_tensorParallel->setValue(static_cast<int>(s.parallelism.tensor_parallel));
+    m_sequenceParallel->setChecked(
+        s.parallelism.sequence_parallel.value_or(stackShardsSequence(t.stack)));
+    m_sequenceParallel->setEnabled(s.parallelism.tensor_parallel > 1);
     // Arrows offer only what the core accepts: GPU counts in multiples of the tensor-parallel degree,
     // degrees that divide both the GPU count and the attention heads.
     m_gpuCount->setSingleStep(

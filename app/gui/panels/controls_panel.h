@@ -142,6 +142,7 @@ private:
     QSpinBox *m_gpuCount = nullptr;
     QComboBox *m_sharding = nullptr;
     SteppedSpinBox *m_tensorParallel = nullptr;
+    QCheckBox *m_sequenceParallel = nullptr;
     QLineEdit *m_gpuFilter = nullptr;
     QListWidget *m_gpuList = nullptr;
 

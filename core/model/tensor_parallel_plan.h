@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace membudget {
+
+// How a layer is split over its tensor-parallel group (Megatron layout: heads, MLP width and the
+// vocabulary are divided by `size`). With sequence parallelism (Korthikanti et al. 2022,
+// arXiv:2205.05198, section 4.2.2) the regions between the split matmuls (norms, dropout, residual
+// adds, the hidden states between layers) hold 1/size of the sequence each: an all-gather
+// enters each attention / MLP block, a reduce-scatter leaves it.
+struct TensorParallelPlan
+{
+    std::int64_t size = 1;
+    bool sequence_parallel = false;
+
+    TensorParallelPlan(std::int64_t ranks = 1, bool sequenceParallel = false)
+        : size(std::max<std::int64_t>(1, ranks))
+        , sequence_parallel(sequenceParallel)
+    {}
+
+    double ranks() const { return static_cast<double>(size); }
+    // The share of the sequence a rank holds outside the split blocks.
+    double sequenceShare() const { return sequence_parallel && size > 1 ? 1.0 / ranks() : 1.0; }
+    bool shardsSequence() const { return sequenceShare() < 1.0; }
+};
+
+} // namespace membudget
