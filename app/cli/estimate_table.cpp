@@ -88,12 +88,16 @@ std::string describeTraining(const EstimateInput &in)
         s += " x " + std::to_string(t.gradient_accumulation_steps) + " accumulation";
     if (t.mode == Mode::Train)
         s += std::string(" · checkpointing ") + checkpointingName(t.checkpointing);
+    if (checkpointedLayers(t, in.arch.layers) > 0 && t.checkpoint_every > 1)
+        s += " (1 in " + std::to_string(t.checkpoint_every) + " layers)";
     s += std::string(" · ") + attentionName(t.attention) + " attention";
     if (in.parallelism.gpus > 1)
         s += " · " + std::to_string(in.parallelism.gpus) + " GPUs "
              + shardingName(in.parallelism.sharding);
     if (in.parallelism.tensor_parallel > 1)
-        s += " TP" + std::to_string(in.parallelism.tensor_parallel);
+        s += " TP" + std::to_string(in.parallelism.tensor_parallel)
+             + (in.parallelism.sequence_parallel.value_or(stackShardsSequence(t.stack)) ? " + SP"
+                                                                                        : "");
     return s;
 }
 

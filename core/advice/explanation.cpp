@@ -222,26 +222,28 @@ std::string explainComponent(
         if (bytes == 0)
             return t.mode == Mode::Inference ? "none (inference saves nothing for backward)"
                                              : "none (freed after backward)";
-        const double layers = static_cast<double>(in.arch.layers);
-        const double perLayer = t.checkpointing == Checkpointing::Full ? d.layer_checkpoint_bytes
-                                                                       : d.layer_saved_bytes;
-        const double everything = layers * perLayer + d.embedding_activation_bytes;
+        const double checkpointed = static_cast<double>(checkpointedLayers(t, in.arch.layers));
+        const double kept = static_cast<double>(in.arch.layers) - checkpointed;
+        const double everything = checkpointed * d.layer_checkpoint_bytes
+                                  + kept * d.layer_saved_bytes + d.embedding_activation_bytes;
         if (static_cast<double>(bytes) < 0.999 * everything)
             return "what remains: " + liveList(in, est, phase, c, unit) + total;
-        if (t.checkpointing == Checkpointing::Full)
-            return num(layers) + " layers x layer input " + sized(d.layer_checkpoint_bytes, unit)
-                   + " (b x s x h x "
-                   + num(d.layer_checkpoint_bytes
-                         / std::max(1.0, tokens * static_cast<double>(in.arch.hidden_size)))
-                   + " B) + " + sized(d.embedding_activation_bytes, unit) + " outside the layers"
-                   + total;
-        const std::string bytesPerToken = num(d.layer_activation_per_token) + " B/token"
-                                          + (d.layer_attention_score_per_token > 0
-                                                 ? " + " + num(d.layer_attention_score_per_token)
-                                                       + " B/token x s (eager softmax)"
-                                                 : std::string());
-        return num(layers) + " layers x " + num(tokens) + " tokens x (" + bytesPerToken + ") + "
-               + sized(d.embedding_activation_bytes, unit) + " outside the layers" + total;
+        std::string out;
+        if (checkpointed > 0)
+            out = num(checkpointed) + " checkpointed layers x layer input "
+                  + sized(d.layer_checkpoint_bytes, unit) + " (b x s x h x "
+                  + num(d.layer_checkpoint_bytes
+                        / std::max(1.0, tokens * static_cast<double>(in.arch.hidden_size)))
+                  + " B) + ";
+        if (kept > 0)
+            out += num(kept) + " layers x " + num(tokens) + " tokens x ("
+                   + num(d.layer_activation_per_token) + " B/token"
+                   + (d.layer_attention_score_per_token > 0
+                          ? " + " + num(d.layer_attention_score_per_token)
+                                + " B/token x s (eager softmax)"
+                          : std::string())
+                   + ") + ";
+        return out + sized(d.embedding_activation_bytes, unit) + " outside the layers" + total;
     }
     case Component::KvCache:
         if (bytes == 0)

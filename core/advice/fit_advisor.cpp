@@ -74,7 +74,7 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
             {{"loss: chunked cross-entropy (no whole fp32 logits)",
               [](EstimateInput &e, std::int64_t) { e.training.loss = LossImplementation::Chunked; },
               0}});
-    if (t.checkpointing != Checkpointing::Full) {
+    if (t.checkpointing != Checkpointing::Full || t.checkpoint_every > 1) {
         std::vector<Option> g;
         if (t.checkpointing == Checkpointing::None)
             g.push_back({"gradient checkpointing: selective",
@@ -82,10 +82,14 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                              e.training.checkpointing = Checkpointing::Selective;
                          },
                          0});
-        g.push_back(
-            {"gradient checkpointing: full",
-             [](EstimateInput &e, std::int64_t) { e.training.checkpointing = Checkpointing::Full; },
-             0});
+        g.push_back({t.checkpointing == Checkpointing::Full
+                         ? "gradient checkpointing on every layer (checkpoint_every: 1)"
+                         : "gradient checkpointing: full",
+                     [](EstimateInput &e, std::int64_t) {
+                         e.training.checkpointing = Checkpointing::Full;
+                         e.training.checkpoint_every = 1;
+                     },
+                     0});
         groups.push_back(g);
     }
     if (t.micro_batch_size > 1) {

@@ -34,6 +34,7 @@ std::vector<LadderStep> techniqueLadder(const EstimateInput &input)
     e.training.precision = Precision::Bf16;
     steps.push_back({"+ bf16", "weights, gradients and AdamW states in bf16", e});
     e.training.checkpointing = Checkpointing::Full;
+    e.training.checkpoint_every = 1;
     steps.push_back({"+ checkpointing", "keep only each layer's input, recompute in backward", e});
     e.training.attention = Attention::Flash;
     steps.push_back({"+ flash attention", "no s x s softmax kept", e});

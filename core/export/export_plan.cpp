@@ -105,6 +105,11 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
         plan.notes.push_back("selective (attention-only) checkpointing has no Trainer, accelerate "
                              "or DeepSpeed setting: full gradient checkpointing is written, which "
                              "needs less memory and more compute than estimated");
+    if (t.checkpointing == Checkpointing::Full && t.checkpoint_every > 1)
+        plan.notes.push_back("checkpoint_every: " + std::to_string(t.checkpoint_every)
+                             + " (torchtitan's layer-selective checkpointing) has no Trainer, "
+                               "accelerate or DeepSpeed setting: every layer is checkpointed, "
+                               "which needs less memory and more compute than estimated");
     if (t.lora.loraplus_lr_ratio > 0)
         plan.notes.push_back(
             "LoRA+ (loraplus_lr_ratio) has no Trainer setting: build the optimizer "

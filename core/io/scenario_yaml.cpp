@@ -113,6 +113,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                       "sequence_length",
                       "gradient_accumulation_steps",
                       "gradient_checkpointing",
+                      "checkpoint_every",
                       "attention",
                       "batch_padding",
                       "loss",
@@ -136,6 +137,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                        parseCheckpointing,
                        kCheckpointingNames,
                        3)
+          && r.getInt(t, "checkpoint_every", c.checkpoint_every, 1, 1'000'000)
           && r.getEnum(t, "attention", c.attention, parseAttention, kAttentionNames, 3)
           && r.getEnum(t, "batch_padding", c.batch_padding, parseBatchPadding, kBatchPaddingNames, 3)
           && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 6)
@@ -306,7 +308,7 @@ ExplicitKeys explicitKeys(const YAML::Node &root)
     x.precision = has(t, "precision");
     x.optimizer = has(t, "optimizer");
     x.loss = has(t, "loss");
-    x.checkpointing = has(t, "gradient_checkpointing");
+    x.checkpointing = has(t, "gradient_checkpointing") || has(t, "checkpoint_every");
     x.adapter_precision = has(t, "lora") && has(t["lora"], "adapter_precision");
     x.sharding = has(p, "sharding");
     x.offload = has(t, "offload");
@@ -735,6 +737,8 @@ std::string scenarioToYaml(const Scenario &s)
     out += "  sequence_length: " + std::to_string(t.sequence_length) + "\n";
     out += "  gradient_accumulation_steps: " + std::to_string(t.gradient_accumulation_steps) + "\n";
     out += std::string("  gradient_checkpointing: ") + checkpointingName(t.checkpointing) + "\n";
+    if (t.checkpoint_every != 1)
+        out += "  checkpoint_every: " + std::to_string(t.checkpoint_every) + "\n";
     out += std::string("  attention: ") + attentionName(t.attention) + "\n";
     if (t.batch_padding != BatchPadding::None)
         out += std::string("  batch_padding: ") + batchPaddingName(t.batch_padding) + "\n";

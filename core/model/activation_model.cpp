@@ -108,7 +108,10 @@ ActivationProfile activationProfile(const ModelArchitecture &arch,
     out.compute_bytes = p.compute;
     out.stream_bytes = p.stream;
     const GraphAnalysis body = analyzeGraph(graphs.body, graphs.train);
-    const bool full = graphs.train && training.checkpointing == Checkpointing::Full;
+    // A checkpointed body recomputes its set; with checkpointing on every N-th layer the body is a
+    // layer that keeps it.
+    const bool full = graphs.train && training.checkpointing == Checkpointing::Full
+                      && graphs.checkpoint_every == 1;
     const Kept layer = keptBy(graphs.body, body, full);
     out.layer_linear = layer.linear;
     out.layer_score = layer.score;

@@ -120,11 +120,14 @@ TimelineEvent GraphTimeline::map(const GraphEvent &e) const
         if (isInput)
             return {m_bind.stream, m_bind.input_layer, alloc, m_bind.input_absolute};
         if (isOutput)
-            return {m_bind.stream, m_bind.output_layer, alloc, m_bind.output_absolute};
-        return {tensorFor(Value, t), 0, alloc, false};
+            return {m_bind.output_stream >= 0 ? m_bind.output_stream : m_bind.stream,
+                    m_bind.output_layer,
+                    alloc,
+                    m_bind.output_absolute};
+        return {tensorFor(Value, t), m_bind.layer, alloc, false};
     case GraphEventKind::AllocRecomputed:
     case GraphEventKind::FreeRecomputed:
-        return {tensorFor(Recomputed, t), 0, alloc, false};
+        return {tensorFor(Recomputed, t), m_bind.layer, alloc, false};
     case GraphEventKind::AllocGrad:
     case GraphEventKind::FreeGrad:
         if (isInput)
@@ -134,18 +137,18 @@ TimelineEvent GraphTimeline::map(const GraphEvent &e) const
                     m_bind.output_grad_layer,
                     alloc,
                     m_bind.output_grad_absolute};
-        return {tensorFor(Grad, t), 0, alloc, false};
+        return {tensorFor(Grad, t), m_bind.layer, alloc, false};
     case GraphEventKind::AllocGradPart:
     case GraphEventKind::FreeGradPart:
-        return {tensorFor(GradPart, t), 0, alloc, false};
+        return {tensorFor(GradPart, t), m_bind.layer, alloc, false};
     case GraphEventKind::AllocParamGrad:
-        return {tensorFor(ParamGrad, t), 0, true, false};
+        return {tensorFor(ParamGrad, t), m_bind.layer, true, false};
     case GraphEventKind::AllocParamGradPart:
     case GraphEventKind::FreeParamGradPart:
-        return {tensorFor(ParamGradPart, t), 0, alloc, false};
+        return {tensorFor(ParamGradPart, t), m_bind.layer, alloc, false};
     case GraphEventKind::AllocWorkspace:
     case GraphEventKind::FreeWorkspace:
-        return {tensorFor(Workspace, t), 0, alloc, false};
+        return {tensorFor(Workspace, t), m_bind.layer, alloc, false};
     }
     return {};
 }

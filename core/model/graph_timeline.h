@@ -24,6 +24,8 @@ struct StreamBinding
     bool output_absolute = false;
     int output_grad_layer = 1;
     bool output_grad_absolute = false;
+    int layer = 0; // the layer of the graph's own per-layer tensors, relative to the block's
+    int output_stream = -1; // >= 0: the output is this tensor rather than `stream`
 };
 
 // Turns the events of one op graph into timeline events, making one timeline tensor per graph tensor

@@ -20,9 +20,9 @@ bool operator==(const TrainingConfig &a, const TrainingConfig &b)
            && a.quantization == b.quantization && a.optimizer == b.optimizer
            && a.micro_batch_size == b.micro_batch_size && a.sequence_length == b.sequence_length
            && a.gradient_accumulation_steps == b.gradient_accumulation_steps
-           && a.checkpointing == b.checkpointing && a.attention == b.attention
-           && a.batch_padding == b.batch_padding && a.loss == b.loss && a.lora == b.lora
-           && a.offload == b.offload && a.stack == b.stack
+           && a.checkpointing == b.checkpointing && a.checkpoint_every == b.checkpoint_every
+           && a.attention == b.attention && a.batch_padding == b.batch_padding && a.loss == b.loss
+           && a.lora == b.lora && a.offload == b.offload && a.stack == b.stack
            && a.kbit_fp32_upcast == b.kbit_fp32_upcast
            && a.quantization_options == b.quantization_options && a.ia3.targets == b.ia3.targets
            && a.inference == b.inference;

@@ -19,6 +19,7 @@ struct StaticDefaults
     Optimizer optimizer = Optimizer::AdamW;
     LossImplementation loss = LossImplementation::Hf;
     std::optional<Checkpointing> checkpointing;
+    std::int64_t checkpoint_every = 1;
     AdapterPrecision adapter = AdapterPrecision::Fp32;
     std::optional<Sharding> sharding;
 };
@@ -112,9 +113,12 @@ StaticDefaults staticDefaults(const TrainingConfig &t)
     case Stack::Torchtitan:
         // fp32 parameters with bf16 compute (training.mixed_precision_param), AdamW
         // implementation "fused", FSDP (torchtitan/config/configs.py, trainer.py,
-        // components/optimizer/optimizer.py). Its default selective (op-level) activation
-        // checkpointing is not modelled yet: gradient_checkpointing stays the scenario's.
+        // components/optimizer/optimizer.py); activation checkpointing mode "selective" with
+        // selective_ac_option "2": every second layer wrapped whole (config/job_config.py,
+        // ActivationCheckpoint; distributed/activation_checkpoint.py, _apply_layer_sac).
         d.precision = Precision::AmpBf16;
+        d.checkpointing = Checkpointing::Full;
+        d.checkpoint_every = 2;
         d.optimizer = Optimizer::AdamWFused;
         d.sharding = Sharding::FsdpFull;
         break;
@@ -302,6 +306,8 @@ void applyStackDefaults(TrainingConfig &t, ParallelismConfig &p, const ExplicitK
         t.loss = d.loss;
     if (d.checkpointing && !x.checkpointing)
         t.checkpointing = *d.checkpointing;
+    if (!x.checkpointing)
+        t.checkpoint_every = d.checkpoint_every;
     if (!x.adapter_precision)
         t.lora.adapter_precision = d.adapter;
     if (d.sharding && !x.sharding)
@@ -361,6 +367,10 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
     out.push_back({"training.gradient_checkpointing",
                    checkpointingName(t.checkpointing),
                    d.checkpointing && *d.checkpointing == t.checkpointing});
+    if (t.checkpointing == Checkpointing::Full && t.checkpoint_every != 1)
+        out.push_back({"training.checkpoint_every",
+                       std::to_string(t.checkpoint_every),
+                       d.checkpoint_every == t.checkpoint_every});
     if (t.method != Method::Full)
         out.push_back({"training.lora.adapter_precision",
                        adapterPrecisionName(t.lora.adapter_precision),

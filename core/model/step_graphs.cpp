@@ -19,7 +19,15 @@ StepGraphs stepGraphs(const ModelArchitecture &arch,
                                 && (t.method == Method::Full
                                     || t.checkpointing == Checkpointing::Full);
     g.embed = embeddingGraph(arch, t, layout, tp, firstInputGrad);
-    g.body = decoderLayerGraph(arch, t, layout, tp, g.train);
+    if (g.train && t.checkpointing == Checkpointing::Full && t.checkpoint_every > 1) {
+        TrainingConfig plain = t;
+        plain.checkpointing = Checkpointing::None;
+        g.checkpoint_every = t.checkpoint_every;
+        g.body = decoderLayerGraph(arch, plain, layout, tp, g.train);
+        g.checkpointed = decoderLayerGraph(arch, t, layout, tp, g.train);
+    } else {
+        g.body = decoderLayerGraph(arch, t, layout, tp, g.train);
+    }
     g.first_differs = firstInputGrad != g.train && arch.layers > 1;
     if (g.first_differs)
         g.first = decoderLayerGraph(arch, t, layout, tp, firstInputGrad);

@@ -12,9 +12,12 @@ namespace membudget {
 
 // The op graphs of one step: the embedding, a decoder layer (all alike), the first layer when it
 // differs (its input needs no gradient when the embedding is frozen), and the head with the loss.
+// When full checkpointing wraps only every N-th layer (checkpoint_every > 1), `body` is a layer
+// that keeps its activations and `checkpointed` one that recomputes them.
 struct StepGraphs
 {
-    OpGraph embed, first, body, head;
+    OpGraph embed, first, body, checkpointed, head;
+    std::int64_t checkpoint_every = 1; // > 1: layers N-1, 2N-1, ... are `checkpointed`
     bool first_differs = false;
     bool train = true;
 };

@@ -124,7 +124,18 @@ private:
     void backward();
     double reduceBucketBytes() const;
     void backwardLayers();
-    void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from);
+    void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from, int layer = 0);
+    // Consecutive decoder layers that repeat alike: `layers` run one after the other (layer
+    // first + r * step + j * sign(step) for the j-th), the whole run `repeat` times.
+    struct LayerRun
+    {
+        int first = 0, step = 1, repeat = 1;
+        std::vector<GraphTimeline *> layers;
+    };
+    std::vector<LayerRun> layerRuns(bool backward) const;
+    // The binding of a run's j-th layer, `at` layers from the block's: the input of a checkpointed
+    // layer among kept ones is a tensor of its own (kept as its checkpoint).
+    StreamBinding runBinding(const LayerRun &run, std::size_t j, int at) const;
     void optimizerStep();
     void adamWWorkspace(TimelineBlock &b);
     void zeroGrad(TimelineBlock &b);
@@ -136,11 +147,12 @@ private:
     int m_layers;
     StepTimeline m_tl;
 
-    std::unique_ptr<GraphTimeline> m_embed, m_first, m_body, m_head;
+    std::unique_ptr<GraphTimeline> m_embed, m_first, m_body, m_checkpointed, m_head;
     bool m_firstDiffers = false;
     bool m_keepGathered = false, m_prefetch = false;
 
-    int m_stream = -1, m_gradStream = -1, m_cos = -1, m_sin = -1, m_mask = -1;
+    int m_stream = -1, m_gradStream = -1, m_checkpointInput = -1, m_cos = -1, m_sin = -1,
+        m_mask = -1;
     int m_gathered = -1, m_rootGathered = -1, m_unitGrad = -1, m_gradShard = -1;
     int m_rootGradShard = -1, m_bucket = -1, m_lossGrad = -1;
     int m_accumulated = -1; // gradients kept from earlier micro-batches
@@ -162,11 +174,19 @@ void StepBuilder::makeGraphs()
     stream.name = "hidden states";
     stream.origin = TensorOrigin::Grad;
     m_gradStream = m_tl.addTensor(stream);
+    if (m_g.checkpoint_every > 1) {
+        stream.name = "checkpointed layer input";
+        stream.origin = TensorOrigin::Value;
+        stream.component = Component::Activations;
+        m_checkpointInput = m_tl.addTensor(stream);
+    }
 
     m_embed = std::make_unique<GraphTimeline>(m_tl, m_g.embed, m_p.train, false);
     m_body = std::make_unique<GraphTimeline>(m_tl, m_g.body, m_p.train, true);
     if (m_firstDiffers)
         m_first = std::make_unique<GraphTimeline>(m_tl, m_g.first, m_p.train, true);
+    if (m_g.checkpoint_every > 1)
+        m_checkpointed = std::make_unique<GraphTimeline>(m_tl, m_g.checkpointed, m_p.train, true);
     m_head = std::make_unique<GraphTimeline>(m_tl, m_g.head, m_p.train, false);
     m_tl.tensors[static_cast<std::size_t>(m_stream)].component = m_body->keepsInput()
                                                                      ? Component::Activations
@@ -303,26 +323,74 @@ void StepBuilder::forward()
     forwardEnd();
 }
 
+// Forward order: the first layer when it differs, then the alike ones; with checkpointing on
+// every N-th layer, groups of N - 1 layers that keep their activations and one checkpointed layer,
+// then the layers left over.
+std::vector<StepBuilder::LayerRun> StepBuilder::layerRuns(bool backward) const
+{
+    std::vector<LayerRun> runs;
+    const int every = m_g.checkpoint_every <= m_layers ? static_cast<int>(m_g.checkpoint_every) : 0;
+    const int groups = every > 1 ? m_layers / every : 0;
+    if (m_firstDiffers) {
+        runs.push_back({0, 1, 1, {m_first.get()}});
+        runs.push_back({1, 1, m_layers - 1, {m_body.get()}});
+    } else if (groups > 0) {
+        LayerRun group{0, every, groups, std::vector<GraphTimeline *>(every - 1, m_body.get())};
+        group.layers.push_back(m_checkpointed.get());
+        runs.push_back(group);
+        if (m_layers > groups * every)
+            runs.push_back({groups * every, 1, m_layers - groups * every, {m_body.get()}});
+    } else {
+        runs.push_back({0, 1, m_layers, {m_body.get()}});
+    }
+    if (!backward)
+        return runs;
+    std::reverse(runs.begin(), runs.end());
+    for (LayerRun &run : runs) {
+        const int count = static_cast<int>(run.layers.size());
+        run.first += (run.repeat - 1) * run.step + count - 1; // the run's last layer
+        run.step = -run.step;
+        std::reverse(run.layers.begin(), run.layers.end());
+    }
+    return runs;
+}
+
+StreamBinding StepBuilder::runBinding(const LayerRun &run, std::size_t j, int at) const
+{
+    StreamBinding s{m_stream, m_gradStream, true, true, at, false, at + 1, false, at + 1, false, at};
+    const auto checkpointed = [&](std::size_t k) {
+        return k < run.layers.size() && run.layers[k] == m_checkpointed.get();
+    };
+    if (run.layers.size() < 2 || m_checkpointInput < 0)
+        return s;
+    if (checkpointed(j))
+        s.stream = m_checkpointInput;                      // its output is bound apart below
+    const std::size_t next = run.step > 0 ? j + 1 : j - 1; // the layer above, in forward order
+    if (checkpointed(j))
+        s.output_stream = m_stream;
+    else if ((run.step > 0 || j > 0) && checkpointed(next))
+        s.output_stream = m_checkpointInput;
+    return s;
+}
+
 void StepBuilder::forwardLayers()
 {
     const Stage stage = m_p.train ? Stage::Forward : Stage::Prefill;
-    auto layerBlock = [&](GraphTimeline &g, int first, int repeat) {
-        TimelineBlock &b = m_tl.addBlock(stage, Phase::Forward, first, 1, repeat);
+    for (const LayerRun &run : layerRuns(false)) {
+        TimelineBlock &b = m_tl.addBlock(stage, Phase::Forward, run.first, run.step, run.repeat);
         b.decoder_layer = true;
-        if (m_prefetch)
-            alloc(b, m_gathered, 1);
-        else if (m_keepGathered)
-            alloc(b, m_gathered, 0);
-        g.bind({m_stream, m_gradStream, true, true, 0, false, 1, false, 1, false});
-        g.forward(b);
-        if (m_prefetch)
-            release(b, m_gathered, 0);
-    };
-    if (m_firstDiffers) {
-        layerBlock(*m_first, 0, 1);
-        layerBlock(*m_body, 1, m_layers - 1);
-    } else {
-        layerBlock(*m_body, 0, m_layers);
+        for (std::size_t j = 0; j < run.layers.size(); ++j) {
+            const int at = static_cast<int>(j);
+            GraphTimeline &g = *run.layers[j];
+            if (m_prefetch)
+                alloc(b, m_gathered, at + 1);
+            else if (m_keepGathered)
+                alloc(b, m_gathered, at);
+            g.bind(runBinding(run, j, at));
+            g.forward(b);
+            if (m_prefetch)
+                release(b, m_gathered, at);
+        }
     }
 }
 
@@ -331,15 +399,15 @@ void StepBuilder::forwardLayers()
 void StepBuilder::forwardEnd()
 {
     const Stage stage = m_p.train ? Stage::Loss : Stage::Prefill;
-    TimelineBlock &all = m_tl.addBlock(stage,
-                                       Phase::Forward,
-                                       m_firstDiffers ? 1 : 0,
-                                       1,
-                                       m_firstDiffers ? m_layers - 1 : m_layers);
-    m_body->releaseHeld(all, Hold::ForwardEnd);
+    for (const LayerRun &run : layerRuns(false)) {
+        TimelineBlock &all = m_tl.addBlock(stage, Phase::Forward, run.first, run.step, run.repeat);
+        for (std::size_t j = 0; j < run.layers.size(); ++j) {
+            const int at = static_cast<int>(j);
+            run.layers[j]->bind(runBinding(run, j, at));
+            run.layers[j]->releaseHeld(all, Hold::ForwardEnd);
+        }
+    }
     TimelineBlock &b = m_tl.addBlock(stage, Phase::Forward);
-    if (m_firstDiffers)
-        m_first->releaseHeld(b, Hold::ForwardEnd);
     m_head->releaseHeld(b, Hold::ForwardEnd);
     m_embed->releaseHeld(b, Hold::ForwardEnd);
     if (m_mask >= 0 && !maskKeptForBackward())
@@ -509,42 +577,41 @@ void StepBuilder::backward()
 void StepBuilder::backwardLayers()
 {
     const bool accumulating = m_in.training.gradient_accumulation_steps > 1;
-    auto layerBlock = [&](GraphTimeline &g, int first, int repeat) {
-        TimelineBlock &b = m_tl.addBlock(Stage::Backward, Phase::Backward, first, -1, repeat);
+    for (const LayerRun &run : layerRuns(true)) {
+        TimelineBlock &b
+            = m_tl.addBlock(Stage::Backward, Phase::Backward, run.first, run.step, run.repeat);
         b.decoder_layer = true;
-        if (m_prefetch)
-            alloc(b, m_gathered, -1);
-        const bool relative = repeat > 1 || m_liveGradLayer == first + 1;
-        g.bind({m_stream,
-                m_gradStream,
-                true,
-                true,
-                0,
-                false,
-                1,
-                false,
-                relative ? 1 : m_liveGradLayer,
-                !relative});
-        const std::size_t from = b.events.size();
-        const int inputGrad = g.backward(b, accumulating);
-        layerGradients(b, g, from);
-        if (m_s.gathers)
-            release(b, m_gathered, 0);
-        if (inputGrad == g.graph().input)
-            m_liveGradLayer = first - (repeat - 1);
-    };
-    if (m_firstDiffers) {
-        layerBlock(*m_body, m_layers - 1, m_layers - 1);
-        layerBlock(*m_first, 0, 1);
-    } else {
-        layerBlock(*m_body, m_layers - 1, m_layers);
+        for (std::size_t j = 0; j < run.layers.size(); ++j) {
+            const int at = -static_cast<int>(j);
+            GraphTimeline &g = *run.layers[j];
+            if (m_prefetch)
+                alloc(b, m_gathered, at - 1);
+            const int layer = run.first + at; // of the first repetition
+            const bool relative = run.repeat > 1 || m_liveGradLayer == layer + 1;
+            StreamBinding s = runBinding(run, j, at);
+            if (!relative) {
+                s.output_grad_layer = m_liveGradLayer;
+                s.output_grad_absolute = true;
+            }
+            g.bind(s);
+            const std::size_t from = b.events.size();
+            const int inputGrad = g.backward(b, accumulating);
+            layerGradients(b, g, from, at);
+            if (m_s.gathers)
+                release(b, m_gathered, at);
+            if (inputGrad == g.graph().input)
+                m_liveGradLayer = layer + (run.repeat - 1) * run.step;
+        }
     }
 }
 
 // With ZeRO-2/3 and FSDP a layer's gradients exist unsharded only until reduce-scatter: its
 // weights' .grad events become one transient unsharded buffer, then a shard is kept (ZeRO-2 keeps
 // its partition in a buffer allocated up front).
-void StepBuilder::layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from)
+void StepBuilder::layerGradients(TimelineBlock &b,
+                                 const GraphTimeline &g,
+                                 std::size_t from,
+                                 int layer)
 {
     const bool sharded = m_p.train && shardsGradients(m_s.sharding) && m_in.parallelism.gpus > 1;
     if (!sharded)
@@ -564,7 +631,7 @@ void StepBuilder::layerGradients(TimelineBlock &b, const GraphTimeline &g, std::
         const TimelineTensor &t = m_tl.tensors[static_cast<std::size_t>(e.tensor)];
         if (t.origin == TensorOrigin::ParamGrad) {
             if (!seen)
-                kept.push_back({unsharded, 0, true, false});
+                kept.push_back({unsharded, layer, true, false});
             seen = true;
             continue;
         }
@@ -591,9 +658,9 @@ void StepBuilder::layerGradients(TimelineBlock &b, const GraphTimeline &g, std::
                                kReduceStream);
                 m_rootShards.push_back(shard);
             }
-            kept.push_back({shard, 0, true, false});
+            kept.push_back({shard, layer, true, false});
         }
-        kept.push_back({unsharded, 0, false, false});
+        kept.push_back({unsharded, layer, false, false});
     }
     b.events = std::move(kept);
 }

@@ -3,6 +3,8 @@
 
 #include "base/enum_names.h"
 
+#include <algorithm>
+
 namespace membudget {
 
 const char *const kModeNames[2] = {"train", "inference"};
@@ -111,6 +113,12 @@ const char *checkpointingName(Checkpointing v)
 bool parseCheckpointing(const std::string &s, Checkpointing &v)
 {
     return parseEnumName(kCheckpointingNames, s, v);
+}
+std::int64_t checkpointedLayers(const TrainingConfig &t, std::int64_t layers)
+{
+    if (t.mode != Mode::Train || t.checkpointing != Checkpointing::Full)
+        return 0;
+    return layers / std::max<std::int64_t>(1, t.checkpoint_every);
 }
 const char *attentionName(Attention v)
 {

@@ -161,6 +161,9 @@ struct TrainingConfig
     std::int64_t sequence_length = 2048;
     std::int64_t gradient_accumulation_steps = 1;
     Checkpointing checkpointing = Checkpointing::None;
+    // With full checkpointing, only every N-th decoder layer is checkpointed (layers N-1, 2N-1, ...,
+    // torchtitan's layer-selective AC, selective_ac_option "N"); the others keep their activations.
+    std::int64_t checkpoint_every = 1;
     Attention attention = Attention::Sdpa;
     BatchPadding batch_padding = BatchPadding::None;
     LossImplementation loss = LossImplementation::Hf;
@@ -237,6 +240,9 @@ bool parseQuantization(const std::string &s, Quantization &v);
 const char *optimizerName(Optimizer v);
 bool parseOptimizer(const std::string &s, Optimizer &v);
 const char *checkpointingName(Checkpointing v);
+// How many of `layers` decoder layers full checkpointing wraps (every one unless checkpoint_every >
+// 1: torchtitan's _apply_layer_sac counts layers from 1 and wraps those whose count N divides).
+std::int64_t checkpointedLayers(const TrainingConfig &t, std::int64_t layers);
 bool parseCheckpointing(const std::string &s, Checkpointing &v);
 const char *attentionName(Attention v);
 bool parseAttention(const std::string &s, Attention &v);

@@ -112,7 +112,7 @@ CommunicationTime communicationTime(const EstimateInput &in,
                              * (tr.precision == Precision::Fp32 ? 4.0 : 2.0);
         double count = 2 * L;
         if (train)
-            count += 2 * L + (tr.checkpointing == Checkpointing::Full ? 2 * L : 0);
+            count += 2 * L + 2 * static_cast<double>(checkpointedLayers(tr, in.arch.layers));
         const double bw = collectiveBandwidth(gpu, t > gpu.gpus_per_node);
         const double perMicroBatch = count * allReduceSeconds(bytes, t, bw);
         out.total += accumulation * perMicroBatch;

@@ -21,6 +21,17 @@ WorkTally &WorkTally::operator+=(const WorkTally &o)
     return *this;
 }
 
+WorkTally &WorkTally::operator*=(double factor)
+{
+    matmul *= factor;
+    attention *= factor;
+    elementwise *= factor;
+    dequantize *= factor;
+    flops *= factor;
+    host_ops *= factor;
+    return *this;
+}
+
 namespace {
 
 // Bytes of the compute dtype (E) and of the residual stream (R; fp32 under AMP and in fp32), as in
@@ -200,6 +211,10 @@ public:
         attentionCores();
         layerKernels();
         modelLevel();
+        // Checkpointing on every N-th layer recomputes those layers only (all the recompute work
+        // above is the decoder layers').
+        if (m_recompute && m_L > 0)
+            m_work.recompute *= static_cast<double>(checkpointedLayers(m_tr, m_arch.layers)) / m_L;
         return m_work;
     }
 

@@ -25,6 +25,7 @@ struct WorkTally
 
     double gpuSeconds() const { return matmul + attention + elementwise + dequantize; }
     WorkTally &operator+=(const WorkTally &o);
+    WorkTally &operator*=(double factor);
 };
 
 struct MicroBatchWork

@@ -78,6 +78,7 @@ private Q_SLOTS:
     void aHuggingFaceIdGetsAHint();
     void torchReleasePickerFollowsTheScenario();
     void sequenceParallelFollowsTheStackUntilSet();
+    void checkpointEveryShowsWithFullCheckpointing();
 
 private:
     QTemporaryDir *m_dir = nullptr;
@@ -335,6 +336,37 @@ void TestControlsPanel::sequenceParallelFollowsTheStackUntilSet()
     doc->undoStack()->undo();
     QVERIFY(sp->isChecked());
     QCOMPARE(activations(), sharded);
+}
+
+void TestControlsPanel::checkpointEveryShowsWithFullCheckpointing()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *every = m_window->findChild<QSpinBox *>(QStringLiteral("checkpointEvery"));
+    QVERIFY(every);
+    doc->edit(QStringLiteral("full bf16, no checkpointing"), [](Scenario &s) {
+        s.training.method = Method::Full;
+        s.training.checkpointing = Checkpointing::None;
+    });
+    QVERIFY(!every->isVisibleTo(m_window));
+    auto *stack = m_window->findChild<QComboBox *>(QStringLiteral("stack"));
+    const int titan = stack->findData(QStringLiteral("torchtitan"));
+    stack->setCurrentIndex(titan);
+    Q_EMIT stack->activated(titan);
+    QCOMPARE(doc->scenario().training.checkpointing, Checkpointing::Full);
+    QVERIFY(every->isVisibleTo(m_window));
+    QCOMPARE(every->value(), 2);
+    QCOMPARE(every->text(), QStringLiteral("1 in 2 layers"));
+    const auto activations = [doc] {
+        return doc->estimate().phase(Phase::Forward)[Component::Activations];
+    };
+    const auto half = activations();
+    every->setValue(1);
+    QCOMPARE(doc->scenario().training.checkpoint_every, std::int64_t(1));
+    QCOMPARE(every->text(), QStringLiteral("every layer"));
+    QVERIFY(activations() < half);
+    doc->undoStack()->undo();
+    QCOMPARE(every->value(), 2);
+    QCOMPARE(activations(), half);
 }
 
 QTEST_MAIN(TestControlsPanel)

@@ -31,6 +31,34 @@ private:
     static qint64 at(const MemoryEstimate &e, Phase p, Component c) { return e.phase(p)[c]; }
 
 private slots:
+    // torchtitan's layer-selective checkpointing: with checkpoint_every N, layers N-1, 2N-1, ...
+    // keep only their input and the rest keep everything, so at the forward's end half of a
+    // 32-layer model's layers (N = 2) hold what `none` holds and half what `full` holds; N = 3
+    // wraps 10 layers; N beyond the depth wraps none. Recomputation time follows the wrapped share.
+    void checkpointingEveryNthLayer()
+    {
+        EstimateInput in = input(llama2_7b(), Precision::Bf16);
+        in.training.sequence_length = 2048;
+        auto forwardActivations = [&](Checkpointing c, std::int64_t every) {
+            EstimateInput e = in;
+            e.training.checkpointing = c;
+            e.training.checkpoint_every = every;
+            return at(estimateMemory(e), Phase::Forward, Component::Activations);
+        };
+        const qint64 none = forwardActivations(Checkpointing::None, 1);
+        const qint64 full = forwardActivations(Checkpointing::Full, 1);
+        QVERIFY(full < none / 10);
+        QCOMPARE(forwardActivations(Checkpointing::None, 2), none); // ignored without full
+        QCOMPARE(forwardActivations(Checkpointing::Full, 2), (none + full) / 2);
+        const qint64 perLayerSaved = (none - full) / 32;
+        QCOMPARE(forwardActivations(Checkpointing::Full, 3), full + 22 * perLayerSaved);
+        QCOMPARE(forwardActivations(Checkpointing::Full, 33), none);
+        QCOMPARE(checkpointedLayers(in.training, 32), std::int64_t(0));
+        in.training.checkpointing = Checkpointing::Full;
+        in.training.checkpoint_every = 3;
+        QCOMPARE(checkpointedLayers(in.training, 32), std::int64_t(10));
+    }
+
     void bytesPerParameter_data()
     {
         QTest::addColumn<int>("precision");

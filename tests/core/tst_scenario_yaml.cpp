@@ -398,6 +398,8 @@ parallelism:
         all.parallelism.gpus = 4;
         all.parallelism.sharding = Sharding::Zero2;
         all.parallelism.sequence_parallel = true;
+        all.training.checkpointing = Checkpointing::Full;
+        all.training.checkpoint_every = 3;
         all.parallelism.fsdp_param_dtype = ParamDtype::Bf16;
         all.parallelism.fsdp_reduce_dtype = ParamDtype::Fp32;
         all.parallelism.deepspeed.reduce_bucket_size = 2e8;

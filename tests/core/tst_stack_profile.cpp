@@ -260,6 +260,31 @@ private slots:
         QCOMPARE(estimateMemory(fp32).peak_allocated, a.peak_allocated);
     }
 
+    // torchtitan's ActivationCheckpoint defaults (mode "selective", selective_ac_option "2"):
+    // every second layer checkpointed whole, unless the scenario says; another stack resets it.
+    void torchtitanCheckpointsEverySecondLayer()
+    {
+        const EstimateInput titan = withStack(input(llama32_1b(), Method::Full, Precision::AmpBf16),
+                                              Stack::Torchtitan);
+        QCOMPARE(titan.training.checkpointing, Checkpointing::Full);
+        QCOMPARE(titan.training.checkpoint_every, std::int64_t(2));
+        bool listed = false;
+        for (const StackChoice &c : stackChoices(titan))
+            if (c.key == "training.checkpoint_every")
+                listed = c.value == "2" && c.from_stack;
+        QVERIFY(listed);
+        EstimateInput none = input(llama32_1b(), Method::Full, Precision::AmpBf16);
+        none.training.stack = {Stack::Torchtitan, ""};
+        ExplicitKeys given;
+        given.checkpointing = true;
+        applyStackDefaults(none.training, none.parallelism, given);
+        QCOMPARE(none.training.checkpointing, Checkpointing::None);
+        TrainingConfig t = titan.training;
+        ParallelismConfig p = titan.parallelism;
+        switchStack(t, p, Stack::HfTrainer);
+        QCOMPARE(t.checkpoint_every, std::int64_t(1));
+    }
+
     // torchtitan shards the sequence between its tensor-parallel blocks, Hugging Face's tp_plan
     // does not; a scenario's own sequence_parallel wins. The step's peak and its activations
     // follow the resolved choice.

@@ -112,6 +112,8 @@ private slots:
         t.quantization = t.method == Method::Qlora ? Quantization::Nf4 : Quantization::None;
         t.precision = static_cast<Precision>(precision);
         t.checkpointing = static_cast<Checkpointing>(checkpointing);
+        t.checkpoint_every = 1
+                             + (arch + method + precision) % 3; // with full: 1, 2 or 3 of 4 layers
         t.attention = static_cast<Attention>(attention);
         t.gradient_accumulation_steps = accumulation;
         t.lora.dropout = arch % 2 ? 0.1 : 0.0;

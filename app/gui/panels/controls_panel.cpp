@@ -118,7 +118,7 @@ const EnumLabel kStackLabels[]
        {"torchtitan", QT_TRANSLATE_NOOP("Controls", "torchtitan")}};
 const EnumLabel kCheckpointingLabels[]
     = {{"none", QT_TRANSLATE_NOOP("Controls", "Off")},
-       {"full", QT_TRANSLATE_NOOP("Controls", "Full (every layer)")},
+       {"full", QT_TRANSLATE_NOOP("Controls", "Full (whole layers)")},
        {"selective", QT_TRANSLATE_NOOP("Controls", "Selective (attention)")}};
 const EnumLabel kAttentionLabels[] = {{"eager",
                                        QT_TRANSLATE_NOOP("Controls", "Eager (stores scores)")},
@@ -739,13 +739,33 @@ QWidget *ControlsPanel::buildTechniquesGroup()
         "checkpointing",
         kCheckpointingLabels,
         tr("Recompute activations in backward instead of keeping them: full keeps only each "
-           "layer's input (≈20–30% slower), selective drops the attention internals (≈5%)"));
+           "wrapped layer's input (≈20–30% slower with every layer wrapped), selective drops the "
+           "attention internals (≈5%)"));
     connect(m_checkpointing, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_checkpointing);
         edit(tr("Change gradient checkpointing"),
              [name](Scenario &s) { parseCheckpointing(name, s.training.checkpointing); });
     });
-    form->addRow(tr("Chec&kpointing:"), m_checkpointing);
+    m_checkpointEvery = intSpin(
+        "checkpointEvery",
+        1,
+        1'000'000,
+        tr("With full checkpointing, wrap only one layer in N (torchtitan's selective_ac_option): "
+           "the other layers keep their activations, and only the wrapped ones are recomputed"));
+    m_checkpointEvery->setSpecialValueText(tr("every layer"));
+    m_checkpointEvery->setPrefix(tr("1 in "));
+    m_checkpointEvery->setSuffix(tr(" layers"));
+    connect(m_checkpointEvery, &QSpinBox::valueChanged, this, [this](int v) {
+        edit(tr("Change checkpointed layers"),
+             [v](Scenario &s) { s.training.checkpoint_every = v; });
+    });
+    auto *checkpointRow = new QHBoxLayout;
+    m_checkpointingRow = checkpointRow;
+    checkpointRow->addWidget(m_checkpointing, 1);
+    checkpointRow->addWidget(m_checkpointEvery);
+    auto *checkpointLabel = new QLabel(tr("Chec&kpointing:"));
+    checkpointLabel->setBuddy(m_checkpointing);
+    form->addRow(checkpointLabel, checkpointRow);
 
     m_attention = enumCombo(
         "attention",
@@ -1145,7 +1165,7 @@ void ControlsPanel::syncFromDocument()
                        static_cast<QWidget *>(m_kvCache),
                        static_cast<QWidget *>(m_kvDtype)})
         m_batchForm->setRowVisible(w, !train);
-    m_techniquesForm->setRowVisible(m_checkpointing, train);
+    m_techniquesForm->setRowVisible(m_checkpointingRow, train);
     m_techniquesForm->setRowVisible(m_loss, train);
     m_offloadOptimizer->setVisible(train);
     if (auto *items = qobject_cast<QStandardItemModel *>(m_precision->model()))
@@ -1206,6 +1226,9 @@ void ControlsPanel::syncFromDocument()
     // Techniques
     selectName(m_checkpointing, checkpointingName(t.checkpointing));
     m_checkpointing->setEnabled(train);
+    m_checkpointEvery->setValue(
+        static_cast<int>(std::clamp<std::int64_t>(t.checkpoint_every, 1, 1'000'000)));
+    m_checkpointEvery->setVisible(t.checkpointing == Checkpointing::Full);
     selectName(m_attention, attentionName(t.attention));
     selectName(m_batchPadding, batchPaddingName(t.batch_padding));
     selectName(m_loss, lossName(t.loss));

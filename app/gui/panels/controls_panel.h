@@ -132,6 +132,8 @@ private:
     QComboBox *m_kvDtype = nullptr;
 
     QComboBox *m_checkpointing = nullptr;
+    QSpinBox *m_checkpointEvery = nullptr;
+    QLayout *m_checkpointingRow = nullptr;
     QComboBox *m_attention = nullptr;
     QComboBox *m_batchPadding = nullptr;
     QComboBox *m_loss = nullptr;
