@@ -42,7 +42,8 @@ def cpu_mean_extra(scenario):
     layers, h = model["layers"], model["hidden_size"]
     tokens = training.get("micro_batch_size", 1) * training.get("sequence_length", 2048)
     if training.get("gradient_checkpointing", "none") == "full":
-        norms = 1  # only the final norm runs outside the checkpoints
+        # the final norm and those of the layers left outside the checkpoints
+        norms = 1 + 2 * (layers - layers // training.get("checkpoint_every", 1))
     elif training.get("method", "full") == "full":
         norms = 2 * layers + 1
     else:
@@ -88,8 +89,10 @@ def torch_113_cpu_extra(scenario, measured):
         extra += cpu_mean_extra(scenario)
     extra += cpu_dropout_extra(scenario)
     ckpt = training.get("gradient_checkpointing", "none")
-    if ckpt == "full" and model.get("positions", "rotary") == "rotary" and model.get("family", "llama") in ("llama", "gemma"):
-        # Reentrant checkpointing holds rotary cos/sin in ctx.inputs, out of saved_tensors_hooks' sight.
+    every_layer = training.get("checkpoint_every", 1) == 1
+    if ckpt == "full" and every_layer and model.get("positions", "rotary") == "rotary" and model.get("family", "llama") in ("llama", "gemma"):
+        # Reentrant checkpointing holds rotary cos/sin in ctx.inputs, out of saved_tensors_hooks' sight
+        # (a layer outside the checkpoints saves them itself).
         head_dim = model.get("head_dim", h // model["attention_heads"])
         stream = 2 if training.get("precision", "bf16") in ("bf16", "fp16", "mixed-bf16", "mixed-fp16") else 4
         extra -= 2 * head_dim * stream * training.get("sequence_length", 2048)

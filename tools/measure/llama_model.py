@@ -244,6 +244,7 @@ class LlamaModel(nn.Module):
         self.norm = RMSNorm(arch.hidden_size, arch.rms_norm_eps, device, dtype)
         self.rotary_emb = RotaryEmbedding(arch.head_dim, arch.rope_theta, device)
         self.gradient_checkpointing = False
+        self.checkpoint_every = 1
         self.use_reentrant = True
         # Called as layer_scope(i) around each checkpointed layer so that what the checkpoint saves
         # is attributed to its layer; a no-op unless the harness installs a recorder.
@@ -267,7 +268,7 @@ class LlamaModel(nn.Module):
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         for i, layer in enumerate(self.layers):
-            if self.gradient_checkpointing and self.training:
+            if self.gradient_checkpointing and self.training and (i + 1) % self.checkpoint_every == 0:
                 with self.layer_scope(i):
                     hidden_states = torch.utils.checkpoint.checkpoint(
                         layer.__call__, hidden_states, causal_mask, position_ids, cache_position,
@@ -339,9 +340,12 @@ class LlamaForCausalLM(nn.Module):
                 elif isinstance(module, nn.Embedding):
                     module.weight.normal_(0.0, std)
 
-    def gradient_checkpointing_enable(self, use_reentrant=True):
+    def gradient_checkpointing_enable(self, use_reentrant=True, every=1):
+        """every > 1: wrap only layers every-1, 2*every-1, ... as torchtitan's _apply_layer_sac does
+        (it counts layers from 1 and wraps those whose count `every` divides)."""
         self.model.gradient_checkpointing = True
         self.model.use_reentrant = use_reentrant
+        self.model.checkpoint_every = every
 
     def enable_input_require_grads(self):
         """HF PreTrainedModel.enable_input_require_grads: with reentrant checkpointing and a frozen

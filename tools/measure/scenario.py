@@ -28,7 +28,8 @@ ARCH_REQUIRED = ("layers", "hidden_size", "intermediate_size", "attention_heads"
 
 TRAINING_KEYS = (
     "mode", "method", "precision", "quantization", "optimizer", "micro_batch_size",
-    "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "attention", "lora",
+    "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "checkpoint_every",
+    "attention", "lora",
     "offload", "loss",
 )
 # Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
@@ -89,6 +90,7 @@ class Training:
     sequence_length: int = 2048
     gradient_accumulation_steps: int = 1
     gradient_checkpointing: str = "none"
+    checkpoint_every: int = 1  # with full: only layers N-1, 2N-1, ... are checkpointed (torchtitan)
     attention: str = "sdpa"
     loss: str = "hf"
     lora: LoraSettings = field(default_factory=LoraSettings)
@@ -319,6 +321,7 @@ def _parse_training(tr, path):
         gradient_accumulation_steps=_int(tr.get("gradient_accumulation_steps", 1),
                                          "gradient_accumulation_steps", path),
         gradient_checkpointing=ckpt,
+        checkpoint_every=_int(tr.get("checkpoint_every", 1), "checkpoint_every", path),
         attention=_choice(tr.get("attention", "sdpa"), "attention", ATTENTIONS, path),
         loss=loss,
         lora=lora,

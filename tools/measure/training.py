@@ -53,7 +53,7 @@ class Setup:
             self.wrapped_linears = lora_mod.apply_lora(model, tr.lora, adapter_dtype)
         self._input_hook = None
         if tr.gradient_checkpointing == "full":
-            model.gradient_checkpointing_enable(use_reentrant=True)
+            model.gradient_checkpointing_enable(use_reentrant=True, every=tr.checkpoint_every)
             if tr.method == "lora":
                 # PEFT calls enable_input_require_grads() when the model checkpoints.
                 self._input_hook = model.enable_input_require_grads()
