@@ -32,8 +32,12 @@ void fsdpConfig(const ExportPlan &plan, YAML::Emitter &y, std::vector<std::strin
     y << YAML::Key << "fsdp_auto_wrap_policy" << YAML::Value << "TRANSFORMER_BASED_WRAP";
     y << YAML::Key << "fsdp_cpu_ram_efficient_loading" << YAML::Value << true;
     y << YAML::Key << "fsdp_offload_params" << YAML::Value << t.offload.parameters;
+    // FSDP1 takes a ShardingStrategy name here; the hybrid ones shard within each node.
+    const bool hybrid = s.parallelism.shard_group > 0;
     y << YAML::Key << "fsdp_reshard_after_forward" << YAML::Value
-      << (s.parallelism.sharding == Sharding::FsdpFull ? "FULL_SHARD" : "SHARD_GRAD_OP");
+      << (s.parallelism.sharding == Sharding::FsdpFull
+              ? (hybrid ? "HYBRID_SHARD" : "FULL_SHARD")
+              : (hybrid ? "HYBRID_SHARD_ZERO2" : "SHARD_GRAD_OP"));
     y << YAML::Key << "fsdp_state_dict_type" << YAML::Value << "SHARDED_STATE_DICT";
     y << YAML::Key << "fsdp_sync_module_states" << YAML::Value << true;
     y << YAML::Key << "fsdp_use_orig_params" << YAML::Value << true;

@@ -92,6 +92,14 @@ TrainingExport exportDeepSpeedJson(const ExportPlan &plan)
         zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
     if (t.offload.parameters)
         zero["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
+    if (plan.scenario.parallelism.shard_group > 0) {
+        if (stage == 3) // MiCS (DeepSpeed docs, zero3.rst): partition within groups of this size
+            zero["mics_shard_size"] = plan.scenario.parallelism.shard_group;
+        else
+            notes.push_back("DeepSpeed shards over groups (MiCS, mics_shard_size) with ZeRO stage "
+                            "3 only: this stage shards over every data-parallel GPU, which needs "
+                            "less memory than estimated");
+    }
     if ((t.offload.optimizer || t.offload.parameters) && stage == 0)
         notes.push_back("offloading to CPU RAM needs ZeRO stage 1 or more (parameters: stage 3)");
     j["zero_optimization"] = zero;

@@ -146,8 +146,11 @@ void trainingArguments(const ExportPlan &plan, bool sft, Lines &out, std::vector
     if (usesDeepSpeed(s))
         out("    deepspeed=\"ds_config.json\",  # membudget export-config --format deepspeed");
     if (usesFsdp(s)) {
-        std::string fsdp = s.parallelism.sharding == Sharding::FsdpFull ? "full_shard"
-                                                                        : "shard_grad_op";
+        // transformers FSDPOption; the hybrid strategies shard within each node.
+        const bool hybrid = s.parallelism.shard_group > 0;
+        std::string fsdp = s.parallelism.sharding == Sharding::FsdpFull
+                               ? (hybrid ? "hybrid_shard" : "full_shard")
+                               : (hybrid ? "hybrid_shard_zero2" : "shard_grad_op");
         fsdp += " auto_wrap";
         if (s.training.offload.parameters)
             fsdp += " offload";

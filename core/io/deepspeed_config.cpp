@@ -96,6 +96,15 @@ bool readZero(const Json &zero, DeepSpeedFileSettings &out, std::string &problem
     if (!(readNumber(zero, "reduce_bucket_size", b.reduce_bucket_size, problem)
           && readFlag(zero, "overlap_comm", b.overlap_comm, problem)))
         return false;
+    // MiCS (DeepSpeed docs, zero3.rst "MiCS Configurations"): -1 (the default) turns it off.
+    if (zero.contains("mics_shard_size") && !isAuto(zero["mics_shard_size"])) {
+        const Json &m = zero["mics_shard_size"];
+        if (!m.is_number_integer() || m.get<std::int64_t>() > 1'000'000) {
+            problem = "zero_optimization.mics_shard_size must be a whole number of GPUs";
+            return false;
+        }
+        out.mics_shard_size = std::max<std::int64_t>(0, m.get<std::int64_t>());
+    }
     if (zero.contains("offload_optimizer"))
         out.offload_optimizer = offloadsTo(zero, "offload_optimizer");
     if (zero.contains("offload_param"))
@@ -174,6 +183,8 @@ void applyDeepSpeedFileSettings(const DeepSpeedFileSettings &file,
         training.offload.parameters = file.offload_parameters.value_or(training.offload.parameters);
     }
     parallelism.deepspeed_from_file = file.buckets;
+    if (file.mics_shard_size > 0 && parallelism.shard_group == 0)
+        parallelism.shard_group = file.mics_shard_size;
 }
 
 } // namespace membudget

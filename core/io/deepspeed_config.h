@@ -17,6 +17,7 @@ struct DeepSpeedFileSettings
     std::optional<Sharding> sharding;   // zero_optimization.stage 0..3
     std::optional<Precision> precision; // bf16.enabled / fp16.enabled: mixed-bf16 / mixed-fp16
     std::optional<bool> offload_optimizer, offload_parameters; // offload_*.device cpu or nvme
+    std::int64_t mics_shard_size = 0; // zero_optimization.mics_shard_size (MiCS), > 0 when set
     DeepSpeedConfig buckets;
 };
 

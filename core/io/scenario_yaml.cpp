@@ -265,6 +265,7 @@ bool readParallelism(YamlReader &r,
                       "sharding",
                       "tensor_parallel",
                       "sequence_parallel",
+                      "shard_group",
                       "fsdp_param_dtype",
                       "fsdp_reduce_dtype",
                       "deepspeed",
@@ -273,6 +274,7 @@ bool readParallelism(YamlReader &r,
         || !r.getEnum(p, "sharding", c.sharding, parseSharding, kShardingNames, 6)
         || !r.getInt(p, "tensor_parallel", c.tensor_parallel, 1, 65536)
         || !r.getBool(p, "sequence_parallel", c.sequence_parallel)
+        || !r.getInt(p, "shard_group", c.shard_group, 0, 1'000'000)
         || !r.getEnum(p, "fsdp_param_dtype", c.fsdp_param_dtype, parseParamDtype, kParamDtypeNames, 3)
         || !r.getEnum(p,
                       "fsdp_reduce_dtype",
@@ -288,6 +290,11 @@ bool readParallelism(YamlReader &r,
         return r.fail(p,
                       "gpus (" + std::to_string(c.gpus) + ") must be a multiple of tensor_parallel ("
                           + std::to_string(c.tensor_parallel) + ")");
+    if (c.shard_group > 0 && c.dataParallel() % c.shard_group != 0)
+        return r.fail(p["shard_group"],
+                      "shard_group (" + std::to_string(c.shard_group)
+                          + ") must divide the data-parallel GPUs (gpus / tensor_parallel = "
+                          + std::to_string(c.dataParallel()) + ")");
     if (!c.deepspeed_config.empty()) {
         std::string problem;
         if (!readDeepSpeedConfigFile(resolveBeside(fileName, c.deepspeed_config), file, problem))
@@ -680,6 +687,8 @@ void parallelismYaml(const ParallelismConfig &p, std::string &out)
     if (p.sequence_parallel)
         out += std::string("  sequence_parallel: ") + (*p.sequence_parallel ? "true" : "false")
                + "\n";
+    if (p.shard_group > 0)
+        out += "  shard_group: " + std::to_string(p.shard_group) + "\n";
     if (p.fsdp_param_dtype)
         out += std::string("  fsdp_param_dtype: ") + paramDtypeName(*p.fsdp_param_dtype) + "\n";
     if (p.fsdp_reduce_dtype)

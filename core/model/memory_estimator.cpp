@@ -87,6 +87,9 @@ std::string validateInput(const EstimateInput &in, std::string *key)
         return problem("parallelism", "gpus and tensor_parallel must be at least 1");
     if (p.gpus % p.tensor_parallel != 0)
         return problem("parallelism.tensor_parallel", "gpus must be a multiple of tensor_parallel");
+    if (p.shard_group > 0 && p.dataParallel() % p.shard_group != 0)
+        return problem("parallelism.shard_group",
+                       "shard_group must divide the data-parallel GPUs (gpus / tensor_parallel)");
     if (m.attention_heads % p.tensor_parallel != 0)
         return problem("parallelism.tensor_parallel",
                        "attention_heads must be divisible by tensor_parallel");

@@ -218,7 +218,9 @@ void shard(ModelStates &s, const EstimateInput &in)
     const ParallelismConfig &par = in.parallelism;
     const bool multiGpu = par.gpus > 1;
     s.data_parallel = static_cast<double>(std::max<std::int64_t>(1, par.dataParallel()));
-    const double N = s.data_parallel;
+    // Hybrid sharding divides over the shard group only (FSDP HYBRID_SHARD, Zhao et al. 2023,
+    // arXiv:2304.11277, section 3.2.3; DeepSpeed MiCS, Zhang et al. 2022, arXiv:2205.00119).
+    const double N = static_cast<double>(par.shardDegree());
     s.sharding = multiGpu || tr.offload.parameters || tr.offload.optimizer ? par.sharding
                                                                            : Sharding::None;
     const bool train = tr.mode == Mode::Train;

@@ -5,6 +5,7 @@
 #include "model/tensor_parallel_plan.h"
 #include "model/weight_format_options.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -201,9 +202,19 @@ struct ParallelismConfig
     DeepSpeedConfig deepspeed;
     std::string deepspeed_config;        // a DeepSpeed JSON file to read ZeRO settings from (io/)
     DeepSpeedConfig deepspeed_from_file; // what that file says, under the keys above (not saved)
+    // Hybrid sharding (FSDP HYBRID_SHARD / FSDP2 HSDP, DeepSpeed MiCS): states, gradients and
+    // weights are sharded over groups of this many data-parallel GPUs and replicated across the
+    // groups; 0: over all of them.
+    std::int64_t shard_group = 0;
     std::int64_t dataParallel() const
     {
         return tensor_parallel > 0 ? gpus / tensor_parallel : gpus;
+    }
+    // The GPUs one shard of the sharded states is divided over.
+    std::int64_t shardDegree() const
+    {
+        const std::int64_t dp = std::max<std::int64_t>(1, dataParallel());
+        return shard_group > 0 ? std::min(shard_group, dp) : dp;
     }
     TensorParallelPlan tensorParallelPlan() const
     {

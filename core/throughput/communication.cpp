@@ -85,6 +85,8 @@ double rankTrainableParameters(const EstimateInput &in)
 //    gradients reduce-scattered in every backward; prefetching hides them behind compute except
 //    for the first unit;
 //  - FSDP SHARD_GRAD_OP: weights gathered once per micro-batch and kept through backward;
+//  - hybrid sharding (shard_group): the above within each group, then one all-reduce of the
+//    gradient shards across the groups per step, overlapped with backward like DDP's;
 //  - tensor parallelism: two all-reduces of the activations per layer in forward, two in backward
 //    (Megatron-LM, Shoeybi et al. 2019, section 3), two more in a recomputed forward; not overlapped.
 //    Sequence parallelism swaps each for an all-gather and a reduce-scatter that move the same
@@ -125,10 +127,23 @@ CommunicationTime communicationTime(const EstimateInput &in,
     const double gBytes = gradientBytes(tr.precision);
     if (train && dp > 1) {
         const double bw = collectiveBandwidth(gpu, gpus > gpu.gpus_per_node);
-        const double gather = gatherSeconds(weights * wBytes, dp, bw);
-        const double trainableGather = gatherSeconds(trainable * weightBytes(tr.precision), dp, bw);
-        const double scatter = gatherSeconds(trainable * gBytes, dp, bw);
+        // Hybrid sharding: the sharded collectives stay in the shard group (on one node when it
+        // fits); the gradient shards are then all-reduced across the replicas.
+        const double group = par.sharding == Sharding::None
+                                 ? dp
+                                 : static_cast<double>(par.shardDegree());
+        const double groupBw = collectiveBandwidth(gpu, group * t > gpu.gpus_per_node);
+        const double gather = gatherSeconds(weights * wBytes, group, groupBw);
+        const double trainableGather = gatherSeconds(trainable * weightBytes(tr.precision),
+                                                     group,
+                                                     groupBw);
+        const double scatter = gatherSeconds(trainable * gBytes, group, groupBw);
         const double reduce = allReduceSeconds(trainable * gBytes, dp, bw);
+        if (group < dp) {
+            const double replicas = allReduceSeconds(trainable * gBytes / group, dp / group, bw);
+            out.total += replicas;
+            out.exposed += std::max(0.0, replicas - backward) + replicas / L;
+        }
         double perMicro = 0, exposedMicro = 0, perStep = 0, exposedStep = 0;
         switch (par.sharding) {
         case Sharding::None:
@@ -167,14 +182,14 @@ CommunicationTime communicationTime(const EstimateInput &in,
     // step and not overlapped (DeepSpeed's default, without delayed parameter update).
     const double pcie = pcieBandwidth(gpu);
     if (train && tr.offload.parameters) {
-        const double shard = weights / dp;
+        const double shard = weights / static_cast<double>(par.shardDegree());
         const double perMicro = 2 * shard * wBytes / pcie + trainable / dp * gBytes / pcie;
         out.offload_exposed += accumulation
                                * (std::max(0.0, perMicro - forward - backward) + perMicro / L);
     }
     if (train && tr.offload.optimizer) {
         const bool sharded = par.sharding != Sharding::None;
-        const double shard = trainable / (sharded ? dp : 1.0);
+        const double shard = trainable / (sharded ? static_cast<double>(par.shardDegree()) : 1.0);
         const double copies = shard * (gBytes + weightBytes(tr.precision)) / pcie;
         const double cpuStep = shard
                                * optimizerBytesPerParameter(Optimizer::AdamWFused,

@@ -79,6 +79,7 @@ private Q_SLOTS:
     void torchReleasePickerFollowsTheScenario();
     void sequenceParallelFollowsTheStackUntilSet();
     void checkpointEveryShowsWithFullCheckpointing();
+    void shardGroupStepsThroughDivisors();
 
 private:
     QTemporaryDir *m_dir = nullptr;
@@ -367,6 +368,34 @@ void TestControlsPanel::checkpointEveryShowsWithFullCheckpointing()
     doc->undoStack()->undo();
     QCOMPARE(every->value(), 2);
     QCOMPARE(activations(), half);
+}
+
+void TestControlsPanel::shardGroupStepsThroughDivisors()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *group = m_window->findChild<QSpinBox *>(QStringLiteral("shardGroup"));
+    QVERIFY(group);
+    QVERIFY(!group->isEnabled()); // one GPU, no sharding
+    doc->edit(QStringLiteral("FSDP on 16"), [](Scenario &s) {
+        s.training.method = Method::Full;
+        s.parallelism.gpus = 16;
+        s.parallelism.sharding = Sharding::FsdpFull;
+    });
+    QVERIFY(group->isEnabled());
+    QCOMPARE(group->text(), QStringLiteral("all data-parallel GPUs"));
+    const auto weights = [doc] {
+        return doc->estimate().phase(Phase::OptimizerStep)[Component::Weights];
+    };
+    const auto all = weights();
+    group->stepUp(); // 1
+    group->stepUp(); // 2
+    group->stepUp(); // 4
+    group->stepUp(); // 8
+    QCOMPARE(doc->scenario().parallelism.shard_group, std::int64_t(8));
+    QCOMPARE(group->text(), QStringLiteral("8 GPUs"));
+    QVERIFY(weights() > all); // each GPU holds 1/8 of the weights instead of 1/16
+    doc->undoStack()->undo();
+    QCOMPARE(doc->scenario().parallelism.shard_group, std::int64_t(4));
 }
 
 QTEST_MAIN(TestControlsPanel)

@@ -59,6 +59,28 @@ private slots:
         QCOMPARE(checkpointedLayers(in.training, 32), std::int64_t(10));
     }
 
+    // Hybrid sharding: FSDP on 32 GPUs sharded in groups of 8 holds 1/8 of the weights, gradients
+    // and states per GPU, as FSDP on 8 GPUs does; activations do not change.
+    void hybridShardingDividesOverTheGroup()
+    {
+        EstimateInput in = input(llama2_7b(), Precision::AmpBf16);
+        in.parallelism.sharding = Sharding::FsdpFull;
+        in.parallelism.gpus = 8;
+        const MemoryEstimate eight = estimateMemory(in);
+        in.parallelism.gpus = 32;
+        const MemoryEstimate all = estimateMemory(in);
+        in.parallelism.shard_group = 8;
+        const MemoryEstimate hybrid = estimateMemory(in);
+        for (Component c : {Component::Weights, Component::Gradients, Component::OptimizerStates})
+            QCOMPARE(at(hybrid, Phase::OptimizerStep, c), at(eight, Phase::OptimizerStep, c));
+        QVERIFY(at(hybrid, Phase::OptimizerStep, Component::OptimizerStates)
+                > 3 * at(all, Phase::OptimizerStep, Component::OptimizerStates));
+        QCOMPARE(at(hybrid, Phase::Forward, Component::Activations),
+                 at(all, Phase::Forward, Component::Activations));
+        in.parallelism.shard_group = 5;
+        QVERIFY(validateInput(in).find("shard_group") != std::string::npos);
+    }
+
     void bytesPerParameter_data()
     {
         QTest::addColumn<int>("precision");

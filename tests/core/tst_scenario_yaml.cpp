@@ -267,6 +267,9 @@ parallelism:
         QTest::newRow("tp not dividing")
             << "format: membudget/1\nparallelism: {gpus: 3, tensor_parallel: 2}\n"
             << 2 << 14 << "multiple of tensor_parallel";
+        QTest::newRow("shard group not dividing")
+            << "format: membudget/1\nparallelism: {gpus: 12, tensor_parallel: 2, shard_group: 4}\n"
+            << 2 << 58 << "shard_group (4) must divide the data-parallel GPUs";
         QTest::newRow("syntax error") << "format: membudget/1\nname: [unclosed\n"
                                       << 3 << 1 << "invalid YAML";
         QTest::newRow("qlora none")
@@ -398,6 +401,7 @@ parallelism:
         all.parallelism.gpus = 4;
         all.parallelism.sharding = Sharding::Zero2;
         all.parallelism.sequence_parallel = true;
+        all.parallelism.shard_group = 2;
         all.training.checkpointing = Checkpointing::Full;
         all.training.checkpoint_every = 3;
         all.parallelism.fsdp_param_dtype = ParamDtype::Bf16;

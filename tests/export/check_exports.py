@@ -139,6 +139,8 @@ def check_python(text, fmt, scenario, keys, fail):
         fail("deepspeed= does not follow the sharding")
     if fsdp != (lit(calls, args, "fsdp") is not None):
         fail("fsdp= does not follow the sharding")
+    if fsdp and ("hybrid_shard" in lit(calls, args, "fsdp")) != (par.get("shard_group", 0) > 0):
+        fail("fsdp= does not follow shard_group")
     if (t["loss"] == "chunked") != bool(lit(calls, args, "use_liger_kernel")):
         fail("use_liger_kernel does not follow the loss")
 
@@ -157,7 +159,9 @@ def check_yaml(text, scenario, keys, fail):
     s = par["sharding"]
     if s.startswith("fsdp"):
         fc = doc["fsdp_config"]
-        want = "FULL_SHARD" if s == "fsdp-full" else "SHARD_GRAD_OP"
+        hybrid = par.get("shard_group", 0) > 0
+        want = {(True, False): "FULL_SHARD", (False, False): "SHARD_GRAD_OP",
+                (True, True): "HYBRID_SHARD", (False, True): "HYBRID_SHARD_ZERO2"}[(s == "fsdp-full", hybrid)]
         if doc["distributed_type"] != "FSDP" or fc["fsdp_reshard_after_forward"] != want:
             fail("FSDP sharding not written")
         if fc["fsdp_offload_params"] != off["parameters"]:
@@ -198,6 +202,9 @@ def check_json(text, scenario, keys, fail):
         fail(f"stage {z['stage']} for {s}")
     if ("offload_optimizer" in z) != off["optimizer"] or ("offload_param" in z) != off["parameters"]:
         fail("offload differs")
+    mics = par.get("shard_group", 0) if stage == 3 else 0
+    if z.get("mics_shard_size", 0) != mics:
+        fail(f"mics_shard_size {z.get('mics_shard_size')} for shard_group {par.get('shard_group', 0)}")
     p = t["precision"]
     if p in ("bf16", "mixed-bf16") and not doc.get("bf16", {}).get("enabled"):
         fail("bf16 not enabled")
@@ -236,7 +243,8 @@ def grid():
                                 "targets": ["q_proj", "v_proj"] if method == "lora" else ["all-linear"]}
         yield {"format": "membudget/1", "name": f"grid {method} {precision} {sharding}",
                "model": {"preset": "llama-3.1-8b"}, "training": training,
-               "parallelism": {"gpus": 4, "sharding": sharding}}
+               "parallelism": {"gpus": 4, "sharding": sharding,
+                               **({"shard_group": 2} if sharding != "none" and i % 4 == 3 else {})}}
 
 
 def main():

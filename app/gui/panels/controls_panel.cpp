@@ -895,6 +895,21 @@ QWidget *ControlsPanel::buildParallelGroup()
     });
     form->addRow(tr("Sharding:"), m_sharding);
 
+    m_shardGroup = new SteppedSpinBox;
+    m_shardGroup->setObjectName(QStringLiteral("shardGroup"));
+    m_shardGroup->setRange(0, 1'000'000);
+    m_shardGroup->setKeyboardTracking(false);
+    m_shardGroup->setSpecialValueText(tr("all data-parallel GPUs"));
+    m_shardGroup->setSuffix(tr(" GPUs"));
+    m_shardGroup->setToolTip(
+        tr("Hybrid sharding (FSDP HYBRID_SHARD, FSDP2 HSDP, DeepSpeed MiCS): shard over groups of "
+           "this many GPUs, typically one node, and replicate across the groups. Each GPU then "
+           "holds more of the states, and the gathers stay on the node's fast links."));
+    connect(m_shardGroup, &QSpinBox::valueChanged, this, [this](int v) {
+        edit(tr("Change shard group"), [v](Scenario &s) { s.parallelism.shard_group = v; });
+    });
+    form->addRow(tr("Shard over:"), m_shardGroup);
+
     m_gpuFilter = new QLineEdit;
     m_gpuFilter->setObjectName(QStringLiteral("gpuFilter"));
     m_gpuFilter->setPlaceholderText(tr("Filter GPUs…"));
@@ -1262,6 +1277,19 @@ void ControlsPanel::syncFromDocument()
         m_tensorParallel->setSteps(std::move(degrees));
     }
     selectName(m_sharding, shardingName(s.parallelism.sharding));
+    m_shardGroup->setValue(
+        static_cast<int>(std::clamp<std::int64_t>(s.parallelism.shard_group, 0, 1'000'000)));
+    {
+        // The arrows offer the divisors of the data-parallel GPUs (0: all of them).
+        std::vector<int> groups{0};
+        const std::int64_t dp = s.parallelism.dataParallel();
+        for (std::int64_t g = 1; g < dp && g <= 1'000'000; ++g)
+            if (dp % g == 0)
+                groups.push_back(static_cast<int>(g));
+        m_shardGroup->setSteps(std::move(groups));
+    }
+    m_shardGroup->setEnabled(s.parallelism.sharding != Sharding::None
+                             && (s.parallelism.dataParallel() > 1 || s.parallelism.shard_group > 0));
     for (int i = 0; i < m_gpuList->count(); ++i) {
         QListWidgetItem *item = m_gpuList->item(i);
         const std::string id = item->data(Qt::UserRole).toString().toStdString();
