@@ -434,6 +434,29 @@ parallelism:
         QVERIFY(!s->parallelism.deepspeed.reduce_bucket_size); // the file's, not written back
         QVERIFY(scenarioToYaml(*s).find("deepspeed_config: ds.json") != std::string::npos);
 
+        // MiCS: ZeRO-3 over groups of mics_shard_size GPUs (-1, DeepSpeed's default: off).
+        std::ofstream(dir + "/mics.json")
+            << R"({"zero_optimization": {"stage": 3, "mics_shard_size": 4}})";
+        std::ofstream(dir + "/m.yaml") << "format: membudget/1\n"
+                                          "parallelism: {gpus: 16, deepspeed_config: mics.json}\n";
+        const auto m = loadScenarioFile(dir + "/m.yaml", error);
+        QVERIFY2(m.has_value(), error.toString().c_str());
+        QCOMPARE(m->parallelism.sharding, Sharding::Zero3);
+        QCOMPARE(m->parallelism.shard_group, std::int64_t(4));
+        std::ofstream(dir + "/off.json")
+            << R"({"zero_optimization": {"stage": 3, "mics_shard_size": -1}})";
+        std::ofstream(dir + "/o.yaml") << "format: membudget/1\n"
+                                          "parallelism: {gpus: 16, deepspeed_config: off.json}\n";
+        QCOMPARE(loadScenarioFile(dir + "/o.yaml", error)->parallelism.shard_group, std::int64_t(0));
+        std::ofstream(dir + "/badmics.json")
+            << R"({"zero_optimization": {"stage": 3, "mics_shard_size": "eight"}})";
+        std::ofstream(dir + "/bm.yaml")
+            << "format: membudget/1\n"
+               "parallelism: {gpus: 16, deepspeed_config: badmics.json}\n";
+        QVERIFY(!loadScenarioFile(dir + "/bm.yaml", error).has_value());
+        QVERIFY2(QString::fromStdString(error.message).contains("mics_shard_size"),
+                 error.toString().c_str());
+
         std::ofstream(dir + "/bad.json") << "{\"zero_optimization\": {\"stage\": 2,}\n";
         std::ofstream(dir + "/b.yaml") << "format: membudget/1\n"
                                           "parallelism: {deepspeed_config: bad.json}\n";
