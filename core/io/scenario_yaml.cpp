@@ -265,6 +265,7 @@ bool readParallelism(YamlReader &r,
                       "sharding",
                       "tensor_parallel",
                       "sequence_parallel",
+                      "loss_parallel",
                       "shard_group",
                       "fsdp_param_dtype",
                       "fsdp_reduce_dtype",
@@ -274,6 +275,7 @@ bool readParallelism(YamlReader &r,
         || !r.getEnum(p, "sharding", c.sharding, parseSharding, kShardingNames, 6)
         || !r.getInt(p, "tensor_parallel", c.tensor_parallel, 1, 65536)
         || !r.getBool(p, "sequence_parallel", c.sequence_parallel)
+        || !r.getBool(p, "loss_parallel", c.loss_parallel)
         || !r.getInt(p, "shard_group", c.shard_group, 0, 1'000'000)
         || !r.getEnum(p, "fsdp_param_dtype", c.fsdp_param_dtype, parseParamDtype, kParamDtypeNames, 3)
         || !r.getEnum(p,
@@ -687,6 +689,8 @@ void parallelismYaml(const ParallelismConfig &p, std::string &out)
     if (p.sequence_parallel)
         out += std::string("  sequence_parallel: ") + (*p.sequence_parallel ? "true" : "false")
                + "\n";
+    if (p.loss_parallel)
+        out += std::string("  loss_parallel: ") + (*p.loss_parallel ? "true" : "false") + "\n";
     if (p.shard_group > 0)
         out += "  shard_group: " + std::to_string(p.shard_group) + "\n";
     if (p.fsdp_param_dtype)

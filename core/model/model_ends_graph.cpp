@@ -347,7 +347,12 @@ OpGraph headGraph(const ModelArchitecture &arch,
     // Rows lm_head sees: b x s in training, the last position of b sequences in generate().
     const double batch = static_cast<double>(training.micro_batch_size);
     const double rows = p.train ? batch * static_cast<double>(training.sequence_length) : batch;
-    const int logits = lmHead(b, arch, p, normed, vocab, layout, tp, rows);
+    int logits = lmHead(b, arch, p, normed, vocab, layout, tp, rows);
+    if (!tensorParallel.loss_parallel && tp > 1) { // colwise_rep: every rank gets every logit
+        logits
+            = b.copy(logits, b.elements(logits) * tp, b.elementBytes(logits), "logits all-gather");
+        markLogits(b, logits);
+    }
     g.output = p.train ? causalLmLoss(b, training, p, logits) : b.cast(logits, 4, "logits fp32");
     return g;
 }

@@ -323,6 +323,22 @@ bool stackShardsSequence(const StackConfig &stack)
     return stack.name == Stack::Torchtitan;
 }
 
+// transformers' tp_plan puts "colwise_rep" on lm_head (models/llama/modeling_llama.py _tp_plan;
+// integrations/tensor_parallel.py: ColwiseParallel with Replicate outputs): every rank gets the
+// whole vocabulary's logits and runs the usual loss. torchtitan's loss_parallel is on unless
+// disable_loss_parallel; plain-torch keeps Megatron's vocab-parallel cross-entropy.
+bool stackParallelizesLoss(const StackConfig &stack)
+{
+    switch (stack.name) {
+    case Stack::HfTrainer:
+    case Stack::TrlSft:
+    case Stack::AccelerateFsdp:
+        return false;
+    default:
+        return true;
+    }
+}
+
 EstimateInput resolveStackChoices(const EstimateInput &input)
 {
     EstimateInput in = input;
@@ -330,6 +346,8 @@ EstimateInput resolveStackChoices(const EstimateInput &input)
         in.training.kbit_fp32_upcast = stackUpcastsKbit(in);
     if (!in.parallelism.sequence_parallel)
         in.parallelism.sequence_parallel = stackShardsSequence(in.training.stack);
+    if (!in.parallelism.loss_parallel)
+        in.parallelism.loss_parallel = stackParallelizesLoss(in.training.stack);
     fsdpMixedPrecision(in);
     deepSpeedBuckets(in);
     return in;
@@ -383,10 +401,15 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
         out.push_back({"parallelism.sharding",
                        shardingName(p.sharding),
                        d.sharding && *d.sharding == p.sharding});
-    if (p.tensor_parallel > 1)
+    if (p.tensor_parallel > 1) {
         out.push_back({"parallelism.sequence_parallel",
                        *p.sequence_parallel ? "true" : "false",
                        !input.parallelism.sequence_parallel.has_value()});
+        if (train)
+            out.push_back({"parallelism.loss_parallel",
+                           *p.loss_parallel ? "true" : "false",
+                           !input.parallelism.loss_parallel.has_value()});
+    }
     if (shardsOverFsdp(in)) {
         out.push_back({"parallelism.fsdp_param_dtype",
                        dtypeText(p.fsdp_param_dtype),

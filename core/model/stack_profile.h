@@ -46,6 +46,9 @@ EstimateInput resolveStackChoices(const EstimateInput &input);
 // Whether the stack shards the sequence between tensor-parallel blocks (sequence parallelism)
 // when a scenario does not say.
 bool stackShardsSequence(const StackConfig &stack);
+// Whether the stack computes the loss on each rank's vocabulary share under tensor parallelism
+// (else lm_head's output is gathered whole first).
+bool stackParallelizesLoss(const StackConfig &stack);
 
 // The training settings the op graphs are built from: FSDP with a 16-bit param_dtype computes as
 // pure 16-bit (gathered units, activations and unsharded gradients in that dtype) whatever the

@@ -501,9 +501,10 @@ void StepBuilder::decode()
 // dtype, then cast to fp32 for sampling (generate(): outputs.logits[:, -1, :].float()).
 void StepBuilder::decodeLogits()
 {
-    const double tp = static_cast<double>(
-        std::max<std::int64_t>(1, m_in.parallelism.tensor_parallel));
-    const double vocab = static_cast<double>(m_in.arch.vocab_size) / tp;
+    const TensorParallelPlan plan = m_in.parallelism.tensorParallelPlan();
+    // Unless the logits stay split over the tensor-parallel ranks, each rank gathers them whole.
+    const double vocab = static_cast<double>(m_in.arch.vocab_size)
+                         / (plan.loss_parallel ? plan.ranks() : 1.0);
     TimelineBlock &b = m_tl.addBlock(Stage::Decode, Phase::Forward);
     const int logits = tensor("decode logits",
                               SizeExpr::perSequence(vocab * m_p.compute),

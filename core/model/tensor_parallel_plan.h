@@ -11,14 +11,21 @@ namespace membudget {
 // arXiv:2205.05198, section 4.2.2) the regions between the split matmuls (norms, dropout, residual
 // adds, the hidden states between layers) hold 1/size of the sequence each: an all-gather
 // enters each attention / MLP block, a reduce-scatter leaves it.
+// `loss_parallel`: the loss runs on each rank's share of the vocabulary (Megatron's
+// vocab-parallel cross-entropy, torch.distributed.tensor.parallel.loss_parallel); otherwise lm_head's
+// output is all-gathered to the whole vocabulary on every rank first.
 struct TensorParallelPlan
 {
     std::int64_t size = 1;
     bool sequence_parallel = false;
+    bool loss_parallel = true;
 
-    TensorParallelPlan(std::int64_t ranks = 1, bool sequenceParallel = false)
+    TensorParallelPlan(std::int64_t ranks = 1,
+                       bool sequenceParallel = false,
+                       bool lossParallel = true)
         : size(std::max<std::int64_t>(1, ranks))
         , sequence_parallel(sequenceParallel)
+        , loss_parallel(lossParallel)
     {}
 
     double ranks() const { return static_cast<double>(size); }

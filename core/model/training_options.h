@@ -195,6 +195,9 @@ struct ParallelismConfig
     // Sequence parallelism with tensor_parallel > 1 (tensor_parallel_plan.h); unset: the stack
     // decides (torchtitan shards the sequence, Hugging Face's tp_plan does not).
     std::optional<bool> sequence_parallel;
+    // The loss on each rank's vocabulary share (tensor_parallel_plan.h); unset: the stack decides
+    // (Hugging Face's tp_plan gathers the logits: "colwise_rep").
+    std::optional<bool> loss_parallel;
     // FSDP MixedPrecision(param_dtype, reduce_dtype); unset: the stack decides (none: the
     // parameters' own dtype).
     std::optional<ParamDtype> fsdp_param_dtype;
@@ -218,7 +221,7 @@ struct ParallelismConfig
     }
     TensorParallelPlan tensorParallelPlan() const
     {
-        return {tensor_parallel, sequence_parallel.value_or(false)};
+        return {tensor_parallel, sequence_parallel.value_or(false), loss_parallel.value_or(true)};
     }
 };
 

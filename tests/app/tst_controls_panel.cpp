@@ -337,6 +337,15 @@ void TestControlsPanel::sequenceParallelFollowsTheStackUntilSet()
     doc->undoStack()->undo();
     QVERIFY(sp->isChecked());
     QCOMPARE(activations(), sharded);
+
+    auto *lossParallel = m_window->findChild<QCheckBox *>(QStringLiteral("lossParallel"));
+    QVERIFY(lossParallel && lossParallel->isEnabled());
+    QVERIFY(lossParallel->isChecked()); // torchtitan's loss_parallel
+    const auto logits = [doc] { return doc->estimate().phase(Phase::Backward)[Component::Logits]; };
+    const auto split = logits();
+    lossParallel->click();
+    QCOMPARE(doc->scenario().parallelism.loss_parallel, std::optional<bool>(false));
+    QVERIFY(logits() > split);
 }
 
 void TestControlsPanel::checkpointEveryShowsWithFullCheckpointing()

@@ -402,6 +402,7 @@ parallelism:
         all.parallelism.sharding = Sharding::Zero2;
         all.parallelism.sequence_parallel = true;
         all.parallelism.shard_group = 2;
+        all.parallelism.loss_parallel = false;
         all.training.checkpointing = Checkpointing::Full;
         all.training.checkpoint_every = 3;
         all.parallelism.fsdp_param_dtype = ParamDtype::Bf16;

@@ -313,6 +313,25 @@ private slots:
         QVERIFY(listed);
     }
 
+    // transformers' tp_plan gathers lm_head's output ("colwise_rep"): every rank holds the whole
+    // vocabulary's logits and fp32 loss chain; a vocab-parallel loss holds 1/t of them.
+    void huggingFaceTensorParallelGathersTheLogits()
+    {
+        EstimateInput plain = input(llama32_1b(), Method::Full, Precision::Bf16);
+        plain.training.sequence_length = 4096;
+        plain.parallelism.gpus = 8;
+        plain.parallelism.tensor_parallel = 8;
+        const EstimateInput hf = withStack(plain, Stack::HfTrainer);
+        QVERIFY(!*resolveStackChoices(hf).parallelism.loss_parallel);
+        QVERIFY(*resolveStackChoices(withStack(plain, Stack::Torchtitan)).parallelism.loss_parallel);
+        EstimateInput sharded = hf;
+        sharded.parallelism.loss_parallel = true;
+        const qint64 gathered = at(estimateMemory(hf), Phase::Backward, Component::Logits);
+        const qint64 split = at(estimateMemory(sharded), Phase::Backward, Component::Logits);
+        QVERIFY2(gathered > 7 * split && gathered < 9 * split,
+                 qPrintable(QString("%1 gathered, %2 split").arg(gathered).arg(split)));
+    }
+
     // bitsandbytes MatMul8bitLt keeps its input A when the input needs a gradient (LoRA over an
     // int8 base); a 4-bit base keeps nothing.
     void int8BaseKeepsItsInputsUnderLora()

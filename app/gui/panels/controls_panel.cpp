@@ -881,7 +881,21 @@ QWidget *ControlsPanel::buildParallelGroup()
         edit(tr("Change sequence parallelism"),
              [on](Scenario &s) { s.parallelism.sequence_parallel = on; });
     });
-    form->addRow(QString(), m_sequenceParallel);
+    m_lossParallel = new QCheckBox(tr("Vocabulary-parallel loss"));
+    m_lossParallel->setObjectName(QStringLiteral("lossParallel"));
+    m_lossParallel->setToolTip(
+        tr("With tensor parallelism, compute the loss on each GPU's share of the vocabulary "
+           "(Megatron, torchtitan's loss_parallel). Off, every GPU gathers the whole logits "
+           "first, as Hugging Face's tp_plan does (lm_head \"colwise_rep\")."));
+    connect(m_lossParallel, &QCheckBox::toggled, this, [this](bool on) {
+        edit(tr("Change vocabulary-parallel loss"),
+             [on](Scenario &s) { s.parallelism.loss_parallel = on; });
+    });
+    auto *tpOptions = new QHBoxLayout;
+    tpOptions->addWidget(m_sequenceParallel);
+    tpOptions->addWidget(m_lossParallel);
+    tpOptions->addStretch(1);
+    form->addRow(QString(), tpOptions);
 
     m_sharding = enumCombo(
         "sharding",
@@ -1263,6 +1277,8 @@ void ControlsPanel::syncFromDocument()
     m_sequenceParallel->setChecked(
         s.parallelism.sequence_parallel.value_or(stackShardsSequence(t.stack)));
     m_sequenceParallel->setEnabled(s.parallelism.tensor_parallel > 1);
+    m_lossParallel->setChecked(s.parallelism.loss_parallel.value_or(stackParallelizesLoss(t.stack)));
+    m_lossParallel->setEnabled(s.parallelism.tensor_parallel > 1);
     // Arrows offer only what the core accepts: GPU counts in multiples of the tensor-parallel degree,
     // degrees that divide both the GPU count and the attention heads.
     m_gpuCount->setSingleStep(

@@ -145,6 +145,7 @@ private:
     QComboBox *m_sharding = nullptr;
     SteppedSpinBox *m_tensorParallel = nullptr;
     QCheckBox *m_sequenceParallel = nullptr;
+    QCheckBox *m_lossParallel = nullptr;
     SteppedSpinBox *m_shardGroup = nullptr;
     QLineEdit *m_gpuFilter = nullptr;
     QListWidget *m_gpuList = nullptr;
