@@ -2,6 +2,7 @@
 #include "throughput/communication.h"
 
 #include "model/parameter_layout.h"
+#include "model/stack_profile.h"
 #include "model/weight_format.h"
 #include "throughput/optimizer_traffic.h"
 #include "throughput/throughput_constants.h"
@@ -116,7 +117,14 @@ CommunicationTime communicationTime(const EstimateInput &in,
         if (train)
             count += 2 * L + 2 * static_cast<double>(checkpointedLayers(tr, in.arch.layers));
         const double bw = collectiveBandwidth(gpu, t > gpu.gpus_per_node);
-        const double perMicroBatch = count * allReduceSeconds(bytes, t, bw);
+        double perMicroBatch = count * allReduceSeconds(bytes, t, bw);
+        // lm_head's output gathered whole on every rank (Hugging Face's colwise_rep); its
+        // gradient is each rank's own slice again, no traffic.
+        if (!par.loss_parallel.value_or(stackParallelizesLoss(tr.stack)))
+            perMicroBatch += gatherSeconds(tokens * static_cast<double>(in.arch.vocab_size)
+                                               * (tr.precision == Precision::Fp32 ? 4.0 : 2.0),
+                                           t,
+                                           bw);
         out.total += accumulation * perMicroBatch;
         out.exposed += accumulation * perMicroBatch;
     }
