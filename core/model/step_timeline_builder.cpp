@@ -121,6 +121,7 @@ private:
     void forwardEnd();
     void decode();
     void decodeLogits();
+    void catCacheEntries(TimelineBlock &b, SizeExpr size, int oldKeys, int oldValues);
     void backward();
     double reduceBucketBytes() const;
     void backwardLayers();
@@ -472,29 +473,35 @@ void StepBuilder::decode()
         alloc(last, tail);
         alloc(last, copies);
         release(last, copies);
+    } else if (inf.kv_cache == KvCacheKind::Legacy) {
+        // The step's input tuple keeps every layer's old keys and values until the step is over
+        // (Qwen v1 modeling_qwen.py: key = torch.cat((past_key, key), dim=1), present = (key,
+        // value); the caller holds past_key_values): the cache twice over at the end.
+        catCacheEntries(last, after * e, -1, -1);
+        decodeLogits();
+        TimelineBlock &old = m_tl.addBlock(Stage::Decode, Phase::Forward, 0, 1, m_layers);
+        old.decoder_layer = true;
+        release(old, grownKeys);
+        release(old, grownValues);
+        return;
     } else {
-        const int keys = tensor("torch.cat keys", after * e, Component::KvCache, true);
-        const int values = tensor("torch.cat values", after * e, Component::KvCache, true);
-        const bool legacy = inf.kv_cache == KvCacheKind::Legacy;
-        alloc(last, keys);
-        if (!legacy)
-            release(last, grownKeys);
-        alloc(last, values);
-        if (!legacy)
-            release(last, grownValues);
-        if (legacy) {
-            // The step's input tuple keeps every layer's old keys and values until the step is
-            // over (Qwen v1 modeling_qwen.py: key = torch.cat((past_key, key), dim=1), present =
-            // (key, value); the caller holds past_key_values): the cache twice over at the end.
-            decodeLogits();
-            TimelineBlock &old = m_tl.addBlock(Stage::Decode, Phase::Forward, 0, 1, m_layers);
-            old.decoder_layer = true;
-            release(old, grownKeys);
-            release(old, grownValues);
-            return;
-        }
+        catCacheEntries(last, after * e, grownKeys, grownValues);
     }
     decodeLogits();
+}
+
+// A layer's keys, then values, re-made one position longer by torch.cat; the old ones are freed
+// as each new one exists (`oldKeys` / `oldValues` < 0: someone else still holds them).
+void StepBuilder::catCacheEntries(TimelineBlock &b, SizeExpr size, int oldKeys, int oldValues)
+{
+    const int keys = tensor("torch.cat keys", size, Component::KvCache, true);
+    const int values = tensor("torch.cat values", size, Component::KvCache, true);
+    alloc(b, keys);
+    if (oldKeys >= 0)
+        release(b, oldKeys);
+    alloc(b, values);
+    if (oldValues >= 0)
+        release(b, oldValues);
 }
 
 // The decode step's head: the last hidden state of each sequence through lm_head, in the compute

@@ -3,9 +3,14 @@
 
 namespace membudget {
 
+const std::string &torchReleaseText(const StackConfig &stack)
+{
+    return stack.name == Stack::PlainTorch ? stack.version : stack.torch;
+}
+
 LibraryVersion torchRelease(const StackConfig &stack)
 {
-    const std::string &text = stack.name == Stack::PlainTorch ? stack.version : stack.torch;
+    const std::string &text = torchReleaseText(stack);
     LibraryVersion v;
     if (!text.empty() && parseLibraryVersion(text, v))
         return v;
@@ -29,11 +34,6 @@ int torchReleaseRange(const StackConfig &stack)
     if (!(v < LibraryVersion{2, 1, 0}))
         return 1;
     return v < LibraryVersion{2, 0, 0} ? 3 : 2;
-}
-
-const std::string &torchReleaseText(const StackConfig &stack)
-{
-    return stack.name == Stack::PlainTorch ? stack.version : stack.torch;
 }
 
 namespace {
