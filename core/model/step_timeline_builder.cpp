@@ -364,13 +364,13 @@ StreamBinding StepBuilder::runBinding(const LayerRun &run, std::size_t j, int at
     };
     if (run.layers.size() < 2 || m_checkpointInput < 0)
         return s;
-    if (checkpointed(j))
-        s.stream = m_checkpointInput;                      // its output is bound apart below
-    const std::size_t next = run.step > 0 ? j + 1 : j - 1; // the layer above, in forward order
-    if (checkpointed(j))
+    const std::size_t above = run.step > 0 ? j + 1 : j - 1; // the next layer in forward order
+    if (checkpointed(j)) {
+        s.stream = m_checkpointInput; // its input; its output is the plain stream
         s.output_stream = m_stream;
-    else if ((run.step > 0 || j > 0) && checkpointed(next))
+    } else if ((run.step > 0 || j > 0) && checkpointed(above)) {
         s.output_stream = m_checkpointInput;
+    }
     return s;
 }
 

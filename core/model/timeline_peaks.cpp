@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/timeline_peaks.h"
 
+#include <cstdlib>
+
 namespace membudget {
 
 namespace {
@@ -85,7 +87,13 @@ std::array<PhasePeak, kPhaseCount> timelinePeaks(const StepTimeline &tl, double 
                 const auto ci = static_cast<std::size_t>(c);
                 at[ci] += r * s.delta[ci] + s.atMax[ci];
             }
-            const int layer = layered ? b.first_layer + r * b.layer_step : -1;
+            int layer = layered ? b.first_layer + r * b.layer_step : -1;
+            // A block of several layers a repetition (checkpointing one layer in N): the layer
+            // of the tensor the peak's event made or freed.
+            const TimelineEvent &e = b.events[static_cast<std::size_t>(s.maxEvent)];
+            if (layered && std::abs(b.layer_step) > 1 && !e.absolute
+                && tl.tensors[static_cast<std::size_t>(e.tensor)].per_layer)
+                layer += e.layer;
             record(peak, at, {static_cast<int>(bi), r, s.maxEvent, layer, b.stage});
         }
         for (int c = 0; c < kAllocated; ++c) {
