@@ -17,7 +17,7 @@ StepGraphs stepGraphs(const ModelArchitecture &arch,
     // prepare_model_for_kbit_training): a frozen embedding's output requires a gradient.
     const bool firstInputGrad = g.train
                                 && (t.method == Method::Full
-                                    || t.checkpointing == Checkpointing::Full);
+                                    || checkpointedLayers(t, arch.layers) > 0);
     g.embed = embeddingGraph(arch, t, layout, tp, firstInputGrad);
     if (g.train && t.checkpointing == Checkpointing::Full && t.checkpoint_every > 1) {
         TrainingConfig plain = t;
