@@ -4,6 +4,7 @@
 #include "base/column_decimation.h"
 #include "charts/chart_theme.h"
 
+#include <QFontMetricsF>
 #include <QToolTip>
 
 #include <algorithm>
@@ -365,7 +366,6 @@ void TimelineChart::drawPeak()
     auto *label = new QCPItemText(this);
     label->position->setCoords(x, y);
     const bool right = x < xAxis->range().center();
-    label->setPositionAlignment(Qt::AlignBottom | (right ? Qt::AlignLeft : Qt::AlignRight));
     label->setPadding(QMargins(6, 2, 6, 4));
     label->setColor(colors.text);
     label->setBrush(QBrush(colors.background));
@@ -373,6 +373,12 @@ void TimelineChart::drawPeak()
                        .arg(bytesText(s.allocated[s.peak], m_unit),
                             QString::fromUtf8(phaseLabel(m_contents->peak_phase)).toLower(),
                             made.join(QStringLiteral("\n"))));
+    // Above the peak when the plot has room for the text there, else below it.
+    const int lines = static_cast<int>(made.size()) + 1;
+    const double height = QFontMetricsF(label->font()).lineSpacing() * lines + 6;
+    const bool above = yAxis->coordToPixel(y) - axisRect()->top() > height;
+    label->setPositionAlignment((above ? Qt::AlignBottom : Qt::AlignTop)
+                                | (right ? Qt::AlignLeft : Qt::AlignRight));
 }
 
 QString TimelineChart::describePosition(std::size_t position) const
