@@ -96,8 +96,7 @@ std::string describeTraining(const EstimateInput &in)
              + shardingName(in.parallelism.sharding);
     if (in.parallelism.tensor_parallel > 1)
         s += " TP" + std::to_string(in.parallelism.tensor_parallel)
-             + (in.parallelism.sequence_parallel.value_or(stackShardsSequence(t.stack)) ? " + SP"
-                                                                                        : "");
+             + (tensorParallelPlan(in.parallelism, t.stack).sequence_parallel ? " + SP" : "");
     return s;
 }
 

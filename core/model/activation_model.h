@@ -3,6 +3,7 @@
 
 #include "model/model_architecture.h"
 #include "model/step_graphs.h"
+#include "model/tensor_parallel_plan.h"
 #include "model/training_options.h"
 
 namespace membudget {

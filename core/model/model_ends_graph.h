@@ -4,6 +4,7 @@
 #include "model/model_architecture.h"
 #include "model/op_graph.h"
 #include "model/parameter_layout.h"
+#include "model/tensor_parallel_plan.h"
 #include "model/training_options.h"
 
 #include <cstdint>

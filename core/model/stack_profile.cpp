@@ -314,11 +314,13 @@ void applyStackDefaults(TrainingConfig &t, ParallelismConfig &p, const ExplicitK
         p.sharding = *d.sharding;
 }
 
+namespace {
+
 // torchtitan's apply_tp (torchtitan/models/llama3/infra/parallelize.py) puts SequenceParallel on
 // every norm and Shard(1) layouts between the blocks whenever tensor parallelism is on; Hugging
 // Face's tp_plan ("colwise" / "rowwise" styles, transformers/integrations/tensor_parallel.py)
 // replicates the hidden states between them.
-bool stackShardsSequence(const StackConfig &stack)
+bool shardsSequence(const StackConfig &stack)
 {
     return stack.name == Stack::Torchtitan;
 }
@@ -327,7 +329,7 @@ bool stackShardsSequence(const StackConfig &stack)
 // integrations/tensor_parallel.py: ColwiseParallel with Replicate outputs): every rank gets the
 // whole vocabulary's logits and runs the usual loss. torchtitan's loss_parallel is on unless
 // disable_loss_parallel; plain-torch keeps Megatron's vocab-parallel cross-entropy.
-bool stackParallelizesLoss(const StackConfig &stack)
+bool parallelizesLoss(const StackConfig &stack)
 {
     switch (stack.name) {
     case Stack::HfTrainer:
@@ -339,15 +341,23 @@ bool stackParallelizesLoss(const StackConfig &stack)
     }
 }
 
+} // namespace
+
+TensorParallelPlan tensorParallelPlan(const ParallelismConfig &p, const StackConfig &stack)
+{
+    return {p.tensor_parallel,
+            p.sequence_parallel.value_or(shardsSequence(stack)),
+            p.loss_parallel.value_or(parallelizesLoss(stack))};
+}
+
 EstimateInput resolveStackChoices(const EstimateInput &input)
 {
     EstimateInput in = input;
     if (!in.training.kbit_fp32_upcast)
         in.training.kbit_fp32_upcast = stackUpcastsKbit(in);
-    if (!in.parallelism.sequence_parallel)
-        in.parallelism.sequence_parallel = stackShardsSequence(in.training.stack);
-    if (!in.parallelism.loss_parallel)
-        in.parallelism.loss_parallel = stackParallelizesLoss(in.training.stack);
+    const TensorParallelPlan plan = tensorParallelPlan(in.parallelism, in.training.stack);
+    in.parallelism.sequence_parallel = plan.sequence_parallel;
+    in.parallelism.loss_parallel = plan.loss_parallel;
     fsdpMixedPrecision(in);
     deepSpeedBuckets(in);
     return in;

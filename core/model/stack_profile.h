@@ -2,6 +2,7 @@
 #pragma once
 
 #include "model/memory_estimator.h"
+#include "model/tensor_parallel_plan.h"
 #include "model/training_options.h"
 
 #include <string>
@@ -43,12 +44,10 @@ void applyStackDefaults(TrainingConfig &training,
 // precision, DeepSpeed's buckets on the stage). Keys set in the scenario are kept.
 EstimateInput resolveStackChoices(const EstimateInput &input);
 
-// Whether the stack shards the sequence between tensor-parallel blocks (sequence parallelism)
-// when a scenario does not say.
-bool stackShardsSequence(const StackConfig &stack);
-// Whether the stack computes the loss on each rank's vocabulary share under tensor parallelism
-// (else lm_head's output is gathered whole first).
-bool stackParallelizesLoss(const StackConfig &stack);
+// How the layers split over the tensor-parallel group: the scenario's sequence_parallel and
+// loss_parallel, or where it does not say, the stack's (resolved or not).
+TensorParallelPlan tensorParallelPlan(const ParallelismConfig &parallelism,
+                                      const StackConfig &stack);
 
 // The training settings the op graphs are built from: FSDP with a 16-bit param_dtype computes as
 // pure 16-bit (gathered units, activations and unsharded gradients in that dtype) whatever the

@@ -17,7 +17,7 @@ StepModel::StepModel(const EstimateInput &input)
               && a.kv_heads >= 1 && a.vocab_size >= 1 && a.intermediate_size >= 1;
     if (!m_valid)
         return;
-    const TensorParallelPlan tp = m_input.parallelism.tensorParallelPlan();
+    const TensorParallelPlan tp = tensorParallelPlan(m_input.parallelism, m_input.training.stack);
     const TrainingConfig graphTraining = graphTrainingConfig(m_input);
     m_layout = parameterLayout(a);
     m_states = modelStates(m_input, m_layout);

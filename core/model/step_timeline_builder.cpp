@@ -166,7 +166,7 @@ void StepBuilder::makeGraphs()
 {
     m_firstDiffers = m_g.first_differs;
     const double h = static_cast<double>(m_in.arch.hidden_size)
-                     * m_in.parallelism.tensorParallelPlan().sequenceShare();
+                     * tensorParallelPlan(m_in.parallelism, m_in.training.stack).sequenceShare();
     TimelineTensor stream;
     stream.name = "hidden states";
     stream.size = SizeExpr::perToken(h * m_p.stream);
@@ -508,7 +508,7 @@ void StepBuilder::catCacheEntries(TimelineBlock &b, SizeExpr size, int oldKeys, 
 // dtype, then cast to fp32 for sampling (generate(): outputs.logits[:, -1, :].float()).
 void StepBuilder::decodeLogits()
 {
-    const TensorParallelPlan plan = m_in.parallelism.tensorParallelPlan();
+    const TensorParallelPlan plan = tensorParallelPlan(m_in.parallelism, m_in.training.stack);
     // Unless the logits stay split over the tensor-parallel ranks, each rank gathers them whole.
     const double vocab = static_cast<double>(m_in.arch.vocab_size)
                          / (plan.loss_parallel ? plan.ranks() : 1.0);

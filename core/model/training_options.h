@@ -2,7 +2,6 @@
 #pragma once
 
 #include "model/inference_options.h"
-#include "model/tensor_parallel_plan.h"
 #include "model/weight_format_options.h"
 
 #include <algorithm>
@@ -218,10 +217,6 @@ struct ParallelismConfig
     {
         const std::int64_t dp = std::max<std::int64_t>(1, dataParallel());
         return shard_group > 0 ? std::min(shard_group, dp) : dp;
-    }
-    TensorParallelPlan tensorParallelPlan() const
-    {
-        return {tensor_parallel, sequence_parallel.value_or(false), loss_parallel.value_or(true)};
     }
 };
 

@@ -120,7 +120,7 @@ CommunicationTime communicationTime(const EstimateInput &in,
         double perMicroBatch = count * allReduceSeconds(bytes, t, bw);
         // lm_head's output gathered whole on every rank (Hugging Face's colwise_rep); its
         // gradient is each rank's own slice again, no traffic.
-        if (!par.loss_parallel.value_or(stackParallelizesLoss(tr.stack)))
+        if (!tensorParallelPlan(par, tr.stack).loss_parallel)
             perMicroBatch += gatherSeconds(tokens * static_cast<double>(in.arch.vocab_size)
                                                * (tr.precision == Precision::Fp32 ? 4.0 : 2.0),
                                            t,
