@@ -36,6 +36,8 @@
 #include <QWheelEvent>
 #include <QtTest/qtestspontaneevent.h>
 
+#include <functional>
+
 using namespace membudget;
 
 namespace {
@@ -60,6 +62,12 @@ void wheel(QWidget *w, int delta)
 bool rowShown(QWidget *field)
 {
     return field->isVisibleTo(field->window());
+}
+
+// One component of the current estimate at a phase's peak, as a function to call after each edit.
+std::function<Bytes()> partOf(const ScenarioDocument *doc, Phase phase, Component component)
+{
+    return [doc, phase, component] { return doc->estimate().phase(phase)[component]; };
 }
 
 } // namespace
@@ -287,9 +295,7 @@ void TestControlsPanel::torchReleasePickerFollowsTheScenario()
         s.training.precision = Precision::Bf16;
         s.training.optimizer = Optimizer::AdamW;
     });
-    auto temporaries = [doc] {
-        return doc->estimate().phase(Phase::OptimizerStep)[Component::Temporaries];
-    };
+    const auto temporaries = partOf(doc, Phase::OptimizerStep, Component::Temporaries);
     const auto newest = temporaries();
     auto *torch = m_window->findChild<QComboBox *>(QStringLiteral("torch"));
     QVERIFY(torch);
@@ -327,9 +333,7 @@ void TestControlsPanel::sequenceParallelFollowsTheStackUntilSet()
     QVERIFY(sp->isEnabled());
     QVERIFY(sp->isChecked()); // torchtitan's default, not yet written in the scenario
     QVERIFY(!doc->scenario().parallelism.sequence_parallel.has_value());
-    const auto activations = [doc] {
-        return doc->estimate().phase(Phase::Forward)[Component::Activations];
-    };
+    const auto activations = partOf(doc, Phase::Forward, Component::Activations);
     const auto sharded = activations();
     sp->click();
     QCOMPARE(doc->scenario().parallelism.sequence_parallel, std::optional<bool>(false));
@@ -341,7 +345,7 @@ void TestControlsPanel::sequenceParallelFollowsTheStackUntilSet()
     auto *lossParallel = m_window->findChild<QCheckBox *>(QStringLiteral("lossParallel"));
     QVERIFY(lossParallel && lossParallel->isEnabled());
     QVERIFY(lossParallel->isChecked()); // torchtitan's loss_parallel
-    const auto logits = [doc] { return doc->estimate().phase(Phase::Backward)[Component::Logits]; };
+    const auto logits = partOf(doc, Phase::Backward, Component::Logits);
     const auto split = logits();
     lossParallel->click();
     QCOMPARE(doc->scenario().parallelism.loss_parallel, std::optional<bool>(false));
@@ -366,9 +370,7 @@ void TestControlsPanel::checkpointEveryShowsWithFullCheckpointing()
     QVERIFY(every->isVisibleTo(m_window));
     QCOMPARE(every->value(), 2);
     QCOMPARE(every->text(), QStringLiteral("1 in 2 layers"));
-    const auto activations = [doc] {
-        return doc->estimate().phase(Phase::Forward)[Component::Activations];
-    };
+    const auto activations = partOf(doc, Phase::Forward, Component::Activations);
     const auto half = activations();
     every->setValue(1);
     QCOMPARE(doc->scenario().training.checkpoint_every, std::int64_t(1));
@@ -392,9 +394,7 @@ void TestControlsPanel::shardGroupStepsThroughDivisors()
     });
     QVERIFY(group->isEnabled());
     QCOMPARE(group->text(), QStringLiteral("all data-parallel GPUs"));
-    const auto weights = [doc] {
-        return doc->estimate().phase(Phase::OptimizerStep)[Component::Weights];
-    };
+    const auto weights = partOf(doc, Phase::OptimizerStep, Component::Weights);
     const auto all = weights();
     group->stepUp(); // 1
     group->stepUp(); // 2

@@ -35,6 +35,15 @@ private:
         return in;
     }
     static qint64 at(const MemoryEstimate &e, Phase p, Component c) { return e.phase(p)[c]; }
+    // Llama-3.2-1B at 4,096 tokens on one 8-GPU tensor-parallel group.
+    static EstimateInput tensorParallel8(Precision precision)
+    {
+        EstimateInput in = input(llama32_1b(), Method::Full, precision);
+        in.training.sequence_length = 4096;
+        in.parallelism.gpus = 8;
+        in.parallelism.tensor_parallel = 8;
+        return in;
+    }
 
 private slots:
     void versionsParse()
@@ -290,10 +299,7 @@ private slots:
     // follow the resolved choice.
     void torchtitanShardsTheSequenceWithTensorParallel()
     {
-        EstimateInput plain = input(llama32_1b(), Method::Full, Precision::AmpBf16);
-        plain.training.sequence_length = 4096;
-        plain.parallelism.gpus = 8;
-        plain.parallelism.tensor_parallel = 8;
+        const EstimateInput plain = tensorParallel8(Precision::AmpBf16);
         const EstimateInput titan = withStack(plain, Stack::Torchtitan);
         QVERIFY(*resolveStackChoices(titan).parallelism.sequence_parallel);
         QVERIFY(
@@ -317,10 +323,7 @@ private slots:
     // vocabulary's logits and fp32 loss chain; a vocab-parallel loss holds 1/t of them.
     void huggingFaceTensorParallelGathersTheLogits()
     {
-        EstimateInput plain = input(llama32_1b(), Method::Full, Precision::Bf16);
-        plain.training.sequence_length = 4096;
-        plain.parallelism.gpus = 8;
-        plain.parallelism.tensor_parallel = 8;
+        const EstimateInput plain = tensorParallel8(Precision::Bf16);
         const EstimateInput hf = withStack(plain, Stack::HfTrainer);
         QVERIFY(!*resolveStackChoices(hf).parallelism.loss_parallel);
         QVERIFY(*resolveStackChoices(withStack(plain, Stack::Torchtitan)).parallelism.loss_parallel);

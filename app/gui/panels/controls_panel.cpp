@@ -320,6 +320,21 @@ std::vector<double> ControlsPanel::sequenceSnapValues()
     return v;
 }
 
+QCheckBox *ControlsPanel::flagBox(const char *objectName,
+                                  const QString &text,
+                                  const QString &tip,
+                                  const QString &undoText,
+                                  void (*apply)(Scenario &, bool))
+{
+    auto *box = new QCheckBox(text);
+    box->setObjectName(QLatin1String(objectName));
+    box->setToolTip(tip);
+    connect(box, &QCheckBox::toggled, this, [this, undoText, apply](bool on) {
+        edit(undoText, [apply, on](Scenario &s) { apply(s, on); });
+    });
+    return box;
+}
+
 void ControlsPanel::edit(const QString &text,
                          const std::function<void(Scenario &)> &change,
                          bool fromSlider)
@@ -633,13 +648,12 @@ QWidget *ControlsPanel::buildLoraGroup()
         });
     });
     lora->addRow(tr("Adapter dtype:"), m_adapterPrecision);
-    m_dora = new QCheckBox(tr("DoRA (weight-decomposed)"));
-    m_dora->setObjectName(QStringLiteral("useDora"));
-    m_dora->setToolTip(tr("PEFT use_dora: a magnitude per output row, and every forward the "
-                          "weight-sized W + BA and its norm (more temporaries and activations)"));
-    connect(m_dora, &QCheckBox::toggled, this, [this](bool on) {
-        edit(tr("Change DoRA"), [on](Scenario &s) { s.training.lora.use_dora = on; });
-    });
+    m_dora = flagBox("useDora",
+                     tr("DoRA (weight-decomposed)"),
+                     tr("PEFT use_dora: a magnitude per output row, and every forward the "
+                        "weight-sized W + BA and its norm (more temporaries and activations)"),
+                     tr("Change DoRA"),
+                     [](Scenario &s, bool on) { s.training.lora.use_dora = on; });
     lora->addRow(QString(), m_dora);
     return m_loraGroup;
 }
@@ -806,24 +820,19 @@ QWidget *ControlsPanel::buildTechniquesGroup()
     });
     form->addRow(tr("&Loss:"), m_loss);
 
-    m_offloadOptimizer = new QCheckBox(tr("Optimizer states"));
-    m_offloadOptimizer->setObjectName(QStringLiteral("offloadOptimizer"));
-    m_offloadOptimizer->setToolTip(
-        tr("Optimizer states and fp32 master weights live in CPU RAM: less GPU memory, "
-           "steps 2–5× slower"));
-    connect(m_offloadOptimizer, &QCheckBox::toggled, this, [this](bool on) {
-        edit(tr("Change optimizer offload"),
-             [on](Scenario &s) { s.training.offload.optimizer = on; });
-    });
-    m_offloadParameters = new QCheckBox(tr("Parameters"));
-    m_offloadParameters->setObjectName(QStringLiteral("offloadParameters"));
-    m_offloadParameters->setToolTip(
-        tr("Sharded parameters live in CPU RAM and are fetched layer by layer "
-           "(needs ZeRO-3 or FSDP full shard)"));
-    connect(m_offloadParameters, &QCheckBox::toggled, this, [this](bool on) {
-        edit(tr("Change parameter offload"),
-             [on](Scenario &s) { s.training.offload.parameters = on; });
-    });
+    m_offloadOptimizer
+        = flagBox("offloadOptimizer",
+                  tr("Optimizer states"),
+                  tr("Optimizer states and fp32 master weights live in CPU RAM: less GPU memory, "
+                     "steps 2–5× slower"),
+                  tr("Change optimizer offload"),
+                  [](Scenario &s, bool on) { s.training.offload.optimizer = on; });
+    m_offloadParameters = flagBox("offloadParameters",
+                                  tr("Parameters"),
+                                  tr("Sharded parameters live in CPU RAM and are fetched layer by "
+                                     "layer (needs ZeRO-3 or FSDP full shard)"),
+                                  tr("Change parameter offload"),
+                                  [](Scenario &s, bool on) { s.training.offload.parameters = on; });
     auto *offload = new QHBoxLayout;
     m_offloadRow = offload;
     offload->addWidget(m_offloadOptimizer);
@@ -870,27 +879,23 @@ QWidget *ControlsPanel::buildParallelGroup()
     gpusLabel->setBuddy(m_gpuCount);
     form->addRow(gpusLabel, counts);
 
-    m_sequenceParallel = new QCheckBox(tr("Sequence parallel"));
-    m_sequenceParallel->setObjectName(QStringLiteral("sequenceParallel"));
-    m_sequenceParallel->setToolTip(
+    m_sequenceParallel = flagBox(
+        "sequenceParallel",
+        tr("Sequence parallel"),
         tr("With tensor parallelism, each GPU keeps only its share of the sequence between the "
            "attention and MLP blocks: norms, residual adds and the layer inputs shrink by the TP "
            "degree, with the same communication volume. torchtitan does this; Hugging Face's "
-           "tp_plan does not."));
-    connect(m_sequenceParallel, &QCheckBox::toggled, this, [this](bool on) {
-        edit(tr("Change sequence parallelism"),
-             [on](Scenario &s) { s.parallelism.sequence_parallel = on; });
-    });
-    m_lossParallel = new QCheckBox(tr("Vocabulary-parallel loss"));
-    m_lossParallel->setObjectName(QStringLiteral("lossParallel"));
-    m_lossParallel->setToolTip(
+           "tp_plan does not."),
+        tr("Change sequence parallelism"),
+        [](Scenario &s, bool on) { s.parallelism.sequence_parallel = on; });
+    m_lossParallel = flagBox(
+        "lossParallel",
+        tr("Vocabulary-parallel loss"),
         tr("With tensor parallelism, compute the loss on each GPU's share of the vocabulary "
            "(Megatron, torchtitan's loss_parallel). Off, every GPU gathers the whole logits "
-           "first, as Hugging Face's tp_plan does (lm_head \"colwise_rep\")."));
-    connect(m_lossParallel, &QCheckBox::toggled, this, [this](bool on) {
-        edit(tr("Change vocabulary-parallel loss"),
-             [on](Scenario &s) { s.parallelism.loss_parallel = on; });
-    });
+           "first, as Hugging Face's tp_plan does (lm_head \"colwise_rep\")."),
+        tr("Change vocabulary-parallel loss"),
+        [](Scenario &s, bool on) { s.parallelism.loss_parallel = on; });
     auto *tpOptions = new QHBoxLayout;
     tpOptions->addWidget(m_sequenceParallel);
     tpOptions->addWidget(m_lossParallel);
@@ -1274,10 +1279,10 @@ void ControlsPanel::syncFromDocument()
     // Parallelism and GPUs
     m_gpuCount->setValue(static_cast<int>(s.parallelism.gpus));
     m_tensorParallel->setValue(static_cast<int>(s.parallelism.tensor_parallel));
-    m_sequenceParallel->setChecked(
-        s.parallelism.sequence_parallel.value_or(stackShardsSequence(t.stack)));
+    const TensorParallelPlan plan = tensorParallelPlan(s.parallelism, t.stack);
+    m_sequenceParallel->setChecked(plan.sequence_parallel);
     m_sequenceParallel->setEnabled(s.parallelism.tensor_parallel > 1);
-    m_lossParallel->setChecked(s.parallelism.loss_parallel.value_or(stackParallelizesLoss(t.stack)));
+    m_lossParallel->setChecked(plan.loss_parallel);
     m_lossParallel->setEnabled(s.parallelism.tensor_parallel > 1);
     // Arrows offer only what the core accepts: GPU counts in multiples of the tensor-parallel degree,
     // degrees that divide both the GPU count and the attention heads.
@@ -1297,11 +1302,16 @@ void ControlsPanel::syncFromDocument()
         static_cast<int>(std::clamp<std::int64_t>(s.parallelism.shard_group, 0, 1'000'000)));
     {
         // The arrows offer the divisors of the data-parallel GPUs (0: all of them).
+        // Pairs up to the square root: a few hundred steps even for a million GPUs.
         std::vector<int> groups{0};
-        const std::int64_t dp = s.parallelism.dataParallel();
-        for (std::int64_t g = 1; g < dp && g <= 1'000'000; ++g)
+        const std::int64_t dp = std::min<std::int64_t>(s.parallelism.dataParallel(), 1'000'000);
+        for (std::int64_t g = 1; g * g <= dp; ++g)
             if (dp % g == 0)
-                groups.push_back(static_cast<int>(g));
+                for (std::int64_t d : {g, dp / g})
+                    if (d < dp)
+                        groups.push_back(static_cast<int>(d));
+        std::sort(groups.begin(), groups.end());
+        groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
         m_shardGroup->setSteps(std::move(groups));
     }
     m_shardGroup->setEnabled(s.parallelism.sharding != Sharding::None

@@ -83,6 +83,12 @@ private:
     void edit(const QString &text,
               const std::function<void(Scenario &)> &change,
               bool fromSlider = false);
+    // A check box that sets one flag of the scenario through `apply`, as one undoable edit.
+    QCheckBox *flagBox(const char *objectName,
+                       const QString &text,
+                       const QString &tip,
+                       const QString &undoText,
+                       void (*apply)(Scenario &, bool));
     void editArchitecture();
     void fillGpuList();
     void filterGpus(const QString &text);
