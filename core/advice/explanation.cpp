@@ -229,7 +229,11 @@ std::string explainComponent(
         if (static_cast<double>(bytes) < 0.999 * everything)
             return "what remains: " + liveList(in, est, phase, c, unit) + total;
         std::string out;
-        if (checkpointed > 0)
+        if (checkpointed > 0 && t.checkpointing == Checkpointing::OpSelective)
+            out = num(checkpointed) + " layers x (input + every second matmul's output + "
+                  + "attention output) " + sized(d.layer_checkpoint_bytes, unit) + " ("
+                  + num(d.layer_checkpoint_bytes / std::max(1.0, tokens)) + " B/token) + ";
+        else if (checkpointed > 0)
             out = num(checkpointed) + " checkpointed layers x layer input "
                   + sized(d.layer_checkpoint_bytes, unit) + " (b x s x h x "
                   + num(d.layer_checkpoint_bytes

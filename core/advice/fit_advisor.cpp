@@ -76,12 +76,18 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
               0}});
     if (t.checkpointing != Checkpointing::Full || t.checkpoint_every > 1) {
         std::vector<Option> g;
-        if (t.checkpointing == Checkpointing::None)
+        if (t.checkpointing == Checkpointing::None) {
             g.push_back({"gradient checkpointing: selective",
                          [](EstimateInput &e, std::int64_t) {
                              e.training.checkpointing = Checkpointing::Selective;
                          },
                          0});
+            g.push_back({"gradient checkpointing: op-level selective (keeps matmul outputs)",
+                         [](EstimateInput &e, std::int64_t) {
+                             e.training.checkpointing = Checkpointing::OpSelective;
+                         },
+                         0});
+        }
         g.push_back({t.checkpointing == Checkpointing::Full
                          ? "gradient checkpointing on every layer (checkpoint_every: 1)"
                          : "gradient checkpointing: full",

@@ -105,6 +105,11 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
         plan.notes.push_back("selective (attention-only) checkpointing has no Trainer, accelerate "
                              "or DeepSpeed setting: full gradient checkpointing is written, which "
                              "needs less memory and more compute than estimated");
+    if (t.checkpointing == Checkpointing::OpSelective)
+        plan.notes.push_back("op-level selective checkpointing (torchtitan's selective_ac_option "
+                             "\"op\") has no Trainer, accelerate or DeepSpeed setting: full "
+                             "gradient checkpointing is written, which needs less memory and more "
+                             "compute than estimated");
     if (s.parallelism.shard_group > 0 && s.parallelism.sharding != Sharding::None)
         plan.notes.push_back("shard_group " + std::to_string(s.parallelism.shard_group)
                              + ": FSDP's hybrid strategies shard within each node, so this "

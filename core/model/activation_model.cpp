@@ -110,13 +110,18 @@ ActivationProfile activationProfile(const ModelArchitecture &arch,
     const GraphAnalysis body = analyzeGraph(graphs.body, graphs.train);
     // A checkpointed body recomputes its set; with checkpointing on every N-th layer the body is a
     // layer that keeps it.
-    const bool full = graphs.train && training.checkpointing == Checkpointing::Full
-                      && graphs.checkpoint_every == 1;
+    const bool opSelective = graphs.train && training.checkpointing == Checkpointing::OpSelective;
+    const bool full = (graphs.train && training.checkpointing == Checkpointing::Full
+                       && graphs.checkpoint_every == 1)
+                      || opSelective;
     const Kept layer = keptBy(graphs.body, body, full);
     out.layer_linear = layer.linear;
     out.layer_score = layer.score;
-    out.layer_checkpoint = p.stream * static_cast<double>(arch.hidden_size)
-                           * tensorParallel.sequenceShare();
+    // What a checkpointed layer keeps through forward: its input; with an op-level policy also
+    // the outputs it saves.
+    out.layer_checkpoint = opSelective ? keptBy(graphs.body, body, false).linear
+                                       : p.stream * static_cast<double>(arch.hidden_size)
+                                             * tensorParallel.sequenceShare();
     if (graphs.first_differs) {
         const Kept first = keptBy(graphs.first, analyzeGraph(graphs.first, graphs.train), full);
         out.first_layer_linear = layer.linear - first.linear;

@@ -17,7 +17,8 @@ struct ActivationProfile
 {
     double layer_linear = 0; // one decoder layer (all it keeps without checkpointing), per token
     double layer_score = 0;  // one decoder layer, bytes per token per unit of sequence length
-    double layer_checkpoint = 0;   // full checkpointing: the saved layer input, bytes per token
+    double layer_checkpoint = 0;   // a checkpointed layer: its saved input (and the outputs an
+                                   // op-level policy keeps), bytes per token
     double model_level = 0;        // token ids, final norm, lm_head input, per token
     double model_per_position = 0; // rotary cos/sin ([1, s, d], shared by the batch), per position
     double checkpoint_mask = 0;    // eager + full checkpointing: the [b, 1, s, s] mask kept as a

@@ -6,7 +6,9 @@
 #include "model/graph_precision.h"
 #include "model/norm_graph.h"
 #include "model/quantized_linear_graph.h"
+#include "model/selective_checkpoint_policy.h"
 #include "model/torch_release.h"
+#include "model/weight_format.h"
 
 #include <algorithm>
 
@@ -52,8 +54,12 @@ public:
         m_mask = m_b.shared("attention mask");
         m_graph.tensors[static_cast<std::size_t>(m_mask)].element_bytes = m_p.stream;
         m_graph.output = m_arch.parallel_attention ? parallelBlock(x) : sequentialBlock(x);
-        if (m_training.checkpointing == Checkpointing::Full && m_p.train)
+        const bool opSelective = m_training.checkpointing == Checkpointing::OpSelective;
+        if ((m_training.checkpointing == Checkpointing::Full || opSelective) && m_p.train) {
             m_graph.regions.push_back({0, static_cast<int>(m_graph.ops.size()) - 1});
+            if (opSelective)
+                markSelectiveSaves(m_graph, m_graph.regions.back());
+        }
         for (std::size_t r = 0; r < m_graph.regions.size(); ++r)
             for (int i = m_graph.regions[r].first_op; i <= m_graph.regions[r].last_op; ++i)
                 m_graph.ops[static_cast<std::size_t>(i)].region = static_cast<int>(r);
@@ -124,6 +130,7 @@ private:
         double copies = 1;         // matrices per layer (MoE: the experts)
     };
     int baseMatmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
+    void classifyBaseMatmul(std::size_t firstOp, const char *name, TensorRole role);
     int int8Matmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
     int loraBranch(int x, int base, int w, const LinearShape &shape, const char *name);
     int doraTerm(int xd, int base, int w, int A, int B, int loraOut, const LinearShape &shape);
@@ -183,7 +190,10 @@ int LayerBuilder::scatterSequence(int x)
 {
     if (m_seq >= 1)
         return x;
-    return m_b.copy(x, tok(m_h * m_seq), m_b.elementBytes(x), "sequence-parallel reduce-scatter");
+    const int out
+        = m_b.copy(x, tok(m_h * m_seq), m_b.elementBytes(x), "sequence-parallel reduce-scatter");
+    m_b.lastOp().policy_class = PolicyClass::SavedKernel; // reduce_scatter_tensor
+    return out;
 }
 
 // Autocast: ops on the lower-precision list cast fp32 inputs to 16-bit, a fresh copy per call.
@@ -211,12 +221,26 @@ int LayerBuilder::linear(
     const bool feedforward = role == TensorRole::Down;
     const int in = ia3 && feedforward ? ia3Scale(x, shape, true) : x;
     const SizeExpr outElements = m_b.elements(x) * (dOut / dIn);
+    const std::size_t firstOp = m_graph.ops.size();
     const int base = baseMatmul(in, w, shape.rows * shape.cols, outElements, name);
+    classifyBaseMatmul(firstOp, name, role);
     if (ia3 && !feedforward)
         return ia3Scale(base, shape, false);
     if (!m_p.lora || (loraBit & m_p.lora_targets) == 0)
         return base;
     return loraBranch(x, base, w, shape, name);
+}
+
+// An op-level checkpointing policy counts aten.mm: a linear without a bias, on the stored or the
+// dequantized weight (weight_format.h).
+void LayerBuilder::classifyBaseMatmul(std::size_t firstOp, const char *name, TensorRole role)
+{
+    if (!linearRunsAsMatmul(m_p.quantization, m_shape.rows, m_p.train)
+        || linearHasBias(m_arch, role))
+        return;
+    for (std::size_t i = firstOp; i < m_graph.ops.size(); ++i)
+        if (m_graph.ops[i].name == name)
+            m_graph.ops[i].policy_class = PolicyClass::Matmul;
 }
 
 // PEFT IA3 Linear.forward (peft/tuners/ia3/layer.py): x.to(ia3 dtype) * ia3_l cast back before the
@@ -284,12 +308,15 @@ int LayerBuilder::loraBranch(int x, int base, int w, const LinearShape &shape, c
     if (m_p.amp) {
         const int ca = m_b.autocastWeightCopy(A, shape.rows * r, "lora_A copy");
         a = m_b.matmul(amp16(xd), ca, tokens * r, 2, "lora_A");
+        m_b.lastOp().policy_class = PolicyClass::Matmul;
         const int cb = m_b.autocastWeightCopy(B, r * shape.cols, "lora_B copy");
         b = m_b.matmul(a, cb, tokens * shape.out, 2, "lora_B");
     } else {
         a = m_b.matmul(xd, A, tokens * r, m_p.adapter, "lora_A");
+        m_b.lastOp().policy_class = PolicyClass::Matmul;
         b = m_b.matmul(a, B, tokens * shape.out, m_p.adapter, "lora_B");
     }
+    m_b.lastOp().policy_class = PolicyClass::Matmul; // lora_B
     const int delta = m_p.dora
                           ? doraTerm(xd, base, w, A, B, b, shape)
                           : m_b.scalarOp(b, m_b.elements(b), m_b.elementBytes(b), "lora scaling");
@@ -507,6 +534,9 @@ int LayerBuilder::sdpaCore(int q, int k, int v)
     const int l = g.addTensor(lse);
     const int bias = sdpaBias();
     GraphOp &op = g.addOp(m_training.attention == Attention::Flash ? "flash attention" : "sdpa");
+    // SDPA's kernels are on torchtitan's save list; FlashAttention-2's own op is not.
+    if (m_training.attention == Attention::Sdpa)
+        op.policy_class = PolicyClass::SavedKernel;
     op.inputs = {qq, kk, vv};
     op.outputs = {o, l};
     op.saves = {{qq, -1}, {kk, -1}, {vv, -1}, {o, -1}, {l, -1}};

@@ -50,7 +50,11 @@ void countRegionInputs(const OpGraph &g, GraphAnalysis &a)
         if (!recorded)
             continue;
         for (int i = region.first_op; i <= region.last_op; ++i) {
-            for (int t : g.ops[static_cast<std::size_t>(i)].inputs) {
+            const GraphOp &op = g.ops[static_cast<std::size_t>(i)];
+            if (op.cached) // an op-level policy keeps these from forward for the recomputation
+                for (int o : op.outputs)
+                    ++a.region_kept[static_cast<std::size_t>(o)];
+            for (int t : op.inputs) {
                 const auto ti = static_cast<std::size_t>(t);
                 if (!isOwned(g.tensors[ti]) || a.producer[ti] >= region.first_op
                     || stamp[ti] == static_cast<int>(r))
@@ -190,24 +194,36 @@ private:
         return t == m_g.output || m_a.last_use[static_cast<std::size_t>(t)] > r.last_op;
     }
 
-    // torch.utils.checkpoint: the region's forward runs again with autograd on.
+    // torch.utils.checkpoint: the region's forward runs again with autograd on. An op whose
+    // outputs a selective policy kept hands them back (they are the forward's own tensors).
     void recompute(const RecomputeRegion &r)
     {
         for (int j = r.first_op; j <= r.last_op; ++j) {
             const GraphOp &op = m_g.ops[static_cast<std::size_t>(j)];
             for (int o : op.outputs) {
-                emit(o, j, GraphEventKind::AllocRecomputed);
-                m_recomputed[static_cast<std::size_t>(o)] = 1;
+                if (!op.cached)
+                    emit(o, j, GraphEventKind::AllocRecomputed);
+                m_recomputed[static_cast<std::size_t>(o)] = op.cached ? KeptFromForward : MadeAgain;
             }
             forEachTouched(op, m_stamp, 1000000 + j, [&](int t) {
                 const auto ti = static_cast<std::size_t>(t);
                 if (m_a.producer[ti] < r.first_op || !m_recomputed[ti] || isRegionOutput(r, t)
                     || m_recomputeLeft[ti] > 0 || lastUseIn(r, t) != j)
                     return;
-                emit(t, j, GraphEventKind::FreeRecomputed);
-                m_recomputed[ti] = 0;
+                releaseRecomputed(t, j);
             });
         }
+    }
+
+    // Frees a tensor of the recomputation: one made again, or one kept from forward.
+    void releaseRecomputed(int t, int op)
+    {
+        const auto ti = static_cast<std::size_t>(t);
+        emit(t,
+             op,
+             m_recomputed[ti] == KeptFromForward ? GraphEventKind::FreeValue
+                                                 : GraphEventKind::FreeRecomputed);
+        m_recomputed[ti] = 0;
     }
 
     int lastUseIn(const RecomputeRegion &r, int t) const
@@ -227,12 +243,9 @@ private:
                 if (--m_regionLeft[ti] == 0 && m_savedLeft[ti] == 0 && t != m_g.output)
                     emit(t, r.first_op, GraphEventKind::FreeValue);
             }
-            for (int o : op.outputs) {
-                if (m_recomputed[static_cast<std::size_t>(o)]) {
-                    emit(o, r.first_op, GraphEventKind::FreeRecomputed);
-                    m_recomputed[static_cast<std::size_t>(o)] = 0;
-                }
-            }
+            for (int o : op.outputs)
+                if (m_recomputed[static_cast<std::size_t>(o)])
+                    releaseRecomputed(o, r.first_op);
         }
     }
 
@@ -288,10 +301,8 @@ private:
             const RecomputeRegion &r = m_g.regions[static_cast<std::size_t>(op.region)];
             if (m_a.producer[si] < r.first_op)
                 continue; // a region input, kept by the region until its backward ends
-            if (--m_recomputeLeft[si] == 0 && m_recomputed[si] && !isRegionOutput(r, s)) {
-                emit(s, i, GraphEventKind::FreeRecomputed);
-                m_recomputed[si] = 0;
-            }
+            if (--m_recomputeLeft[si] == 0 && m_recomputed[si] && !isRegionOutput(r, s))
+                releaseRecomputed(s, i);
         }
     }
 
@@ -325,6 +336,10 @@ private:
                 emit(storage, i, GraphEventKind::FreeGrad);
         }
     }
+
+    // m_recomputed: whether a region's value is present in backward, and how it came.
+    static constexpr std::uint8_t MadeAgain = 1;
+    static constexpr std::uint8_t KeptFromForward = 2;
 
     const OpGraph &m_g;
     const GraphAnalysis &m_a;

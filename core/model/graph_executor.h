@@ -16,7 +16,8 @@ struct GraphAnalysis
     std::vector<std::uint8_t> recorded;      // per op: some input requires a gradient
     std::vector<int> saved_count;            // per tensor: saves by recorded ops outside regions
     std::vector<int> recompute_saved_count;  // per tensor: saves by recorded ops inside regions
-    std::vector<int> region_kept;            // per tensor: regions that keep it as an input
+    std::vector<int> region_kept;            // per tensor: regions that keep it (an input, or an
+                                             // output an op-level policy keeps from forward)
     std::vector<int> producer;               // per tensor: the op that makes it, or -1
     std::vector<int> last_use;               // per tensor: the last op reading (or making) it
 };

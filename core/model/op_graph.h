@@ -56,6 +56,13 @@ struct SavedRule
     int needs_grad_of = -1; // index into the op's inputs
 };
 
+// What an op-level checkpointing policy sees of an op (selective_checkpoint_policy.h).
+enum class PolicyClass : std::uint8_t {
+    Other,
+    Matmul,      // aten.mm: a linear layer without bias (F.linear on a flattened input)
+    SavedKernel, // SDPA's fused attention kernels, reduce_scatter: always saved
+};
+
 // One operation, as autograd sees it: it allocates its outputs, may keep tensors for backward, and
 // in backward allocates a gradient for every input that requires one (same size as the input).
 struct GraphOp
@@ -68,6 +75,9 @@ struct GraphOp
     unsigned grad_passthrough = 0; // bit i: input i's gradient is the output's gradient itself
                                    // (add and views hand it on without a copy)
     int region = -1;               // index of the recomputation region it belongs to, if any
+    PolicyClass policy_class = PolicyClass::Other;
+    bool cached = false; // in a region: its outputs are kept from forward and handed back to the
+                         // recomputation instead of being made again (op-level selective AC)
 };
 
 // A span of consecutive ops that runs without keeping anything in forward and runs again inside

@@ -128,6 +128,25 @@ ParameterLayout parameterLayout(const ModelArchitecture &arch)
 
 // LoRA (Hu et al. 2021, arXiv:2106.09685, section 4): each adapted W (in x out) gains A (in x r) and
 // B (r x out), so r * (in + out) trainable parameters per matrix.
+bool linearHasBias(const ModelArchitecture &arch, TensorRole role)
+{
+    switch (role) {
+    case TensorRole::Query:
+    case TensorRole::Key:
+    case TensorRole::Value:
+    case TensorRole::QueryKeyValue:
+        return arch.qkv_bias;
+    case TensorRole::Output:
+        return arch.o_bias;
+    case TensorRole::Gate:
+    case TensorRole::Up:
+    case TensorRole::Down:
+        return arch.mlp_bias;
+    default:
+        return false;
+    }
+}
+
 double loraParameters(const ParameterLayout &layout, unsigned targets, std::int64_t rank)
 {
     double total = 0;

@@ -61,6 +61,9 @@ struct ParameterLayout
 
 ParameterLayout parameterLayout(const ModelArchitecture &arch);
 
+// Whether the linear layers of this role add a bias (Qwen2's q/k/v, GPT-2's every linear).
+bool linearHasBias(const ModelArchitecture &arch, TensorRole role);
+
 // Trainable LoRA parameters: rank x (in + out) for each targeted matrix.
 double loraParameters(const ParameterLayout &layout, unsigned targets, std::int64_t rank);
 

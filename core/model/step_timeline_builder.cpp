@@ -61,9 +61,10 @@ public:
     }
 
 private:
+    // Whole layers run inside torch.utils.checkpoint (full, or with an op-level policy).
     bool checkpointFull() const
     {
-        return m_p.train && m_in.training.checkpointing == Checkpointing::Full;
+        return m_p.train && checkpointedLayers(m_in.training, m_in.arch.layers) > 0;
     }
     bool eagerMask() const
     {

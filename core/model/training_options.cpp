@@ -36,7 +36,7 @@ const char *const kOptimizerNames[9] = {"adamw",
                                         "adafactor",
                                         "lion",
                                         "adamw-fused"};
-const char *const kCheckpointingNames[3] = {"none", "full", "selective"};
+const char *const kCheckpointingNames[4] = {"none", "full", "selective", "op-selective"};
 const char *const kAttentionNames[3] = {"eager", "sdpa", "flash"};
 const char *const kBatchPaddingNames[3] = {"none", "padded", "packed"};
 const char *const kShardingNames[6]
@@ -116,7 +116,11 @@ bool parseCheckpointing(const std::string &s, Checkpointing &v)
 }
 std::int64_t checkpointedLayers(const TrainingConfig &t, std::int64_t layers)
 {
-    if (t.mode != Mode::Train || t.checkpointing != Checkpointing::Full)
+    if (t.mode != Mode::Train)
+        return 0;
+    if (t.checkpointing == Checkpointing::OpSelective)
+        return layers;
+    if (t.checkpointing != Checkpointing::Full)
         return 0;
     return layers / std::max<std::int64_t>(1, t.checkpoint_every);
 }

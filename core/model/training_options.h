@@ -57,7 +57,12 @@ enum class Optimizer {
     AdamWFused
 };
 
-enum class Checkpointing { None, Full, Selective };
+// Activation checkpointing. Full: torch.utils.checkpoint around whole decoder layers. Selective:
+// the attention core recomputed (Korthikanti et al. 2022, arXiv:2205.05198, section 5; Megatron's
+// "selective"). OpSelective: every layer checkpointed with a policy that keeps the outputs of every
+// second matmul and of the attention kernels and recomputes the rest (torchtitan's op-level
+// selective AC, selective_ac_option "op"; selective_checkpoint_policy.h).
+enum class Checkpointing { None, Full, Selective, OpSelective };
 
 enum class Attention { Eager, Sdpa, Flash };
 
@@ -249,8 +254,9 @@ bool parseQuantization(const std::string &s, Quantization &v);
 const char *optimizerName(Optimizer v);
 bool parseOptimizer(const std::string &s, Optimizer &v);
 const char *checkpointingName(Checkpointing v);
-// How many of `layers` decoder layers full checkpointing wraps (every one unless checkpoint_every >
-// 1: torchtitan's _apply_layer_sac counts layers from 1 and wraps those whose count N divides).
+// How many of `layers` decoder layers run inside a checkpoint: full checkpointing wraps every one
+// unless checkpoint_every > 1 (torchtitan's _apply_layer_sac counts layers from 1 and wraps those
+// whose count N divides); op-level selective checkpointing wraps every one.
 std::int64_t checkpointedLayers(const TrainingConfig &t, std::int64_t layers);
 bool parseCheckpointing(const std::string &s, Checkpointing &v);
 const char *attentionName(Attention v);
@@ -278,7 +284,7 @@ extern const char *const kMethodNames[4];
 extern const char *const kPrecisionNames[7];
 extern const char *const kQuantizationNames[16];
 extern const char *const kOptimizerNames[9];
-extern const char *const kCheckpointingNames[3];
+extern const char *const kCheckpointingNames[4];
 extern const char *const kAttentionNames[3];
 extern const char *const kBatchPaddingNames[3];
 extern const char *const kShardingNames[6];

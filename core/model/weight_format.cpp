@@ -239,6 +239,15 @@ double layoutBitsPerWeight(const ParameterLayout &layout,
 // bitsandbytes matmul_4bit (autograd/_functions.py): an input of one row that needs no gradient
 // goes to gemv_4bit, which reads the packed weight; anything else to MatMul4Bit, which dequantizes.
 // AutoAWQ gemm.py: FP16_MATMUL_HEURISTIC_CONDITION = tokens >= 1024.
+bool linearRunsAsMatmul(Quantization q, double tokens, bool gradients)
+{
+    if (q == Quantization::None)
+        return true;
+    if (q == Quantization::Int8)
+        return false; // bitsandbytes' int8 matmul
+    return dequantizesWeight(q, tokens, gradients) && quantKernel(q) != QuantKernel::Fp8Input;
+}
+
 bool dequantizesWeight(Quantization q, double tokens, bool gradients)
 {
     switch (quantKernel(q)) {

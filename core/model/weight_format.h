@@ -47,6 +47,11 @@ double layoutBitsPerWeight(const ParameterLayout &layout,
 // (`gradients`: the input needs a gradient, which rules out bitsandbytes' packed gemv).
 bool dequantizesWeight(Quantization q, double tokens, bool gradients);
 
+// Whether a linear layer on weights in this format reaches the GPU as aten.mm: F.linear on the
+// stored or the dequantized weight (bitsandbytes' MatMul4Bit, HQQ, torchao); LLM.int8, fp8
+// _scaled_mm and fused low-bit kernels are ops of their own. (A bias makes it addmm.)
+bool linearRunsAsMatmul(Quantization q, double tokens, bool gradients);
+
 // Where the format's layout is defined, for explanations.
 const char *weightFormatSource(Quantization q);
 

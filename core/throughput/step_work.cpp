@@ -2,6 +2,7 @@
 #include "throughput/step_work.h"
 
 #include "model/parameter_layout.h"
+#include "model/selective_checkpoint_policy.h"
 #include "model/weight_format.h"
 #include "throughput/throughput_constants.h"
 
@@ -197,7 +198,8 @@ public:
         , m_dev(device)
         , m_train(tr.mode == Mode::Train)
         , m_full(tr.method == Method::Full)
-        , m_recompute(m_train && tr.checkpointing == Checkpointing::Full)
+        , m_recompute(m_train && checkpointedLayers(tr, arch.layers) > 0)
+        , m_opSelective(m_train && tr.checkpointing == Checkpointing::OpSelective)
         , m_E(computeBytes(tr.precision))
         , m_b(static_cast<double>(tr.micro_batch_size))
         , m_s(static_cast<double>(tr.sequence_length))
@@ -229,14 +231,19 @@ private:
     // Forward, recompute and backward of one weight matrix (in x out), `count` of them, each seeing
     // `tokens` tokens. The backward always computes the input gradient; the weight gradient only
     // when the weight trains (LoRA and QLoRA skip it for the frozen base).
-    void weight(
-        double tokens, double in, double out, double count, bool trainable, bool inLayer = true)
+    void weight(double tokens,
+                double in,
+                double out,
+                double count,
+                bool trainable,
+                bool rerun,
+                bool inLayer = true)
     {
         matmul(m_work.forward, m_dev, tokens, out, in, count);
         m_work.model_flops += 2 * tokens * in * out * count;
         if (!m_train)
             return;
-        if (m_recompute && inLayer) // checkpointing wraps the decoder layers, not lm_head
+        if (rerun && inLayer) // checkpointing wraps the decoder layers, not lm_head
             matmul(m_work.recompute, m_dev, tokens, out, in, count);
         matmul(m_work.backward, m_dev, tokens, in, out, count);
         m_work.model_flops += 2 * tokens * in * out * count;
@@ -244,6 +251,15 @@ private:
             matmul(m_work.backward, m_dev, in, out, tokens, count);
             m_work.model_flops += 2 * tokens * in * out * count;
         }
+    }
+
+    // Whether a layer's matmul runs again in backward: under checkpointing, unless torchtitan's
+    // op-level policy kept its output (every second aten.mm of the layer, selective_checkpoint_policy.h).
+    bool reruns(bool atenMm)
+    {
+        if (!m_opSelective)
+            return m_recompute;
+        return !atenMm || !selectiveKeepsMatmul(++m_matmuls);
     }
 
     // bitsandbytes dequantizes a 4-bit (or 8-bit) weight to the compute dtype for every matmul that
@@ -282,10 +298,14 @@ private:
         f.elementwise += m_dev.memorySeconds(bytes * count);
         f.host_ops += ops * count;
         m_work.model_flops += 2 * 2 * tokens * r * (in + out) * count;
-        if (m_recompute) {
-            WorkTally &rc = m_work.recompute;
+        const bool rerunA = reruns(true);
+        const bool rerunB = reruns(true);
+        WorkTally &rc = m_work.recompute;
+        if (rerunA)
             matmul(rc, m_dev, tokens, r, in, count);
+        if (rerunB)
             matmul(rc, m_dev, tokens, out, r, count);
+        if (m_recompute) {
             rc.elementwise += m_dev.memorySeconds(bytes * count);
             rc.host_ops += ops * count;
         }
@@ -303,6 +323,7 @@ private:
         const ParameterLayout layout = parameterLayout(m_arch);
         const bool quantized = m_tr.quantization != Quantization::None;
         const bool adapters = m_train && !m_full;
+        bool routerCounted = false, routerReruns = m_recompute;
         for (const TensorGroup &g : layout) {
             if (!g.linear || g.role == TensorRole::LmHead)
                 continue;
@@ -314,7 +335,15 @@ private:
                                                / static_cast<double>(m_arch.experts)
                                          : m_T;
             const double count = static_cast<double>(g.count);
-            weight(tokens, in, out, count, m_full);
+            // The router runs before the experts (its tally is added below).
+            if (m_arch.isMoe() && !routerCounted
+                && (g.role == TensorRole::Gate || g.role == TensorRole::Up)) {
+                routerReruns = reruns(true);
+                routerCounted = true;
+            }
+            const bool atenMm = linearRunsAsMatmul(m_tr.quantization, tokens, m_train)
+                                && !linearHasBias(m_arch, g.role);
+            weight(tokens, in, out, count, m_full, reruns(atenMm));
             if (quantized)
                 dequantize(in * out * count);
             if (adapters && (g.lora_bits & m_tr.lora.targets) != 0)
@@ -325,7 +354,8 @@ private:
                    static_cast<double>(m_arch.hidden_size),
                    static_cast<double>(m_arch.experts),
                    m_L,
-                   m_full);
+                   m_full,
+                   routerReruns);
     }
 
     // The attention core, QK^T and PV: 4 b a s^2 d FLOPs per layer forward. FlashAttention and SDPA
@@ -366,7 +396,9 @@ private:
         m_work.model_flops += flops * (m_train ? 3 : 1);
         if (!m_train)
             return;
-        if (m_recompute) {
+        // torchtitan's op-level policy keeps SDPA's output; FlashAttention-2's op runs again.
+        const bool kept = m_opSelective && m_tr.attention == Attention::Sdpa;
+        if (m_recompute && !kept) {
             m_work.recompute.attention += m_dev.fusedAttentionSeconds(flops, blocks);
             m_work.recompute.flops += flops;
         }
@@ -417,7 +449,7 @@ private:
         const Elementwise norm = normCost(m_arch.norm, h, m_tr.precision);
         const double headTokens = m_train ? m_T
                                           : m_b; // generation keeps the last position's logits
-        weight(headTokens, h, V, 1, m_full, false);
+        weight(headTokens, h, V, 1, m_full, false, false);
         WorkTally &f = m_work.forward;
         double forwardBytes = (2 * m_E * h + norm.bytes) * m_T;
         double backwardBytes = 2 * forwardBytes;
@@ -441,7 +473,8 @@ private:
     const TrainingConfig &m_tr;
     const double m_t;
     const DeviceModel &m_dev;
-    const bool m_train, m_full, m_recompute;
+    const bool m_train, m_full, m_recompute, m_opSelective;
+    int m_matmuls = 0; // aten.mm calls of one layer so far (op-level selective checkpointing)
     const double m_E, m_b, m_s, m_T, m_L;
     MicroBatchWork m_work;
 };

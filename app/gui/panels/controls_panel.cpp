@@ -119,7 +119,8 @@ const EnumLabel kStackLabels[]
 const EnumLabel kCheckpointingLabels[]
     = {{"none", QT_TRANSLATE_NOOP("Controls", "Off")},
        {"full", QT_TRANSLATE_NOOP("Controls", "Full (whole layers)")},
-       {"selective", QT_TRANSLATE_NOOP("Controls", "Selective (attention)")}};
+       {"selective", QT_TRANSLATE_NOOP("Controls", "Selective (attention)")},
+       {"op-selective", QT_TRANSLATE_NOOP("Controls", "Op-level (keeps matmul outputs)")}};
 const EnumLabel kAttentionLabels[] = {{"eager",
                                        QT_TRANSLATE_NOOP("Controls", "Eager (stores scores)")},
                                       {"sdpa", QT_TRANSLATE_NOOP("Controls", "SDPA (PyTorch)")},
@@ -754,7 +755,8 @@ QWidget *ControlsPanel::buildTechniquesGroup()
         kCheckpointingLabels,
         tr("Recompute activations in backward instead of keeping them: full keeps only each "
            "wrapped layer's input (≈20–30% slower with every layer wrapped), selective drops the "
-           "attention internals (≈5%)"));
+           "attention internals (≈5%), op-level keeps every second matmul's output and the "
+           "attention output and recomputes the rest (torchtitan's selective_ac_option \"op\")"));
     connect(m_checkpointing, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_checkpointing);
         edit(tr("Change gradient checkpointing"),
