@@ -153,6 +153,30 @@ private slots:
         QVERIFY(recomputedScores > 0);
     }
 
+    // torchtitan's op-level policy: each layer keeps its input and the outputs of mm 1, 3, 5, 7 —
+    // q_proj (a d = h), v_proj (k d = h / 2), gate_proj (I) and down_proj (h) — and, under SDPA,
+    // the kernel's output (h) and fp32 logsumexp (4 per head); bf16 everywhere.
+    void opSelectiveKeepsEverySecondMatmul()
+    {
+        const double h = 256, I = 688;
+        TrainingConfig t = config(Precision::Bf16, Method::Full, Attention::Sdpa);
+        t.checkpointing = Checkpointing::OpSelective;
+        const ActivationProfile op = activationProfile(tinyLlama(), t, 1);
+        QCOMPARE(op.layer_checkpoint, 2 * h + 2 * (h + h / 2 + I + h) + 2 * h + 4 * 4);
+        t.checkpointing = Checkpointing::Full;
+        const ActivationProfile full = activationProfile(tinyLlama(), t, 1);
+        QCOMPARE(op.layer_linear, full.layer_linear); // the recomputed layer is the same
+        // Eager attention's matmuls are bmm: the policy keeps no attention output there.
+        t = config(Precision::Bf16, Method::Full, Attention::Eager);
+        t.checkpointing = Checkpointing::OpSelective;
+        QCOMPARE(activationProfile(tinyLlama(), t, 1).layer_checkpoint,
+                 2 * h + 2 * (h + h / 2 + I + h));
+        // A bias makes q/k/v addmm: not counted, so the policy keeps o_proj (mm 1) and up_proj (mm 3).
+        ModelArchitecture biased = tinyLlama();
+        biased.qkv_bias = true;
+        QCOMPARE(activationProfile(biased, t, 1).layer_checkpoint, 2 * h + 2 * (h + I));
+    }
+
     void tensorParallelSplitsHeadsAndMlp()
     {
         const TrainingConfig t = config(Precision::Bf16, Method::Full, Attention::Eager);

@@ -2,6 +2,7 @@
 // What autograd allocates, keeps and frees for small hand-made op graphs.
 #include "model/graph_builder.h"
 #include "model/graph_executor.h"
+#include "model/selective_checkpoint_policy.h"
 
 #include <QtTest>
 
@@ -137,6 +138,46 @@ private slots:
         QCOMPARE(count(bwd, GraphEventKind::FreeValue, x), 1); // released when the region is done
         QVERIFY(indexOf(bwd, GraphEventKind::AllocRecomputed, y)
                 < indexOf(bwd, GraphEventKind::AllocParamGrad, w));
+    }
+
+    // An op-level policy keeps an op's output from forward: the recomputation takes it instead of
+    // making it again, and backward frees that forward tensor (the others are made again).
+    void keptOutputIsHandedToTheRecomputation()
+    {
+        OpGraph g;
+        GraphBuilder b(g);
+        const int x = b.input("x", tok(4), 2, true);
+        const int w1 = b.parameter("W1", 32, true);
+        const int w2 = b.parameter("W2", 32, true);
+        const int y = b.matmul(x, w1, tok(16), 2, "mm 1");
+        g.ops.back().policy_class = PolicyClass::Matmul;
+        const int s = b.keepsInput(y, tok(16), 2, "gelu");
+        const int z = b.matmul(s, w2, tok(4), 2, "mm 2");
+        g.ops.back().policy_class = PolicyClass::Matmul;
+        g.input = x;
+        g.output = z;
+        g.regions.push_back({0, 2});
+        for (GraphOp &op : g.ops)
+            op.region = 0;
+        markSelectiveSaves(g, g.regions.back());
+        QVERIFY(g.ops[0].cached);
+        QVERIFY(!g.ops[1].cached);
+        QVERIFY(!g.ops[2].cached); // every second matmul runs again
+        const GraphAnalysis a = analyzeGraph(g);
+        std::vector<GraphEvent> fwd;
+        forwardEvents(g, a, fwd);
+        QCOMPARE(count(fwd, GraphEventKind::FreeValue, y), 0); // kept for the recomputation
+        QCOMPARE(count(fwd, GraphEventKind::FreeValue, s), 1);
+        std::vector<GraphEvent> bwd;
+        backwardEvents(g, a, false, bwd);
+        QCOMPARE(count(bwd, GraphEventKind::AllocRecomputed, y), 0);
+        QCOMPARE(count(bwd, GraphEventKind::AllocRecomputed, s), 1);
+        QCOMPARE(count(bwd, GraphEventKind::FreeValue, y), 1); // the forward's tensor, freed once
+        QCOMPARE(count(bwd, GraphEventKind::FreeRecomputed, y), 0);
+        QCOMPARE(count(bwd, GraphEventKind::FreeRecomputed, s), 1);
+        // y is no longer needed once gelu's backward has run (it saved y): freed after that.
+        QVERIFY(indexOf(bwd, GraphEventKind::FreeValue, y)
+                > indexOf(bwd, GraphEventKind::AllocGrad, y));
     }
 
     // Gradient accumulation: the .grad exists, backward adds a part and frees it.

@@ -97,6 +97,38 @@ private slots:
         QVERIFY2(slower > 1.15 && slower < 1.45, qPrintable(QString::number(slower)));
     }
 
+    // Op-level selective checkpointing reruns mm 2, 4 and 6 of each layer (k_proj, o_proj,
+    // up_proj), not SDPA's kernel (FlashAttention-2's op, yes), and every element-wise kernel.
+    void opSelectiveRecomputesEverySecondMatmul()
+    {
+        EstimateInput in = fullTraining(llama2_7b());
+        in.training.attention = Attention::Flash;
+        in.training.checkpointing = Checkpointing::OpSelective;
+        QVERIFY(microBatchWork(in.arch,
+                               in.training,
+                               1,
+                               DeviceModel(gpu("a100-80gb"), in.training.precision))
+                    .recompute.attention
+                > 0);
+        in.training.attention = Attention::Sdpa;
+        in.training.checkpointing = Checkpointing::None;
+        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        const MicroBatchWork none = microBatchWork(in.arch, in.training, 1, device);
+        in.training.checkpointing = Checkpointing::OpSelective;
+        const MicroBatchWork op = microBatchWork(in.arch, in.training, 1, device);
+        const double h = 4096, I = 11008,
+                     T = static_cast<double>(in.training.micro_batch_size
+                                             * in.training.sequence_length);
+        QCOMPARE(op.recompute.flops,
+                 2 * T * (h * h + h * h + h * I) * static_cast<double>(in.arch.layers));
+        QCOMPARE(op.recompute.attention, 0.0);
+        QCOMPARE(op.forward.matmul, none.forward.matmul);
+        in.training.checkpointing = Checkpointing::Full;
+        const MicroBatchWork full = microBatchWork(in.arch, in.training, 1, device);
+        QCOMPARE(op.recompute.elementwise, full.recompute.elementwise);
+        QVERIFY(op.recompute.matmul < 0.5 * full.recompute.matmul);
+    }
+
     void flashAttentionBeatsEagerAtLongSequences()
     {
         EstimateInput in = fullTraining(llama2_7b());

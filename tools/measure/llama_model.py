@@ -23,6 +23,8 @@ import contextlib
 import torch
 import torch.nn.functional as F
 import torch.utils.checkpoint
+
+import op_selective
 from torch import nn
 
 import torch_compat
@@ -246,6 +248,8 @@ class LlamaModel(nn.Module):
         self.gradient_checkpointing = False
         self.checkpoint_every = 1
         self.use_reentrant = True
+        self.op_selective = False  # torchtitan's op-level policy inside each checkpoint
+        self.policy_kept = []  # op_selective: the lists of tensors each layer's policy keeps
         # Called as layer_scope(i) around each checkpointed layer so that what the checkpoint saves
         # is attributed to its layer; a no-op unless the harness installs a recorder.
         self.layer_scope = lambda i: contextlib.nullcontext()
@@ -267,8 +271,14 @@ class LlamaModel(nn.Module):
         causal_mask = self._mask(attention_mask, inputs_embeds)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        self.policy_kept = []
         for i, layer in enumerate(self.layers):
-            if self.gradient_checkpointing and self.training and (i + 1) % self.checkpoint_every == 0:
+            if self.gradient_checkpointing and self.training and self.op_selective:
+                with self.layer_scope(i):
+                    hidden_states = op_selective.checkpoint(
+                        layer.__call__, hidden_states, causal_mask, position_ids, cache_position,
+                        position_embeddings, registry=self.policy_kept)
+            elif self.gradient_checkpointing and self.training and (i + 1) % self.checkpoint_every == 0:
                 with self.layer_scope(i):
                     hidden_states = torch.utils.checkpoint.checkpoint(
                         layer.__call__, hidden_states, causal_mask, position_ids, cache_position,
@@ -340,12 +350,14 @@ class LlamaForCausalLM(nn.Module):
                 elif isinstance(module, nn.Embedding):
                     module.weight.normal_(0.0, std)
 
-    def gradient_checkpointing_enable(self, use_reentrant=True, every=1):
+    def gradient_checkpointing_enable(self, use_reentrant=True, every=1, op_selective=False):
         """every > 1: wrap only layers every-1, 2*every-1, ... as torchtitan's _apply_layer_sac does
-        (it counts layers from 1 and wraps those whose count `every` divides)."""
+        (it counts layers from 1 and wraps those whose count `every` divides). op_selective: every
+        layer, with torchtitan's op-level policy (op_selective.py)."""
         self.model.gradient_checkpointing = True
         self.model.use_reentrant = use_reentrant
         self.model.checkpoint_every = every
+        self.model.op_selective = op_selective
 
     def enable_input_require_grads(self):
         """HF PreTrainedModel.enable_input_require_grads: with reentrant checkpointing and a frozen

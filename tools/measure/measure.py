@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch  # noqa: E402
 
 import llama_model  # noqa: E402
+import op_selective  # noqa: E402
 import lora as lora_mod  # noqa: E402
 import scenario as scenario_mod  # noqa: E402
 import torch_compat  # noqa: E402
@@ -54,13 +55,14 @@ class MeasuredStep:
         self.recorder = recorder
         self.tracker = tracker
         self.walked_nodes = 0
+        self.policy_kept_bytes = 0
         self.alive_tokens_after_backward = None
         self.gradient_bytes = None
         self.optimizer_state_bytes = None
         self.state_bytes_by_key = {}
         self.times = {}
         self._t0 = None
-        self.checkpointing = setup.scenario.training.gradient_checkpointing == "full"
+        self.checkpointing = setup.scenario.training.gradient_checkpointing in ("full", "op-selective")
 
     def begin(self, phase):
         self.meter.begin(phase)
@@ -76,6 +78,9 @@ class MeasuredStep:
     def after_forward(self, loss, micro):
         if micro == 0:
             self.walked_nodes = self.recorder.attribute(loss.grad_fn)
+            # Op-level selective checkpointing: what the policy keeps is no saved tensor.
+            kept = getattr(self.setup.model.model, "policy_kept", [])
+            self.policy_kept_bytes = op_selective.kept_bytes(t for layer in kept for t in layer)
 
     def backward_hooks(self, micro):
         # With checkpointing the layers run again inside backward and save their tensors then.
@@ -244,6 +249,7 @@ def run(args):
     result.update(saved)
     result["saved_tokens_alive_after_backward"] = obs.alive_tokens_after_backward
     result["graph_nodes_walked"] = obs.walked_nodes
+    result["policy_kept_bytes"] = obs.policy_kept_bytes
     mem = meter.summary()
     mem["baseline_bytes"] = baseline
     mem["warmup_peak_bytes"] = warmup_peak

@@ -42,7 +42,7 @@ PRECISIONS = ("fp32", "amp-bf16", "amp-fp16", "bf16", "fp16", "mixed-bf16", "mix
 OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
               "adafactor", "lion")
 METHODS = ("full", "lora", "qlora")
-CHECKPOINTING = ("none", "full", "selective")
+CHECKPOINTING = ("none", "full", "selective", "op-selective")
 ATTENTIONS = ("eager", "sdpa", "flash")
 
 

@@ -125,6 +125,34 @@ class FullFineTuning(unittest.TestCase):
         self.assertEqual(r["saved_recompute_bytes_per_layer"],
                          [b + cos_sin for b in plain["saved_activation_bytes_per_layer"]])
 
+    def test_op_selective_keeps_every_second_matmul(self):
+        # 3 layers; per token the outputs of mm 1, 3, 5, 7 of each layer: q_proj (a d), v_proj
+        # (k d), gate_proj (I) and down_proj (h), fp32. Eager attention's bmm is not counted.
+        r = run_case("fp32-eager-full-ckpt-op")
+        self.assertEqual(r["policy_kept_bytes"], 3 * T * 4 * (A * D + 2 * D + I + H))
+        self.assertEqual(r["saved_activation_bytes_per_layer"], [4 * T * H] * 3)
+
+    def test_op_selective_gradients_match_and_recompute_uses_the_kept(self):
+        import op_selective
+        torch.manual_seed(0)
+        lins = [torch.nn.Linear(8, 8, bias=False) for _ in range(3)]
+
+        def body(x):
+            return lins[2](torch.relu(lins[1](torch.relu(lins[0](x)))))
+
+        x = torch.randn(4, 8, requires_grad=True)
+        body(x).sum().backward()
+        want = [x.grad.clone()] + [l.weight.grad.clone() for l in lins]
+        x.grad = None
+        for l in lins:
+            l.weight.grad = None
+        kept = []
+        op_selective.checkpoint(body, x, registry=kept).sum().backward()
+        got = [x.grad] + [l.weight.grad for l in lins]
+        for a, b in zip(want, got):
+            self.assertTrue(torch.allclose(a, b))
+        self.assertEqual(kept, [[]])  # mm 1 and 3 were kept, then handed to the recomputation
+
 
 class Lora(unittest.TestCase):
     def test_qv(self):
