@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
+#include "advice/explanation.h"
 #include "model/decoder_layer_graph.h"
 #include "model/memory_estimator.h"
 #include "model/parameter_layout.h"
@@ -57,6 +58,31 @@ private slots:
         in.training.checkpointing = Checkpointing::Full;
         in.training.checkpoint_every = 3;
         QCOMPARE(checkpointedLayers(in.training, 32), std::int64_t(10));
+    }
+
+    // Op-level selective checkpointing keeps, per layer, the input plus q, v, gate and down (mm
+    // 1, 3, 5, 7) and SDPA's output and logsumexp: between full and none, and the explanation
+    // says so with the per-layer bytes.
+    void opSelectiveKeepsMatmulOutputs()
+    {
+        EstimateInput in = input(llama2_7b(), Precision::Bf16);
+        in.training.sequence_length = 2048;
+        in.training.attention = Attention::Sdpa;
+        auto forwardActivations = [&](Checkpointing c) {
+            EstimateInput e = in;
+            e.training.checkpointing = c;
+            return at(estimateMemory(e), Phase::Forward, Component::Activations);
+        };
+        const qint64 full = forwardActivations(Checkpointing::Full);
+        const qint64 op = forwardActivations(Checkpointing::OpSelective);
+        QVERIFY(op > full && op < forwardActivations(Checkpointing::None));
+        const double h = 4096, I = 11008, T = 2048;
+        const double perLayer = T * (2 * (h + h + I + h) + 2 * h + 4 * 32);
+        QCOMPARE(static_cast<double>(op - full), 32 * perLayer);
+        in.training.checkpointing = Checkpointing::OpSelective;
+        const MemoryEstimate e = estimateMemory(in);
+        const std::string text = explainComponent(in, e, Phase::Forward, Component::Activations);
+        QVERIFY2(text.find("every second matmul") != std::string::npos, text.c_str());
     }
 
     // Hybrid sharding: FSDP on 32 GPUs sharded in groups of 8 holds 1/8 of the weights, gradients
