@@ -288,7 +288,13 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
                              8000);
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow()
+{
+    // Hidden while still whole: hiding a spin box that holds typed text commits it, which edits
+    // the document and reaches this window's slots. Left to QWidget's destructor, the hide would
+    // come after this window's members are gone (found by the random-input test under UBSan).
+    hide();
+}
 
 void MainWindow::showEvent(QShowEvent *event)
 {

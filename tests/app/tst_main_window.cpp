@@ -164,6 +164,7 @@ private Q_SLOTS:
     void settingsHoldABoundedGpuList();
     void numbersFollowOneFormat();
     void importsAConfigWithEscapedKeys();
+    void typedTextCommittedOnCloseReachesAWholeWindow();
 
 private:
     MainWindow *m_window = nullptr;
@@ -187,7 +188,8 @@ void TestMainWindow::init()
 
 void TestMainWindow::cleanup()
 {
-    m_prompts->answer = UserPrompts::SaveChoice::Discard;
+    if (m_window)
+        m_prompts->answer = UserPrompts::SaveChoice::Discard;
     delete m_window;
     m_window = nullptr;
     delete m_dir;
@@ -1146,6 +1148,28 @@ void TestMainWindow::importsAConfigWithEscapedKeys()
     QVERIFY(m_window->importModelConfig(path));
     QCOMPARE(m_window->document()->scenario().model.layers, std::optional<std::int64_t>(22));
     QVERIFY2(m_prompts->errors.isEmpty(), qPrintable(m_prompts->errors.join('\n')));
+}
+
+// A spin box holding typed text commits it when it is hidden. Closing the window hides it: the
+// edit must reach the window while it is still a MainWindow, not from QWidget's destructor after
+// the window's own members are gone (the random-input test found this under UBSan).
+void TestMainWindow::typedTextCommittedOnCloseReachesAWholeWindow()
+{
+    ScenarioDocument *doc = m_window->document();
+    QAbstractSpinBox *spin = m_window->controls()->microBatchSlider()->spinBox();
+    spin->setFocus();
+    const std::int64_t before = doc->scenario().training.micro_batch_size;
+    QTest::keyClick(spin, Qt::Key_A, Qt::ControlModifier);
+    QTest::keyClicks(spin, QString::number(before + 1));
+    QCOMPARE(doc->scenario().training.micro_batch_size, before); // typed, not committed yet
+    QList<bool> whole;
+    connect(doc, &ScenarioDocument::changed, this, [doc, &whole] {
+        whole << (qobject_cast<MainWindow *>(doc->parent()) != nullptr);
+    });
+    m_prompts->answer = UserPrompts::SaveChoice::Discard;
+    delete m_window;
+    m_window = nullptr;
+    QCOMPARE(whole, QList<bool>{true});
 }
 
 QTEST_MAIN(TestMainWindow)
