@@ -143,6 +143,9 @@ private:
     int sdpaCore(int q, int k, int v);
     int sdpaBias();
     bool sdpaRepeatsKv() const;
+    bool flashUnpads() const;
+    int unpadIndices();
+    int unpadCopy(int x, int indices, const char *name);
     int mlp(int x);
     int newGelu(int x);
     int moe(int x);
@@ -510,9 +513,15 @@ int LayerBuilder::eagerCore(int q, int k, int v)
 // transpose + contiguous that follows is free.
 int LayerBuilder::sdpaCore(int q, int k, int v)
 {
-    const int qq = amp16(q);
+    int qq = amp16(q);
     int kk = amp16(k);
     int vv = amp16(v);
+    const int indices = flashUnpads() ? unpadIndices() : -1;
+    if (indices >= 0) {
+        qq = unpadCopy(qq, indices, "flash unpadded q");
+        kk = unpadCopy(kk, indices, "flash unpadded k");
+        vv = unpadCopy(vv, indices, "flash unpadded v");
+    }
     const double groups = m_a / m_k;
     const bool gqa = m_llama && groups > 1;
     const bool repeat = gqa && sdpaRepeatsKv();
@@ -552,7 +561,37 @@ int LayerBuilder::sdpaCore(int q, int k, int v)
     // dv_expanded); PyTorch's flash kernel is the same code.
     if (gqa && !repeat)
         op.backward_workspace += tok(2 * m_a * m_d * m_p.compute);
-    return o;
+    return indices >= 0 ? unpadCopy(o, indices, "flash output padded back") : o;
+}
+
+// transformers' FlashAttention-2 path with a padding mask (modeling_flash_attention_utils.py,
+// _flash_attention_forward: _upad_input, flash_attn_varlen_func, pad_input): the layer gathers
+// q, k and v of the real tokens into new tensors (index_first_axis), runs the varlen kernel on them,
+// which keeps those copies and its output, and scatters the output into a new zero-padded tensor
+// (index_put_first_axis) for o_proj. The gathers and scatters keep the layer's int64 token indices
+// (_get_unpad_data, one nonzero per layer). Sizes are at the padded length: how many positions are
+// padding is not known. Packed rows (position_ids, prepare_fa2_from_position_ids) reach the kernel
+// as views of q, k and v.
+bool LayerBuilder::flashUnpads() const
+{
+    return m_training.attention == Attention::Flash
+           && m_training.batch_padding == BatchPadding::Padded;
+}
+
+int LayerBuilder::unpadIndices()
+{
+    const int indices = m_b.copy(m_mask, tok(1), 8, "flash unpad indices (nonzero of the mask)");
+    m_graph.tensors[static_cast<std::size_t>(indices)].differentiable = false;
+    return indices;
+}
+
+int LayerBuilder::unpadCopy(int x, int indices, const char *name)
+{
+    const int out = m_b.copy(x, m_b.elements(x), m_b.elementBytes(x), name);
+    GraphOp &op = m_b.lastOp();
+    op.inputs.push_back(indices);
+    op.saves.push_back({indices, -1});
+    return out;
 }
 
 // transformers' sdpa_attention_forward hands SDPA the grouped K/V (enable_gqa) only with torch

@@ -177,6 +177,20 @@ private slots:
         QCOMPARE(activationProfile(biased, t, 1).layer_checkpoint, 2 * h + 2 * (h + I));
     }
 
+    // FlashAttention-2 with a padding mask: q, k and v gathered into new tensors (kept by the
+    // varlen kernel instead of the originals), the output scattered back into a new padded tensor
+    // (o_proj keeps it, the kernel keeps its own), and the layer's int64 token indices.
+    void flashWithPaddingKeepsTheUnpaddedCopies()
+    {
+        TrainingConfig t = config(Precision::Bf16, Method::Full, Attention::Flash);
+        const ActivationProfile plain = activationProfile(tinyLlama(), t, 1);
+        t.batch_padding = BatchPadding::Padded;
+        const ActivationProfile padded = activationProfile(tinyLlama(), t, 1);
+        QCOMPARE(padded.layer_linear - plain.layer_linear, 2.0 * 256 + 8);
+        t.batch_padding = BatchPadding::Packed; // position_ids: the kernel gets views
+        QCOMPARE(activationProfile(tinyLlama(), t, 1).layer_linear, plain.layer_linear);
+    }
+
     void tensorParallelSplitsHeadsAndMlp()
     {
         const TrainingConfig t = config(Precision::Bf16, Method::Full, Attention::Eager);

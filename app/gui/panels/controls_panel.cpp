@@ -800,7 +800,8 @@ QWidget *ControlsPanel::buildTechniquesGroup()
         kBatchPaddingLabels,
         tr("How a batch's sequences are laid out. Padded or packed batches give SDPA a "
            "(batch, 1, sequence, sequence) mask, which it turns into a 16-bit copy kept by every "
-           "layer for the backward; FlashAttention unpads instead and needs no mask"));
+           "layer for the backward; FlashAttention needs no mask, but with padding each layer "
+           "keeps unpadded copies of q, k, v and a padded copy of its output"));
     connect(m_batchPadding, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_batchPadding);
         edit(tr("Change batch layout"),
