@@ -88,7 +88,8 @@ std::string describeTraining(const EstimateInput &in)
         s += " x " + std::to_string(t.gradient_accumulation_steps) + " accumulation";
     if (t.mode == Mode::Train)
         s += std::string(" · checkpointing ") + checkpointingName(t.checkpointing);
-    if (checkpointedLayers(t, in.arch.layers) > 0 && t.checkpoint_every > 1)
+    if (t.checkpointing == Checkpointing::Full && checkpointedLayers(t, in.arch.layers) > 0
+        && t.checkpoint_every > 1)
         s += " (1 in " + std::to_string(t.checkpoint_every) + " layers)";
     s += std::string(" · ") + attentionName(t.attention) + " attention";
     if (in.parallelism.gpus > 1)
