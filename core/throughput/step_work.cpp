@@ -231,19 +231,13 @@ private:
     // Forward, recompute and backward of one weight matrix (in x out), `count` of them, each seeing
     // `tokens` tokens. The backward always computes the input gradient; the weight gradient only
     // when the weight trains (LoRA and QLoRA skip it for the frozen base).
-    void weight(double tokens,
-                double in,
-                double out,
-                double count,
-                bool trainable,
-                bool rerun,
-                bool inLayer = true)
+    void weight(double tokens, double in, double out, double count, bool trainable, bool rerun)
     {
         matmul(m_work.forward, m_dev, tokens, out, in, count);
         m_work.model_flops += 2 * tokens * in * out * count;
         if (!m_train)
             return;
-        if (rerun && inLayer) // checkpointing wraps the decoder layers, not lm_head
+        if (rerun) // false for lm_head: checkpointing wraps the decoder layers only
             matmul(m_work.recompute, m_dev, tokens, out, in, count);
         matmul(m_work.backward, m_dev, tokens, in, out, count);
         m_work.model_flops += 2 * tokens * in * out * count;
@@ -449,7 +443,7 @@ private:
         const Elementwise norm = normCost(m_arch.norm, h, m_tr.precision);
         const double headTokens = m_train ? m_T
                                           : m_b; // generation keeps the last position's logits
-        weight(headTokens, h, V, 1, m_full, false, false);
+        weight(headTokens, h, V, 1, m_full, false);
         WorkTally &f = m_work.forward;
         double forwardBytes = (2 * m_E * h + norm.bytes) * m_T;
         double backwardBytes = 2 * forwardBytes;
