@@ -120,6 +120,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                       "lora",
                       "offload",
                       "kbit_fp32_upcast",
+                      "optimizer_in_backward",
                       "quantization_options",
                       "ia3",
                       "inference"}))
@@ -141,7 +142,8 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
           && r.getEnum(t, "attention", c.attention, parseAttention, kAttentionNames, 3)
           && r.getEnum(t, "batch_padding", c.batch_padding, parseBatchPadding, kBatchPaddingNames, 3)
           && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 6)
-          && r.getBool(t, "kbit_fp32_upcast", c.kbit_fp32_upcast)))
+          && r.getBool(t, "kbit_fp32_upcast", c.kbit_fp32_upcast)
+          && r.getBool(t, "optimizer_in_backward", c.optimizer_in_backward)))
         return false;
     // QLoRA implies a 4-bit base unless the file says otherwise.
     if (c.method == Method::Qlora)
@@ -678,6 +680,8 @@ void trainingExtras(const TrainingConfig &t, std::string &out)
     if (t.kbit_fp32_upcast)
         out += std::string("  kbit_fp32_upcast: ") + (*t.kbit_fp32_upcast ? "true" : "false")
                + "\n";
+    if (t.optimizer_in_backward)
+        out += "  optimizer_in_backward: true\n";
 }
 
 void parallelismYaml(const ParallelismConfig &p, std::string &out)

@@ -161,12 +161,17 @@ void GraphTimeline::forward(TimelineBlock &block) const
         block.events.push_back(map(e));
 }
 
-int GraphTimeline::backward(TimelineBlock &block, bool paramGradsExist) const
+int GraphTimeline::backward(TimelineBlock &block,
+                            bool paramGradsExist,
+                            std::vector<std::int32_t> *ops) const
 {
     std::vector<GraphEvent> events;
     const int inputGrad = backwardEvents(m_graph, m_analysis, paramGradsExist, events);
-    for (const GraphEvent &e : events)
+    for (const GraphEvent &e : events) {
         block.events.push_back(map(e));
+        if (ops)
+            ops->push_back(e.op);
+    }
     return inputGrad;
 }
 

@@ -40,8 +40,11 @@ public:
     void bind(const StreamBinding &binding) { m_bind = binding; }
 
     void forward(TimelineBlock &block) const;
-    // Returns how the input's gradient ends up (see backwardEvents).
-    int backward(TimelineBlock &block, bool paramGradsExist) const;
+    // Returns how the input's gradient ends up (see backwardEvents). `ops`, when given, receives the
+    // graph op running at each event appended to the block.
+    int backward(TimelineBlock &block,
+                 bool paramGradsExist,
+                 std::vector<std::int32_t> *ops = nullptr) const;
     // Frees what autocast's weight cache (or the model output) held past forward, if no op kept it.
     void releaseHeld(TimelineBlock &block, Hold hold) const;
     // Frees the graph's output when it is not the residual stream (the loss, the logits).

@@ -45,6 +45,37 @@ std::string validateFormats(const TrainingConfig &t, std::string *key)
     return {};
 }
 
+// torchtune's recipes refuse gradient accumulation and clipping with optimizer_in_bwd
+// (recipes/full_finetune_single_device.py); a GradScaler unscales every gradient before the step,
+// and DeepSpeed's master-weight optimizers and CPU Adam step outside torch's autograd hooks.
+std::string validateOptimizerInBackward(const TrainingConfig &t,
+                                        const ParallelismConfig &p,
+                                        std::string *key)
+{
+    if (!t.optimizer_in_backward || t.mode != Mode::Train)
+        return {};
+    if (key)
+        *key = "training.optimizer_in_backward";
+    if (t.gradient_accumulation_steps > 1)
+        return "the optimizer step in backward frees each gradient at once: no gradient "
+               "accumulation (gradient_accumulation_steps 1)";
+    if (t.precision == Precision::AmpFp16)
+        return "amp-fp16's GradScaler unscales all gradients before one step: not with the "
+               "optimizer step in backward (use amp-bf16 or bf16)";
+    if (isMixedMaster(t.precision))
+        return "mixed-* precision steps an fp32 master copy (DeepSpeed, Megatron): the optimizer "
+               "step in backward runs on the parameters themselves (use bf16 or amp-bf16)";
+    if (t.offload.optimizer)
+        return "offloaded optimizer states are stepped on the CPU after backward: not with the "
+               "optimizer step in backward";
+    if (p.gpus > 1)
+        return "the optimizer step in backward is modelled on one GPU (torchtune "
+               "full_finetune_single_device): gpus 1";
+    if (key)
+        key->clear();
+    return {};
+}
+
 } // namespace
 
 std::string validateInput(const EstimateInput &in, std::string *key)
@@ -93,6 +124,8 @@ std::string validateInput(const EstimateInput &in, std::string *key)
     if (m.attention_heads % p.tensor_parallel != 0)
         return problem("parallelism.tensor_parallel",
                        "attention_heads must be divisible by tensor_parallel");
+    if (const std::string bad = validateOptimizerInBackward(t, p, key); !bad.empty())
+        return bad;
     if (t.offload.parameters && !shardsParameters(p.sharding))
         return problem("training.offload",
                        "offloading parameters needs sharding zero3 or fsdp-full");

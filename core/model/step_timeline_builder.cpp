@@ -8,6 +8,8 @@
 #include "model/torch_release.h"
 
 #include <algorithm>
+#include <cstring>
+#include <map>
 #include <memory>
 
 namespace membudget {
@@ -127,6 +129,19 @@ private:
     double reduceBucketBytes() const;
     void backwardLayers();
     void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from, int layer = 0);
+    bool stepsInBackward() const { return m_p.train && m_in.training.optimizer_in_backward; }
+    double stepWorkspacePerGradByte() const;
+    void stepInBackward(TimelineBlock &b,
+                        std::size_t from,
+                        const std::vector<std::int32_t> &ops,
+                        bool deferTiedHead = false);
+    // The graph ops of the events a graph's backward appends (for stepInBackward), or none.
+    std::vector<std::int32_t> *opsOf(std::vector<std::int32_t> &ops)
+    {
+        ops.clear();
+        return stepsInBackward() ? &ops : nullptr;
+    }
+    void stepParameter(std::vector<TimelineEvent> &events, const TimelineEvent &grad);
     // Consecutive decoder layers that repeat alike: `layers` run one after the other (layer
     // first + r * step + j * sign(step) for the j-th), the whole run `repeat` times.
     struct LayerRun
@@ -160,6 +175,8 @@ private:
     int m_accumulated = -1; // gradients kept from earlier micro-batches
     int m_partition = -1;   // ZeRO-2's partitioned gradient buffer
     std::vector<int> m_rootShards;
+    std::vector<TimelineEvent> m_deferredSteps; // the tied lm_head: stepped after the embedding
+    std::map<int, int> m_stepWorkspace;         // a gradient's tensor -> its step's temporaries
     int m_liveGradLayer = 0; // the layer whose stream-gradient buffer is live in backward
 };
 
@@ -555,8 +572,10 @@ void StepBuilder::backward()
     alloc(b, m_lossGrad);
     const bool accumulating = m_in.training.gradient_accumulation_steps > 1;
     const std::size_t from = b.events.size();
-    m_head->backward(b, accumulating);
+    std::vector<std::int32_t> ops;
+    m_head->backward(b, accumulating, opsOf(ops));
     layerGradients(b, *m_head, from);
+    stepInBackward(b, from, ops, m_in.arch.tied_embeddings);
     m_liveGradLayer = m_layers;
     if (m_prefetch)
         alloc(b, m_gathered, m_layers - 1, true);
@@ -571,8 +590,11 @@ void StepBuilder::backward()
         release(end, m_mask);
     m_embed->bind({m_stream, m_gradStream, false, true, 0, false, 0, true, m_liveGradLayer, true});
     const std::size_t embedFrom = end.events.size();
-    m_embed->backward(end, accumulating);
+    m_embed->backward(end, accumulating, opsOf(ops));
     layerGradients(end, *m_embed, embedFrom);
+    stepInBackward(end, embedFrom, ops);
+    for (const TimelineEvent &e : m_deferredSteps)
+        stepParameter(end.events, e);
     m_head->releaseHeld(end, Hold::StepEnd);
     m_head->releaseOutput(end); // the loss, once the training loop lets it go
     if (m_prefetch)
@@ -586,6 +608,7 @@ void StepBuilder::backward()
 void StepBuilder::backwardLayers()
 {
     const bool accumulating = m_in.training.gradient_accumulation_steps > 1;
+    std::vector<std::int32_t> ops;
     for (const LayerRun &run : layerRuns(true)) {
         TimelineBlock &b
             = m_tl.addBlock(Stage::Backward, Phase::Backward, run.first, run.step, run.repeat);
@@ -604,8 +627,9 @@ void StepBuilder::backwardLayers()
             }
             g.bind(s);
             const std::size_t from = b.events.size();
-            const int inputGrad = g.backward(b, accumulating);
+            const int inputGrad = g.backward(b, accumulating, opsOf(ops));
             layerGradients(b, g, from, at);
+            stepInBackward(b, from, ops);
             if (m_s.gathers)
                 release(b, m_gathered, at);
             if (inputGrad == g.graph().input)
@@ -674,6 +698,91 @@ void StepBuilder::layerGradients(TimelineBlock &b,
     b.events = std::move(kept);
 }
 
+// The optimizer step in backward (torchtune optimizer_in_bwd, recipes/full_finetune_single_device.py
+// and torchtune/training/memory.py): each parameter has an optimizer of its own, stepped by a
+// post-accumulate-grad hook once its .grad is complete, then zero_grad(set_to_none=True) frees the
+// gradient. The hook runs once the node that made the gradient has finished (AccumulateGrad is
+// ready next), after that node's incoming gradient is freed; autograd sums every contribution first,
+// so a tied lm_head / embedding weight steps after the embedding's backward. The step's temporaries
+// are those of one tensor.
+void StepBuilder::stepInBackward(TimelineBlock &b,
+                                 std::size_t from,
+                                 const std::vector<std::int32_t> &ops,
+                                 bool deferTiedHead)
+{
+    if (!stepsInBackward())
+        return;
+    std::vector<TimelineEvent> out(b.events.begin(), b.events.begin() + static_cast<long>(from));
+    std::vector<TimelineEvent> pending; // stepped when their op's events end
+    std::int32_t pendingOp = -1;
+    const auto flush = [&] {
+        for (const TimelineEvent &g : pending)
+            stepParameter(out, g);
+        pending.clear();
+    };
+    for (std::size_t i = from; i < b.events.size(); ++i) {
+        const TimelineEvent e = b.events[i];
+        const std::int32_t op = ops[i - from];
+        if (op != pendingOp)
+            flush();
+        out.push_back(e);
+        const TimelineTensor &t = m_tl.tensors[static_cast<std::size_t>(e.tensor)];
+        if (!e.alloc || t.origin != TensorOrigin::ParamGrad)
+            continue;
+        if (deferTiedHead && std::strcmp(t.name, "lm_head") == 0) {
+            m_deferredSteps.push_back(e);
+            continue;
+        }
+        pending.push_back(e);
+        pendingOp = op;
+    }
+    flush();
+    b.events = std::move(out);
+}
+
+void StepBuilder::stepParameter(std::vector<TimelineEvent> &events, const TimelineEvent &grad)
+{
+    const double perByte = stepWorkspacePerGradByte();
+    if (perByte > 0) {
+        auto [it, added] = m_stepWorkspace.try_emplace(grad.tensor, -1);
+        if (added) {
+            const TimelineTensor &g = m_tl.tensors[static_cast<std::size_t>(grad.tensor)];
+            TimelineTensor w;
+            w.name = "optimizer step of one parameter (in backward)";
+            w.size = g.size * perByte;
+            w.per_layer = g.per_layer;
+            w.copies = g.copies;
+            it->second = m_tl.addTensor(w);
+        }
+        events.push_back({it->second, grad.layer, true, grad.absolute});
+        events.push_back({it->second, grad.layer, false, grad.absolute});
+    }
+    events.push_back({grad.tensor, grad.layer, false, grad.absolute});
+}
+
+// Bytes of one parameter's optimizer temporaries per byte of its gradient (states, gradients and
+// parameters share a dtype in torch's optimizers): AdamW's square root and quotient before torch
+// 2.1, the square root alone after (optimizerStep below); Lion's two update tensors; Adafactor's
+// three fp32 factors; the fused, 8-bit and paged kernels and SGD update in place.
+double StepBuilder::stepWorkspacePerGradByte() const
+{
+    const double grad = std::max(1e-9, m_s.grad_bytes_per_param);
+    const double state = m_s.trainable_state_bytes / grad;
+    switch (m_in.training.optimizer) {
+    case Optimizer::AdamW:
+        return membudget::adamWWorkspace(torchRelease(m_in.training.stack))
+                       == AdamWWorkspace::OneList
+                   ? state
+                   : 2 * state;
+    case Optimizer::Lion:
+        return 2 * state;
+    case Optimizer::Adafactor:
+        return 3 * 4 / grad;
+    default:
+        return 0;
+    }
+}
+
 // The optimizer step on this GPU's trainable parameters, then zero_grad(set_to_none=True).
 //  - torch's foreach AdamW allocates sqrt(exp_avg_sq) for the whole parameter group at once, one
 //    state-sized list (torch/optim/adamw.py, _multi_tensor_adamw; measured in torchtune PR #389),
@@ -684,6 +793,8 @@ void StepBuilder::layerGradients(TimelineBlock &b,
 void StepBuilder::optimizerStep()
 {
     TimelineBlock &b = m_tl.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
+    if (stepsInBackward())
+        return; // every parameter was stepped, and its gradient freed, in backward
     const TrainingConfig &t = m_in.training;
     const double trainable = m_s.trainable / m_s.state_shard;
     if (!t.offload.optimizer) {

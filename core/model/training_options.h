@@ -180,6 +180,11 @@ struct TrainingConfig
     // PEFT prepare_model_for_kbit_training for QLoRA: non-quantized parameters cast to fp32 (norms,
     // embeddings, lm_head), input require-grads. Unset: the stack decides (stack_profile.h).
     std::optional<bool> kbit_fp32_upcast;
+    // The optimizer steps each parameter in backward as soon as its gradient is accumulated, and
+    // frees that gradient (torchtune optimizer_in_bwd: one optimizer per parameter stepped from a
+    // post-accumulate-grad hook; torch.distributed.optim._apply_optimizer_in_backward). One GPU,
+    // no gradient accumulation, no GradScaler (torchtune refuses both).
+    bool optimizer_in_backward = false;
 };
 
 // DeepSpeed ZeRO-1/2 gradient-reduction settings (deepspeed/runtime/zero/config.py); unset: the

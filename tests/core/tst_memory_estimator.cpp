@@ -85,6 +85,57 @@ private slots:
         QVERIFY2(text.find("every second matmul") != std::string::npos, text.c_str());
     }
 
+    // torchtune's optimizer_in_bwd: each parameter is stepped as soon as its gradient exists and
+    // that gradient is freed, so no phase holds all the gradients; the optimizer-step phase has
+    // nothing left to do. torchtune refuses gradient accumulation with it; MemBudget models one GPU.
+    void optimizerInBackwardFreesEachGradient()
+    {
+        EstimateInput in = input(llama2_7b(), Precision::Bf16);
+        const MemoryEstimate after = estimateMemory(in);
+        in.training.optimizer_in_backward = true;
+        QCOMPARE(validateInput(in), std::string());
+        const MemoryEstimate inBackward = estimateMemory(in);
+        const qint64 allGrads = at(after, Phase::OptimizerStep, Component::Gradients);
+        QCOMPARE(allGrads, qint64(6'738'415'616LL * 2));
+        QCOMPARE(at(inBackward, Phase::OptimizerStep, Component::Gradients), qint64(0));
+        QCOMPARE(at(inBackward, Phase::OptimizerStep, Component::Temporaries), qint64(0));
+        const qint64 embedding = 32000LL * 4096 * 2;
+        QVERIFY(at(inBackward, Phase::Backward, Component::Gradients) <= embedding);
+        QVERIFY(inBackward.peak_allocated < after.peak_allocated - allGrads / 2);
+        for (auto [change, key] :
+             std::initializer_list<std::pair<void (*)(EstimateInput &), const char *>>{
+                 {[](EstimateInput &e) { e.training.gradient_accumulation_steps = 2; }, "GA"},
+                 {[](EstimateInput &e) { e.training.precision = Precision::AmpFp16; }, "fp16"},
+                 {[](EstimateInput &e) { e.training.precision = Precision::MixedBf16; }, "mixed"},
+                 {[](EstimateInput &e) { e.parallelism.gpus = 2; }, "gpus"}}) {
+            EstimateInput bad = in;
+            change(bad);
+            std::string where;
+            QVERIFY2(!validateInput(bad, &where).empty(), key);
+            QCOMPARE(where, std::string("training.optimizer_in_backward"));
+        }
+    }
+
+    // A tied lm_head / embedding weight gets its .grad from the head and the embedding; autograd
+    // steps it once both are in, so its gradient lives from the head's backward to the end.
+    void optimizerInBackwardStepsATiedWeightLast()
+    {
+        EstimateInput in = input(llama2_7b(), Precision::Bf16);
+        in.training.optimizer_in_backward = true;
+        const qint64 untied = at(estimateMemory(in), Phase::Backward, Component::Gradients);
+        in.arch.tied_embeddings = true;
+        const qint64 tied = at(estimateMemory(in), Phase::Backward, Component::Gradients);
+        // Untied, backward peaks while lm_head's gradient is made; tied, in a layer, while an MLP
+        // weight's gradient (4096 x 11008) is made and the tied one waits.
+        QCOMPARE(untied, qint64(32000LL * 4096 * 2));
+        QCOMPARE(tied, qint64(32000LL * 4096 * 2 + 4096LL * 11008 * 2));
+        const std::string text
+            = explainComponent(in, estimateMemory(in), Phase::Backward, Component::Gradients);
+        QVERIFY2(text.find("lm_head") != std::string::npos
+                     && text.find("step in backward") != std::string::npos,
+                 text.c_str());
+    }
+
     // Hybrid sharding: FSDP on 32 GPUs sharded in groups of 8 holds 1/8 of the weights, gradients
     // and states per GPU, as FSDP on 8 GPUs does; activations do not change.
     void hybridShardingDividesOverTheGroup()

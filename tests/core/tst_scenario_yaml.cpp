@@ -412,6 +412,19 @@ parallelism:
         const auto allBack = parseScenario(scenarioToYaml(all), "all.yaml", error);
         QVERIFY2(allBack.has_value(), error.toString().c_str());
         QVERIFY(*allBack == all);
+        Scenario inBackward = *s;
+        inBackward.training.optimizer_in_backward = true;
+        const std::string ibText = scenarioToYaml(inBackward);
+        QVERIFY2(ibText.find("  optimizer_in_backward: true\n") != std::string::npos,
+                 ibText.c_str());
+        const auto ibBack = parseScenario(ibText, "ib.yaml", error);
+        QVERIFY2(ibBack.has_value(), error.toString().c_str());
+        QVERIFY(*ibBack == inBackward && !(*ibBack == *s));
+        QVERIFY(!parseScenario("format: membudget/1\ntraining: {optimizer_in_backward: 3}\n",
+                               "bad.yaml",
+                               error));
+        QVERIFY2(error.toString().find("optimizer_in_backward") != std::string::npos,
+                 error.toString().c_str());
     }
 
     void deepSpeedConfigFileFillsWhatTheScenarioLeavesOut()

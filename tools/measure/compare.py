@@ -133,7 +133,7 @@ def optimizer_workspace_row(name, measured, estimate):
     step = measured["memory"]["phases"]["optimizer_step"]
     got = step["peak_bytes"] - step["start_bytes"]
     want = estimate["per_gpu"]["phases"]["optimizer_step"]["temporaries"]
-    error = (want - got) / got if got else float("inf")
+    error = (want - got) / got if got else (0.0 if want == 0 else float("inf"))
     return (name, got, want, error, abs(error) <= TOLERANCE)
 
 

@@ -30,7 +30,7 @@ TRAINING_KEYS = (
     "mode", "method", "precision", "quantization", "optimizer", "micro_batch_size",
     "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "checkpoint_every",
     "attention", "lora",
-    "offload", "loss",
+    "offload", "loss", "optimizer_in_backward",
 )
 # Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
 # (liger-fused) or an older transformers model (hf-legacy).
@@ -94,6 +94,7 @@ class Training:
     attention: str = "sdpa"
     loss: str = "hf"
     lora: LoraSettings = field(default_factory=LoraSettings)
+    optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd
 
 
 @dataclass
@@ -314,8 +315,15 @@ def _parse_training(tr, path):
     if not 0.0 <= lora.dropout < 1.0:
         raise ScenarioError("%s: lora.dropout must be in [0, 1)" % _where(path))
 
+    in_backward = tr.get("optimizer_in_backward", False)
+    if not isinstance(in_backward, bool):
+        raise ScenarioError("%s: optimizer_in_backward must be true or false" % _where(path))
+    if in_backward and tr.get("gradient_accumulation_steps", 1) != 1:
+        raise ScenarioError("%s: optimizer_in_backward frees each gradient at once: no gradient "
+                            "accumulation" % _where(path))
     return Training(
         method=method, precision=precision, optimizer=optimizer,
+        optimizer_in_backward=in_backward,
         micro_batch_size=_int(tr.get("micro_batch_size", 1), "micro_batch_size", path),
         sequence_length=_int(tr.get("sequence_length", 2048), "sequence_length", path, minimum=2),
         gradient_accumulation_steps=_int(tr.get("gradient_accumulation_steps", 1),

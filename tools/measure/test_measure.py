@@ -153,6 +153,31 @@ class FullFineTuning(unittest.TestCase):
             self.assertTrue(torch.allclose(a, b))
         self.assertEqual(kept, [[]])  # mm 1 and 3 were kept, then handed to the recomputation
 
+    def test_optimizer_in_backward_steps_as_the_optimizer_does(self):
+        # One optimizer per parameter stepped from the hook gives the parameters one whole-model
+        # step gives, and leaves no gradient behind.
+        from training import OptimizerInBackward, make_optimizer
+        results = []
+        for in_backward in (False, True):
+            torch.manual_seed(0)
+            lins = [torch.nn.Linear(8, 8, bias=False) for _ in range(3)]
+            params = [l.weight for l in lins]
+            opt = (OptimizerInBackward("adamw", params) if in_backward
+                   else make_optimizer("adamw", params))
+            for _ in range(2):
+                lins[2](torch.relu(lins[1](torch.relu(lins[0](torch.ones(4, 8)))))).sum().backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            self.assertTrue(all(p.grad is None for p in params))
+            results.append([p.detach().clone() for p in params])
+        for a, b in zip(*results):
+            self.assertTrue(torch.allclose(a, b))
+
+    def test_optimizer_in_backward_frees_the_gradients(self):
+        r = run_case("fp32-eager-full-optim-in-bwd")
+        self.assertEqual(r["gradient_bytes"], 0)
+        self.assertEqual(r["optimizer_state_bytes"] // 4, 2 * r["trainable_parameters"] + 21)
+
 
 class Lora(unittest.TestCase):
     def test_qv(self):

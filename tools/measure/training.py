@@ -60,7 +60,11 @@ class Setup:
                 self._input_hook = model.enable_input_require_grads()
         model.train()
         self.model = model
-        self.optimizer = make_optimizer(tr.optimizer, [p for p in model.parameters() if p.requires_grad], foreach)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        if tr.optimizer_in_backward:
+            self.optimizer = OptimizerInBackward(tr.optimizer, trainable, foreach)
+        else:
+            self.optimizer = make_optimizer(tr.optimizer, trainable, foreach)
         self.scaler = None
         if tr.precision == "amp-fp16":
             if self.device.type != "cuda":
@@ -106,6 +110,45 @@ def make_optimizer(name, params, foreach=None):
                               "by the harness on torch %s" % torch.__version__)
         return torch.optim.Adafactor(params, lr=1e-2, **kwargs)
     raise Unsupported("optimizer %s is unsupported by the harness" % name)
+
+
+class OptimizerInBackward:
+    """torchtune's optimizer_in_bwd: an optimizer of its own for each parameter, stepped by a hook as
+    soon as autograd has accumulated that parameter's gradient, which zero_grad(set_to_none=True)
+    then frees. torch >= 2.1 has Tensor.register_post_accumulate_grad_hook; before, a post-hook on
+    the parameter's AccumulateGrad node runs at the same moment (the way DeepSpeed ZeRO hooks it)."""
+
+    def __init__(self, name, params, foreach=None):
+        self.optimizers = [make_optimizer(name, [p], foreach) for p in params]
+        self.param_groups = [g for o in self.optimizers for g in o.param_groups]
+        self._nodes = []
+        for p, opt in zip(params, self.optimizers):
+            self._register(p, opt)
+
+    def _register(self, param, opt):
+        def step(_param=None, *_):
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        if hasattr(param, "register_post_accumulate_grad_hook"):
+            param.register_post_accumulate_grad_hook(step)
+            return
+        node = param.expand_as(param).grad_fn.next_functions[0][0]
+        node.register_hook(lambda grad_inputs, grad_outputs: step())
+        self._nodes.append(node)  # the node must outlive this function for its hook to stay
+
+    @property
+    def state(self):
+        merged = {}
+        for opt in self.optimizers:
+            merged.update(opt.state)
+        return merged
+
+    def step(self):
+        pass  # every parameter was stepped in backward
+
+    def zero_grad(self, set_to_none=True):
+        pass  # and its gradient freed
 
 
 def optimizer_foreach(optimizer):
