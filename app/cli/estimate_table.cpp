@@ -72,7 +72,8 @@ std::string describeTraining(const EstimateInput &in)
                                             t.quantization_options))
              + " bits/weight";
     if (t.mode == Mode::Train)
-        s += std::string(" · ") + optimizerName(t.optimizer);
+        s += std::string(" · ") + optimizerName(t.optimizer)
+             + (t.optimizer_in_backward ? " (step in backward)" : "");
     if (t.mode == Mode::Inference) {
         const InferenceConfig &i = t.inference;
         s += " · " + std::to_string(t.micro_batch_size) + " sequences x "

@@ -180,6 +180,11 @@ std::string explainComponent(
         return s + total;
     }
     case Component::Gradients: {
+        if (t.optimizer_in_backward && phase != Phase::Forward)
+            return bytes == 0 ? std::string("none: the optimizer steps each parameter in backward "
+                                            "and frees its gradient")
+                              : "made, not yet stepped: " + liveList(in, est, phase, c, unit)
+                                    + " (optimizer step in backward)" + total;
         if (bytes == 0)
             return phase == Phase::Forward
                        ? "no gradients during forward (freed by zero_grad after the last step)"

@@ -47,6 +47,16 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
             {{"attention: flash",
               [](EstimateInput &e, std::int64_t) { e.training.attention = Attention::Flash; },
               0}});
+    // torchtune's optimizer_in_bwd, where torchtune and MemBudget take it (validateInput says why
+    // not elsewhere): a group of its own, as it combines with any optimizer.
+    const bool inBackward = !t.optimizer_in_backward && t.gradient_accumulation_steps == 1
+                            && in.parallelism.gpus == 1 && t.precision != Precision::AmpFp16
+                            && !isMixedMaster(t.precision) && !t.offload.optimizer;
+    const Option stepInBackward{"optimizer step in backward (frees each gradient at once)",
+                                [](EstimateInput &e, std::int64_t) {
+                                    e.training.optimizer_in_backward = true;
+                                },
+                                0};
     if (t.optimizer == Optimizer::AdamW || t.optimizer == Optimizer::PagedAdamW
         || t.optimizer == Optimizer::AdamWFused) {
         std::vector<Option> g;
@@ -69,6 +79,8 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                      0});
         groups.push_back(g);
     }
+    if (inBackward)
+        groups.push_back({stepInBackward});
     if (t.loss != LossImplementation::Chunked)
         groups.push_back(
             {{"loss: chunked cross-entropy (no whole fp32 logits)",

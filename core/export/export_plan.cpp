@@ -110,6 +110,11 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
                              "\"op\") has no Trainer, accelerate or DeepSpeed setting: full "
                              "gradient checkpointing is written, which needs less memory and more "
                              "compute than estimated");
+    if (t.optimizer_in_backward && t.mode == Mode::Train)
+        plan.notes.push_back("the optimizer step in backward is torchtune's optimizer_in_bwd: True "
+                             "(full_finetune_single_device); the Trainer, accelerate and "
+                             "DeepSpeed step after backward and hold every gradient until then, "
+                             "which needs more memory than estimated");
     if (s.parallelism.shard_group > 0 && s.parallelism.sharding != Sharding::None)
         plan.notes.push_back("shard_group " + std::to_string(s.parallelism.shard_group)
                              + ": FSDP's hybrid strategies shard within each node, so this "

@@ -88,6 +88,7 @@ private Q_SLOTS:
     void sequenceParallelFollowsTheStackUntilSet();
     void checkpointEveryShowsWithFullCheckpointing();
     void shardGroupStepsThroughDivisors();
+    void optimizerInBackwardFreesTheGradients();
 
 private:
     QTemporaryDir *m_dir = nullptr;
@@ -405,6 +406,36 @@ void TestControlsPanel::shardGroupStepsThroughDivisors()
     QVERIFY(weights() > all); // each GPU holds 1/8 of the weights instead of 1/16
     doc->undoStack()->undo();
     QCOMPARE(doc->scenario().parallelism.shard_group, std::int64_t(4));
+}
+
+// The optimizer step in backward: one click takes the gradients out of the optimizer step's peak,
+// undo puts them back; the box hides in inference.
+void TestControlsPanel::optimizerInBackwardFreesTheGradients()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *box = m_window->findChild<QCheckBox *>(QStringLiteral("optimizerInBackward"));
+    QVERIFY(box);
+    doc->edit(QStringLiteral("full bf16 on one GPU"), [](Scenario &s) {
+        s.training.mode = Mode::Train;
+        s.training.method = Method::Full;
+        s.training.precision = Precision::Bf16;
+        s.training.gradient_accumulation_steps = 1;
+        s.parallelism.gpus = 1;
+        s.parallelism.sharding = Sharding::None;
+    });
+    QVERIFY(rowShown(box));
+    QVERIFY(!box->isChecked());
+    const auto gradients = partOf(doc, Phase::OptimizerStep, Component::Gradients);
+    const Bytes all = gradients();
+    QVERIFY(all > 0);
+    box->click();
+    QVERIFY(doc->scenario().training.optimizer_in_backward);
+    QCOMPARE(gradients(), Bytes(0));
+    doc->undoStack()->undo();
+    QVERIFY(!box->isChecked());
+    QCOMPARE(gradients(), all);
+    doc->edit(QStringLiteral("inference"), [](Scenario &s) { s.training.mode = Mode::Inference; });
+    QVERIFY(!rowShown(box));
 }
 
 QTEST_MAIN(TestControlsPanel)

@@ -147,6 +147,35 @@ private slots:
             QVERIFY(s.slowdown > 0.2 && s.slowdown < 50);
     }
 
+    // Full bf16 fine-tuning on one GPU that holds everything but a second copy of the weights'
+    // size: stepping in backward (no gradients held) fits on its own and is offered as such;
+    // with gradient accumulation it is not offered (torchtune refuses the pair).
+    void optimizerInBackwardIsOffered()
+    {
+        EstimateInput in = lora8b();
+        in.training.method = Method::Full;
+        in.training.optimizer = Optimizer::AdamWFused;
+        in.training.loss = LossImplementation::Chunked;
+        in.training.micro_batch_size = 1;
+        EstimateInput stepped = in;
+        stepped.training.optimizer_in_backward = true;
+        const Bytes holding = estimateMemory(in).device_total;
+        const Bytes freeing = estimateMemory(stepped).device_total;
+        QVERIFY(holding - freeing > (10LL << 30));
+        const GpuSpec gpu = gpuOf((holding + freeing) / 2);
+        const std::string label = "optimizer step in backward (frees each gradient at once)";
+        bool offered = false;
+        for (const FitSuggestion &s : suggestFits(in, gpu, 100))
+            if (s.changes == std::vector<std::string>{label}) {
+                offered = true;
+                QVERIFY(s.input.training.optimizer_in_backward);
+            }
+        QVERIFY(offered);
+        in.training.gradient_accumulation_steps = 2;
+        for (const FitSuggestion &s : suggestFits(in, gpu, 100))
+            QVERIFY(!s.input.training.optimizer_in_backward);
+    }
+
     // Issue #16: micro-batch 83 became "2 x 32"; the effective batch must never change.
     void suggestionsKeepTheEffectiveBatch_data()
     {

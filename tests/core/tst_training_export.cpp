@@ -250,6 +250,14 @@ private slots:
         QVERIFY(noted("mixed-bf16")); // no DeepSpeed: written as amp-bf16
         QVERIFY(has(e.text, "dtype=torch.float32,"));
         QVERIFY(has(e.text, "# Not expressed by these settings:"));
+        // The optimizer step in backward has no Hugging Face setting: noted, torchtune's named.
+        Scenario inBackward = scenario(Method::Full, Precision::Bf16, Sharding::None, 1);
+        inBackward.training.optimizer_in_backward = true;
+        inBackward.training.gradient_accumulation_steps = 1;
+        const TrainingExport ib = exported(inBackward, TrainingFormat::Trainer);
+        QVERIFY(std::any_of(ib.notes.begin(), ib.notes.end(), [](const std::string &n) {
+            return has(n, "optimizer_in_bwd: True");
+        }));
         // A model without a Hugging Face id gets a placeholder and a note.
         Scenario quick = scenario(Method::Lora, Precision::Bf16, Sharding::None, 1);
         quick.model = ModelSpec{};

@@ -574,6 +574,15 @@ QWidget *ControlsPanel::buildTrainingGroup()
              [name](Scenario &s) { parseOptimizer(name, s.training.optimizer); });
     });
     form->addRow(tr("&Optimizer:"), m_optimizer);
+    m_optimizerInBackward
+        = flagBox("optimizerInBackward",
+                  tr("Step in backward (frees each gradient)"),
+                  tr("torchtune optimizer_in_bwd: each parameter is stepped as soon as its "
+                     "gradient exists, which is then freed, so the gradients are never all "
+                     "held. One GPU, no gradient accumulation, no fp16 GradScaler."),
+                  tr("Change optimizer step in backward"),
+                  [](Scenario &s, bool on) { s.training.optimizer_in_backward = on; });
+    form->addRow(QString(), m_optimizerInBackward);
     return group;
 }
 
@@ -1231,6 +1240,8 @@ void ControlsPanel::syncFromDocument()
                                || t.quantization != Quantization::None);
     selectName(m_optimizer, optimizerName(t.optimizer));
     m_optimizer->setEnabled(train);
+    m_optimizerInBackward->setChecked(t.optimizer_in_backward);
+    m_trainingForm->setRowVisible(m_optimizerInBackward, train);
 
     // Batch and sequence
     m_microBatch->setValue(static_cast<double>(t.micro_batch_size));

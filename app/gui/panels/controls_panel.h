@@ -124,6 +124,7 @@ private:
     QComboBox *m_stack = nullptr;
     QComboBox *m_torch = nullptr;
     QCheckBox *m_dora = nullptr;
+    QCheckBox *m_optimizerInBackward = nullptr;
     QComboBox *m_precision = nullptr;
     QComboBox *m_quantization = nullptr;
     QComboBox *m_optimizer = nullptr;
