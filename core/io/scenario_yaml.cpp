@@ -121,6 +121,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                       "offload",
                       "kbit_fp32_upcast",
                       "optimizer_in_backward",
+                      "activation_offloading",
                       "quantization_options",
                       "ia3",
                       "inference"}))
@@ -143,7 +144,8 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
           && r.getEnum(t, "batch_padding", c.batch_padding, parseBatchPadding, kBatchPaddingNames, 3)
           && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 6)
           && r.getBool(t, "kbit_fp32_upcast", c.kbit_fp32_upcast)
-          && r.getBool(t, "optimizer_in_backward", c.optimizer_in_backward)))
+          && r.getBool(t, "optimizer_in_backward", c.optimizer_in_backward)
+          && r.getBool(t, "activation_offloading", c.activation_offloading)))
         return false;
     // QLoRA implies a 4-bit base unless the file says otherwise.
     if (c.method == Method::Qlora)
@@ -682,6 +684,8 @@ void trainingExtras(const TrainingConfig &t, std::string &out)
                + "\n";
     if (t.optimizer_in_backward)
         out += "  optimizer_in_backward: true\n";
+    if (t.activation_offloading)
+        out += "  activation_offloading: true\n";
 }
 
 void parallelismYaml(const ParallelismConfig &p, std::string &out)

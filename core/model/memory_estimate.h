@@ -99,6 +99,7 @@ struct Derivation
     double logits_bytes_per_token = 0;     // backward peak bytes per token per vocab entry (x V)
     double kv_cache_bytes = 0;             // inference
     double cpu_offload_bytes = 0;          // per GPU
+    double offloaded_activation_bytes = 0; // per GPU, in CPU RAM (activation offloading)
     std::int64_t data_parallel = 1;
     bool grads_live_in_forward = false; // gradient accumulation keeps gradients between micro-batches
     bool paged_optimizer = false;

@@ -76,6 +76,21 @@ std::string validateOptimizerInBackward(const TrainingConfig &t,
     return {};
 }
 
+// torchtune refuses activation offloading without activation checkpointing (its recipes'
+// _setup_model); what it offloads then is each checkpointed layer's input.
+std::string validateActivationOffloading(const TrainingConfig &t, std::string *key)
+{
+    if (!t.activation_offloading || t.mode != Mode::Train)
+        return {};
+    if (t.checkpointing != Checkpointing::Full || t.checkpoint_every != 1) {
+        if (key)
+            *key = "training.activation_offloading";
+        return "activation offloading moves the checkpointed layers' inputs to CPU RAM: it needs "
+               "gradient_checkpointing full on every layer (checkpoint_every 1)";
+    }
+    return {};
+}
+
 } // namespace
 
 std::string validateInput(const EstimateInput &in, std::string *key)
@@ -125,6 +140,8 @@ std::string validateInput(const EstimateInput &in, std::string *key)
         return problem("parallelism.tensor_parallel",
                        "attention_heads must be divisible by tensor_parallel");
     if (const std::string bad = validateOptimizerInBackward(t, p, key); !bad.empty())
+        return bad;
+    if (const std::string bad = validateActivationOffloading(t, key); !bad.empty())
         return bad;
     if (t.offload.parameters && !shardsParameters(p.sharding))
         return problem("training.offload",

@@ -144,6 +144,12 @@ void StepModel::fillDerivation(MemoryEstimate &est, double T, double s) const
     d.logits_bytes_per_token = p.logits_backward;
     d.kv_cache_bytes = static_cast<double>(est.phases[0][Component::KvCache]);
     d.cpu_offload_bytes = train ? st.cpu_offload_bytes : 0;
+    // Activation offloading keeps every checkpointed layer's input in pinned CPU RAM.
+    d.offloaded_activation_bytes = train && tr.activation_offloading
+                                       ? static_cast<double>(m_input.arch.layers)
+                                             * d.layer_checkpoint_bytes
+                                       : 0;
+    d.cpu_offload_bytes += d.offloaded_activation_bytes;
     d.grads_live_in_forward = train && tr.gradient_accumulation_steps > 1;
     d.paged_optimizer = tr.optimizer == Optimizer::PagedAdamW
                         || tr.optimizer == Optimizer::PagedAdamW8bit;

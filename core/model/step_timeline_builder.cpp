@@ -130,6 +130,12 @@ private:
     void backwardLayers();
     void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from, int layer = 0);
     bool stepsInBackward() const { return m_p.train && m_in.training.optimizer_in_backward; }
+    // Every layer's input offloaded to CPU RAM (validateInput: full checkpointing on every layer).
+    bool offloadsActivations() const
+    {
+        return m_p.train && m_in.training.activation_offloading
+               && checkpointedLayers(m_in.training, m_in.arch.layers) == m_in.arch.layers;
+    }
     double stepWorkspacePerGradByte() const;
     void stepInBackward(TimelineBlock &b,
                         std::size_t from,
@@ -150,6 +156,8 @@ private:
         std::vector<GraphTimeline *> layers;
     };
     std::vector<LayerRun> layerRuns(bool backward) const;
+    // The forward runs, split where a layer's input starts to leave the GPU during forward.
+    std::vector<LayerRun> forwardRuns() const;
     // The binding of a run's j-th layer, `at` layers from the block's: the input of a checkpointed
     // layer among kept ones is a tensor of its own (kept as its checkpoint).
     StreamBinding runBinding(const LayerRun &run, std::size_t j, int at) const;
@@ -337,6 +345,11 @@ void StepBuilder::forward()
     TimelineBlock &head = m_tl.addBlock(m_p.train ? Stage::Loss : stage, Phase::Forward);
     if (m_prefetch)
         release(head, m_gathered, m_layers, true); // the prefetch past the last layer
+    // The final norm packs its saved tensors (five in torchtune's RMSNorm: x in fp32 twice, the
+    // inverse RMS twice, the normalized x), which push the last layers' inputs out of the stash.
+    if (offloadsActivations())
+        for (int l = std::max(0, m_layers - kActivationOffloadStash); l < m_layers; ++l)
+            release(head, m_stream, l, true);
     m_head->bind({m_stream, m_gradStream, true, false, m_layers, true, 0, false, 0, false});
     m_head->forward(head);
     forwardEnd();
@@ -392,10 +405,34 @@ StreamBinding StepBuilder::runBinding(const LayerRun &run, std::size_t j, int at
     return s;
 }
 
+// With activation offloading (torchtune OffloadActivations, use_streams): a layer's input is
+// packed when its checkpoint has run and copied to CPU on a side stream; the GPU tensor stays in
+// the forward stash until kActivationOffloadStash more tensors are packed, so layer l's input is
+// freed after layer l + 5 has run. Runs of one layer (full checkpointing on every layer) are split
+// there so that every repetition of a block does the same.
+std::vector<StepBuilder::LayerRun> StepBuilder::forwardRuns() const
+{
+    std::vector<LayerRun> runs = layerRuns(false);
+    if (!offloadsActivations())
+        return runs;
+    std::vector<LayerRun> split;
+    for (const LayerRun &run : runs) {
+        const int end = run.first + run.repeat;
+        if (run.layers.size() == 1 && run.step == 1 && run.first < kActivationOffloadStash
+            && end > kActivationOffloadStash) {
+            split.push_back({run.first, 1, kActivationOffloadStash - run.first, run.layers});
+            split.push_back({kActivationOffloadStash, 1, end - kActivationOffloadStash, run.layers});
+        } else {
+            split.push_back(run);
+        }
+    }
+    return split;
+}
+
 void StepBuilder::forwardLayers()
 {
     const Stage stage = m_p.train ? Stage::Forward : Stage::Prefill;
-    for (const LayerRun &run : layerRuns(false)) {
+    for (const LayerRun &run : forwardRuns()) {
         TimelineBlock &b = m_tl.addBlock(stage, Phase::Forward, run.first, run.step, run.repeat);
         b.decoder_layer = true;
         for (std::size_t j = 0; j < run.layers.size(); ++j) {
@@ -409,6 +446,8 @@ void StepBuilder::forwardLayers()
             g.forward(b);
             if (m_prefetch)
                 release(b, m_gathered, at);
+            if (offloadsActivations() && run.first >= kActivationOffloadStash)
+                release(b, m_stream, at - kActivationOffloadStash); // out of the stash
         }
     }
 }
@@ -626,6 +665,8 @@ void StepBuilder::backwardLayers()
                 s.output_grad_absolute = true;
             }
             g.bind(s);
+            if (offloadsActivations()) // copied back when the checkpoint unpacks it
+                alloc(b, m_stream, at);
             const std::size_t from = b.events.size();
             const int inputGrad = g.backward(b, accumulating, opsOf(ops));
             layerGradients(b, g, from, at);

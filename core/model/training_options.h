@@ -185,7 +185,17 @@ struct TrainingConfig
     // post-accumulate-grad hook; torch.distributed.optim._apply_optimizer_in_backward). One GPU,
     // no gradient accumulation, no GradScaler (torchtune refuses both).
     bool optimizer_in_backward = false;
+    // The checkpointed layers' inputs copied to pinned CPU RAM in forward and back in backward
+    // (torchtune enable_activation_offloading, training/_activation_offloading.py
+    // OffloadActivations on a side stream): each stays on the GPU until kActivationOffloadStash
+    // more tensors are offloaded. Needs full checkpointing on every layer (torchtune refuses it
+    // without activation checkpointing).
+    bool activation_offloading = false;
 };
+
+// OffloadActivations' max_fwd_stash_size default: a tensor being offloaded stays alive until this
+// many later ones have been packed (one per checkpointed layer: its input).
+inline constexpr int kActivationOffloadStash = 5;
 
 // DeepSpeed ZeRO-1/2 gradient-reduction settings (deepspeed/runtime/zero/config.py); unset: the
 // stack's default. Bucket sizes are in elements.

@@ -136,6 +136,40 @@ private slots:
                  text.c_str());
     }
 
+    // torchtune's activation offloading: every layer's input leaves the GPU during forward (the
+    // final norm's packs push the last ones out of the stash), so at the loss the activations are
+    // those of full checkpointing less the 32 layer inputs; CPU RAM holds them. It needs full
+    // checkpointing on every layer.
+    void activationOffloadingMovesTheLayerInputs()
+    {
+        EstimateInput in = input(llama2_7b(), Precision::Bf16);
+        in.training.sequence_length = 2048;
+        in.training.checkpointing = Checkpointing::Full;
+        const MemoryEstimate kept = estimateMemory(in);
+        in.training.activation_offloading = true;
+        QCOMPARE(validateInput(in), std::string());
+        const MemoryEstimate offloaded = estimateMemory(in);
+        const qint64 inputs = 32LL * 2048 * 4096 * 2;
+        QCOMPARE(at(kept, Phase::Forward, Component::Activations)
+                     - at(offloaded, Phase::Forward, Component::Activations),
+                 inputs);
+        QCOMPARE(offloaded.cpu_offload_bytes, Bytes(inputs));
+        QCOMPARE(kept.cpu_offload_bytes, Bytes(0));
+        const std::string text
+            = explainComponent(in, offloaded, Phase::Forward, Component::Activations);
+        QVERIFY2(text.find("offloaded to CPU RAM") != std::string::npos, text.c_str());
+        for (auto [c, every] : {std::pair{Checkpointing::None, 1},
+                                {Checkpointing::Full, 2},
+                                {Checkpointing::OpSelective, 1}}) {
+            EstimateInput bad = in;
+            bad.training.checkpointing = c;
+            bad.training.checkpoint_every = every;
+            std::string where;
+            QVERIFY(!validateInput(bad, &where).empty());
+            QCOMPARE(where, std::string("training.activation_offloading"));
+        }
+    }
+
     // Hybrid sharding: FSDP on 32 GPUs sharded in groups of 8 holds 1/8 of the weights, gradients
     // and states per GPU, as FSDP on 8 GPUs does; activations do not change.
     void hybridShardingDividesOverTheGroup()

@@ -414,8 +414,10 @@ parallelism:
         QVERIFY(*allBack == all);
         Scenario inBackward = *s;
         inBackward.training.optimizer_in_backward = true;
+        inBackward.training.activation_offloading = true;
         const std::string ibText = scenarioToYaml(inBackward);
-        QVERIFY2(ibText.find("  optimizer_in_backward: true\n") != std::string::npos,
+        QVERIFY2(ibText.find("  optimizer_in_backward: true\n  activation_offloading: true\n")
+                     != std::string::npos,
                  ibText.c_str());
         const auto ibBack = parseScenario(ibText, "ib.yaml", error);
         QVERIFY2(ibBack.has_value(), error.toString().c_str());

@@ -165,7 +165,10 @@ def compare(case, membudget, python, check_foreach=False):
     # saved by autograd, so the harness counts them apart.
     got = measured["saved_activation_bytes"] + measured.get("policy_kept_bytes", 0)
     error = (expected - got) / got
-    rows.append(("saved activations", got, expected, error, abs(error) <= TOLERANCE))
+    if not scenario.get("training", {}).get("activation_offloading", False):
+        # With activation offloading what autograd saves mostly lives in CPU RAM: the live device
+        # bytes are compared by compare_timeline.py instead.
+        rows.append(("saved activations", got, expected, error, abs(error) <= TOLERANCE))
     if "loss" in scenario.get("training", {}):
         # Loss-variant cases: the forward peak (live CPU storages), where the logits chain peaks.
         peak = measured["memory"]["phases"]["forward"]["peak_bytes"]

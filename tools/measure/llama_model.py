@@ -253,6 +253,7 @@ class LlamaModel(nn.Module):
         # Called as layer_scope(i) around each checkpointed layer so that what the checkpoint saves
         # is attributed to its layer; a no-op unless the harness installs a recorder.
         self.layer_scope = lambda i: contextlib.nullcontext()
+        self.offload = None  # activation_offload.OffloadActivations around the forward
 
     def _mask(self, attention_mask, inputs_embeds):
         batch, seq = inputs_embeds.shape[:2]
@@ -264,6 +265,15 @@ class LlamaModel(nn.Module):
         return causal_mask_4d(attention_mask, inputs_embeds.dtype, inputs_embeds.device, batch, seq)
 
     def forward(self, input_ids, attention_mask=None):
+        if self.offload is None:
+            return self._forward(input_ids, attention_mask)
+        self.offload.begin_forward()
+        with self.offload:
+            out = self._forward(input_ids, attention_mask)
+        self.offload.exempt = []  # its references must not outlive the graph's
+        return out
+
+    def _forward(self, input_ids, attention_mask=None):
         inputs_embeds = self.embed_tokens(input_ids)
         seq = inputs_embeds.shape[1]
         cache_position = torch.arange(0, seq, device=inputs_embeds.device)
@@ -271,6 +281,12 @@ class LlamaModel(nn.Module):
         causal_mask = self._mask(attention_mask, inputs_embeds)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        if self.offload is not None:
+            # HF's LlamaModel keeps `inputs_embeds` until forward returns; torchtune's decoder
+            # (the stack that offloads) keeps no second name, which would hold layer 0's input.
+            del inputs_embeds
+            self.offload.exempt = [t for t in (causal_mask, position_ids, cache_position,
+                                               *position_embeddings) if t is not None]
         self.policy_kept = []
         for i, layer in enumerate(self.layers):
             if self.gradient_checkpointing and self.training and self.op_selective:

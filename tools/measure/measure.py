@@ -76,7 +76,8 @@ class MeasuredStep:
         return self.recorder.hooks("forward") if micro == 0 else _null()
 
     def after_forward(self, loss, micro):
-        if micro == 0:
+        # With activation offloading the walk would unpack, and so bring back, what was offloaded.
+        if micro == 0 and not self.setup.scenario.training.activation_offloading:
             self.walked_nodes = self.recorder.attribute(loss.grad_fn)
             # Op-level selective checkpointing: what the policy keeps is no saved tensor.
             kept = getattr(self.setup.model.model, "policy_kept", [])

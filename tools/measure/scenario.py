@@ -30,7 +30,7 @@ TRAINING_KEYS = (
     "mode", "method", "precision", "quantization", "optimizer", "micro_batch_size",
     "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "checkpoint_every",
     "attention", "lora",
-    "offload", "loss", "optimizer_in_backward",
+    "offload", "loss", "optimizer_in_backward", "activation_offloading",
 )
 # Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
 # (liger-fused) or an older transformers model (hf-legacy).
@@ -95,6 +95,7 @@ class Training:
     loss: str = "hf"
     lora: LoraSettings = field(default_factory=LoraSettings)
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd
+    activation_offloading: bool = False  # torchtune enable_activation_offloading
 
 
 @dataclass
@@ -321,9 +322,15 @@ def _parse_training(tr, path):
     if in_backward and tr.get("gradient_accumulation_steps", 1) != 1:
         raise ScenarioError("%s: optimizer_in_backward frees each gradient at once: no gradient "
                             "accumulation" % _where(path))
+    offloading = tr.get("activation_offloading", False)
+    if not isinstance(offloading, bool):
+        raise ScenarioError("%s: activation_offloading must be true or false" % _where(path))
+    if offloading and (ckpt != "full" or tr.get("checkpoint_every", 1) != 1):
+        raise ScenarioError("%s: activation_offloading needs gradient_checkpointing full on every "
+                            "layer" % _where(path))
     return Training(
         method=method, precision=precision, optimizer=optimizer,
-        optimizer_in_backward=in_backward,
+        optimizer_in_backward=in_backward, activation_offloading=offloading,
         micro_batch_size=_int(tr.get("micro_batch_size", 1), "micro_batch_size", path),
         sequence_length=_int(tr.get("sequence_length", 2048), "sequence_length", path, minimum=2),
         gradient_accumulation_steps=_int(tr.get("gradient_accumulation_steps", 1),

@@ -20,6 +20,7 @@ from torch.autograd.graph import saved_tensors_hooks  # noqa: E402
 
 import measure  # noqa: E402
 import scenario  # noqa: E402
+import training  # noqa: E402
 
 CASES = os.path.join(HERE, "cases")
 # The cases' shape: b=2, s=128, h=256, a=4, k=2, d=64, I=688, V=1000, 2 layers.
@@ -177,6 +178,24 @@ class FullFineTuning(unittest.TestCase):
         r = run_case("fp32-eager-full-optim-in-bwd")
         self.assertEqual(r["gradient_bytes"], 0)
         self.assertEqual(r["optimizer_state_bytes"] // 4, 2 * r["trainable_parameters"] + 21)
+
+    def test_activation_offloading_gives_the_same_gradients(self):
+        # The offload hooks hand autograd back what it saved: the same loss and gradients as the
+        # same step without them; every layer input went to the CPU side.
+        case = scenario.load(os.path.join(CASES, "fp32-eager-full-ckpt-offload.yaml"))
+        grads = []
+        for offload in (True, False):
+            setup = training.Setup(case, "cpu", 0)
+            if not offload:
+                setup.model.model.offload = None
+            ids, mask, labels = setup.batches[0]
+            loss, _ = setup.model(ids, attention_mask=mask, labels=labels)
+            if offload:
+                self.assertGreaterEqual(setup.model.model.offload.offloaded_bytes, 8 * 4 * T * H)
+            loss.backward()
+            grads.append([p.grad.clone() for p in setup.trainable()])
+        for a, b in zip(*grads):
+            self.assertTrue(torch.allclose(a, b))
 
 
 class Lora(unittest.TestCase):

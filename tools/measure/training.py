@@ -7,6 +7,7 @@ import warnings
 
 import torch
 
+import activation_offload
 import lora as lora_mod
 import torch_compat
 from llama_model import LlamaForCausalLM
@@ -58,6 +59,8 @@ class Setup:
             if tr.method == "lora":
                 # PEFT calls enable_input_require_grads() when the model checkpoints.
                 self._input_hook = model.enable_input_require_grads()
+        if tr.activation_offloading:
+            model.model.offload = activation_offload.OffloadActivations()
         model.train()
         self.model = model
         trainable = [p for p in model.parameters() if p.requires_grad]
