@@ -92,6 +92,8 @@ std::string describeTraining(const EstimateInput &in)
     if (t.checkpointing == Checkpointing::Full && checkpointedLayers(t, in.arch.layers) > 0
         && t.checkpoint_every > 1)
         s += " (1 in " + std::to_string(t.checkpoint_every) + " layers)";
+    if (t.mode == Mode::Train && t.activation_offloading)
+        s += " + activation offloading";
     s += std::string(" · ") + attentionName(t.attention) + " attention";
     if (in.parallelism.gpus > 1)
         s += " · " + std::to_string(in.parallelism.gpus) + " GPUs "

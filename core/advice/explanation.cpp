@@ -231,6 +231,9 @@ std::string explainComponent(
         const double kept = static_cast<double>(in.arch.layers) - checkpointed;
         const double everything = checkpointed * d.layer_checkpoint_bytes
                                   + kept * d.layer_saved_bytes + d.embedding_activation_bytes;
+        if (d.offloaded_activation_bytes > 0)
+            return "layer inputs offloaded to CPU RAM (" + sized(d.offloaded_activation_bytes, unit)
+                   + "); on the GPU: " + liveList(in, est, phase, c, unit) + total;
         if (static_cast<double>(bytes) < 0.999 * everything)
             return "what remains: " + liveList(in, est, phase, c, unit) + total;
         std::string out;

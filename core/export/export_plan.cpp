@@ -110,6 +110,11 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
                              "\"op\") has no Trainer, accelerate or DeepSpeed setting: full "
                              "gradient checkpointing is written, which needs less memory and more "
                              "compute than estimated");
+    if (t.activation_offloading && t.mode == Mode::Train)
+        plan.notes.push_back("activation offloading is torchtune's enable_activation_offloading: "
+                             "True; the Trainer, accelerate and DeepSpeed have no setting that "
+                             "offloads the checkpointed layers' inputs, which stay on the GPU "
+                             "(more memory than estimated)");
     if (t.optimizer_in_backward && t.mode == Mode::Train)
         plan.notes.push_back("the optimizer step in backward is torchtune's optimizer_in_bwd: True "
                              "(full_finetune_single_device); the Trainer, accelerate and "

@@ -89,6 +89,7 @@ private Q_SLOTS:
     void checkpointEveryShowsWithFullCheckpointing();
     void shardGroupStepsThroughDivisors();
     void optimizerInBackwardFreesTheGradients();
+    void activationOffloadingNeedsFullCheckpointing();
 
 private:
     QTemporaryDir *m_dir = nullptr;
@@ -436,6 +437,35 @@ void TestControlsPanel::optimizerInBackwardFreesTheGradients()
     QCOMPARE(gradients(), all);
     doc->edit(QStringLiteral("inference"), [](Scenario &s) { s.training.mode = Mode::Inference; });
     QVERIFY(!rowShown(box));
+}
+
+// Activation offloading is offered with full checkpointing on every layer; ticking it moves the
+// layer inputs off the GPU (the forward's activations drop) and puts them in CPU RAM.
+void TestControlsPanel::activationOffloadingNeedsFullCheckpointing()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *box = m_window->findChild<QCheckBox *>(QStringLiteral("activationOffloading"));
+    QVERIFY(box);
+    doc->edit(QStringLiteral("full bf16, no checkpointing"), [](Scenario &s) {
+        s.training.mode = Mode::Train;
+        s.training.method = Method::Full;
+        s.training.checkpointing = Checkpointing::None;
+        s.training.checkpoint_every = 1;
+    });
+    QVERIFY(rowShown(box));
+    QVERIFY(!box->isEnabled());
+    doc->edit(QStringLiteral("full checkpointing"),
+              [](Scenario &s) { s.training.checkpointing = Checkpointing::Full; });
+    QVERIFY(box->isEnabled());
+    const auto activations = partOf(doc, Phase::Forward, Component::Activations);
+    const Bytes kept = activations();
+    QCOMPARE(doc->estimate().cpu_offload_bytes, Bytes(0));
+    box->click();
+    QVERIFY(doc->scenario().training.activation_offloading);
+    QVERIFY(activations() < kept);
+    QVERIFY(doc->estimate().cpu_offload_bytes > 0);
+    doc->undoStack()->undo();
+    QCOMPARE(activations(), kept);
 }
 
 QTEST_MAIN(TestControlsPanel)

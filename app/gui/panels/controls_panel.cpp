@@ -791,6 +791,17 @@ QWidget *ControlsPanel::buildTechniquesGroup()
     auto *checkpointLabel = new QLabel(tr("Chec&kpointing:"));
     checkpointLabel->setBuddy(m_checkpointing);
     form->addRow(checkpointLabel, checkpointRow);
+    m_activationOffloading
+        = flagBox("activationOffloading",
+                  tr("Offload layer inputs to CPU RAM"),
+                  tr("torchtune enable_activation_offloading: each checkpointed layer's input is "
+                     "copied to pinned CPU RAM in forward (five stay on the GPU while their copies "
+                     "run) and back when backward needs it. Needs full checkpointing on every "
+                     "layer; the copies overlap compute on a side stream (their time is not "
+                     "modelled)."),
+                  tr("Change activation offloading"),
+                  [](Scenario &s, bool on) { s.training.activation_offloading = on; });
+    form->addRow(QString(), m_activationOffloading);
 
     m_attention = enumCombo(
         "attention",
@@ -1277,6 +1288,12 @@ void ControlsPanel::syncFromDocument()
     m_checkpointEvery->setValue(
         static_cast<int>(std::clamp<std::int64_t>(t.checkpoint_every, 1, 1'000'000)));
     m_checkpointEvery->setVisible(t.checkpointing == Checkpointing::Full);
+    m_activationOffloading->setChecked(t.activation_offloading);
+    m_techniquesForm->setRowVisible(m_activationOffloading, train);
+    // Offered with full checkpointing on every layer; left enabled while set, so it can be unset.
+    m_activationOffloading->setEnabled(
+        t.activation_offloading
+        || (t.checkpointing == Checkpointing::Full && t.checkpoint_every == 1));
     selectName(m_attention, attentionName(t.attention));
     selectName(m_batchPadding, batchPaddingName(t.batch_padding));
     selectName(m_loss, lossName(t.loss));
