@@ -16,6 +16,7 @@ base dtype. Everything that is not an adapter is frozen: embeddings, norms, lm_h
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -43,6 +44,50 @@ class LoraLinear(nn.Module):
         return result.to(torch_result_dtype)
 
 
+class DoraLinear(LoraLinear):
+    """DoRA (Liu et al. 2024, section 4.3) as PEFT's use_dora=True runs it (lora/layer.py
+    Linear.forward and lora/dora.py DoraLinearLayer.forward): a trainable magnitude per output row,
+    initialised to the row norms of W + scaling * B A, and in every forward
+
+        lora_weight = lora_B(lora_A(eye(in))).T
+        norm = ||W.to(x.dtype) + scaling * lora_weight.detach()|| per row, detached
+        delta = (m / norm - 1) * base(x) + (m / norm) * lora_B(lora_A(x)) * scaling
+
+    where base(x) is the base layer's output, or, with dropout, F.linear(dropped x, W)."""
+
+    def __init__(self, base_layer, rank, alpha, dropout, adapter_dtype):
+        super().__init__(base_layer, rank, alpha, dropout, adapter_dtype)
+        with torch.no_grad():
+            weight = base_layer.weight.to(adapter_dtype)
+            lora_weight = self.lora_B.weight @ self.lora_A.weight
+            norm = torch.linalg.norm(weight + self.scaling * lora_weight, dim=1)
+        self.lora_magnitude_vector = nn.Parameter(norm.to(adapter_dtype))
+
+    def forward(self, x):
+        result = self.base_layer(x)
+        torch_result_dtype = result.dtype
+        x = x.to(self.lora_A.weight.dtype)
+        if isinstance(self.lora_dropout, nn.Identity):
+            base_result = result
+        else:
+            x = self.lora_dropout(x)
+            base_result = None
+        result = result + self._dora(x, base_result)
+        return result.to(torch_result_dtype)
+
+    def _dora(self, x, base_result):
+        x_eye = torch.eye(self.lora_A.weight.shape[1], device=self.lora_A.weight.device, dtype=x.dtype)
+        lora_weight = self.lora_B(self.lora_A(x_eye)).T
+        weight = self.base_layer.weight.to(x.dtype)
+        weight_norm = torch.linalg.norm(weight + self.scaling * lora_weight.detach(), dim=1)
+        weight_norm = weight_norm.to(weight.dtype).detach()
+        mag_norm_scale = (self.lora_magnitude_vector / weight_norm).view(1, -1)
+        lora_result = self.lora_B(self.lora_A(x))
+        if base_result is None:
+            base_result = F.linear(x, weight)
+        return (mag_norm_scale - 1) * base_result + mag_norm_scale * lora_result * self.scaling
+
+
 def apply_lora(model, settings, adapter_dtype):
     """Freeze the model and wrap each targeted projection of every decoder layer.
 
@@ -57,8 +102,9 @@ def apply_lora(model, settings, adapter_dtype):
                 if name not in settings.targets:
                     continue
                 base = getattr(parent, name)
-                setattr(parent, name, LoraLinear(base, settings.rank, settings.alpha, settings.dropout,
-                                                 adapter_dtype))
+                kind = DoraLinear if settings.use_dora else LoraLinear
+                setattr(parent, name, kind(base, settings.rank, settings.alpha, settings.dropout,
+                                           adapter_dtype))
                 wrapped += 1
     return wrapped
 

@@ -77,6 +77,8 @@ class MeasuredStep:
 
     def after_forward(self, loss, micro):
         # With activation offloading the walk would unpack, and so bring back, what was offloaded.
+        if micro == 0:
+            self.recorder.mark_forward_end()
         if micro == 0 and not self.setup.scenario.training.activation_offloading:
             self.walked_nodes = self.recorder.attribute(loss.grad_fn)
             # Op-level selective checkpointing: what the policy keeps is no saved tensor.

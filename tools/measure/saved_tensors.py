@@ -138,6 +138,12 @@ class SavedTensorRecorder:
             self.records[token.index].saved_by.append(self._walk_attr)
         return token.tensor
 
+    def mark_forward_end(self):
+        """Notes which saved tensors are still held when the forward ends: a graph that dies within
+        the forward (DoRA's lora_weight, built from an identity and used only detached) saved
+        tensors that are gone by then, and their addresses may be reused."""
+        self._alive_at_forward_end = {i for i, ref in enumerate(self._tokens) if ref() is not None}
+
     def alive_tokens(self):
         """Tokens still held by autograd (should be 0 once backward has freed the graph)."""
         return sum(1 for ref in self._tokens if ref() is not None)
@@ -188,7 +194,8 @@ class SavedTensorRecorder:
         for r in self.records:
             r.category = self._classify(r)
         out = {}
-        fwd = [r for r in self.records if r.phase == "forward"]
+        alive = getattr(self, "_alive_at_forward_end", None)
+        fwd = [r for r in self.records if r.phase == "forward" and (alive is None or r.index in alive)]
         storage_cat = {}
         for r in fwd:  # a storage belongs to the strongest category any of its views has
             prev = storage_cat.get(r.storage_ptr)

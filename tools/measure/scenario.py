@@ -35,7 +35,7 @@ TRAINING_KEYS = (
 # Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
 # (liger-fused) or an older transformers model (hf-legacy).
 LOSSES = ("hf", "hf-4.46", "torchtune-chunked")
-LORA_KEYS = ("rank", "alpha", "dropout", "targets", "adapter_precision")
+LORA_KEYS = ("rank", "alpha", "dropout", "targets", "adapter_precision", "use_dora")
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 PRECISIONS = ("fp32", "amp-bf16", "amp-fp16", "bf16", "fp16", "mixed-bf16", "mixed-fp16")
@@ -79,6 +79,7 @@ class LoraSettings:
     dropout: float = 0.0
     targets: list = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     adapter_precision: str = "fp32"
+    use_dora: bool = False
 
 
 @dataclass
@@ -312,6 +313,7 @@ def _parse_training(tr, path):
         targets=[t for t in LORA_TARGETS if t in targets],
         adapter_precision=_choice(lora_doc.get("adapter_precision", "fp32"), "lora.adapter_precision",
                                   ("fp32", "base"), path),
+        use_dora=_bool(lora_doc.get("use_dora", False), "lora.use_dora", path),
     )
     if not 0.0 <= lora.dropout < 1.0:
         raise ScenarioError("%s: lora.dropout must be in [0, 1)" % _where(path))
