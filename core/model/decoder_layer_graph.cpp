@@ -246,17 +246,22 @@ void LayerBuilder::classifyBaseMatmul(std::size_t firstOp, const char *name, Ten
             m_graph.ops[i].policy_class = PolicyClass::Matmul;
 }
 
-// PEFT IA3 Linear.forward (peft/tuners/ia3/layer.py): x.to(ia3 dtype) * ia3_l cast back before the
-// base layer, or base(x) * ia3_l cast back after it. The vector trains, so the product keeps the
-// other factor for its gradient.
+// PEFT IA3 Linear.forward (peft/tuners/ia3/layer.py): scaling = 1 * ia3_l.flatten() (a copy of
+// the vector), then x.to(ia3 dtype) * scaling cast back before the base layer, or base(x) * scaling
+// cast back after it. The vector trains, so the product keeps the other factor for its gradient,
+// and the copy when that factor needs one.
 int LayerBuilder::ia3Scale(int t, const LinearShape &shape, bool input)
 {
     const double width = input ? shape.in : shape.out;
     const int vec = m_b.parameter("ia3_l", width * shape.copies * m_p.adapter_weight, true);
+    const int scaling = m_b.scalarOp(vec,
+                                     SizeExpr::constant(width * shape.copies),
+                                     m_p.adapter_weight,
+                                     "ia3 scaling vector (1 * ia3_l)");
     const double bytes = m_b.elementBytes(t);
     const int src = input ? m_b.cast(t, m_p.adapter_weight, "ia3 input cast") : t;
     const double outBytes = std::max(m_b.elementBytes(src), m_p.adapter_weight);
-    const int scaled = m_b.mul(src, vec, m_b.elements(t), outBytes, "ia3 scaling");
+    const int scaled = m_b.mul(src, scaling, m_b.elements(t), outBytes, "ia3 scaling");
     return m_b.cast(scaled, bytes, "ia3 result cast");
 }
 

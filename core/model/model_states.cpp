@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace membudget {
 
@@ -121,6 +122,7 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
     s.master_bytes_per_param = mb;
     s.state_bytes = sb;
     s.trainable_state_bytes = full ? sb : asb;
+    std::vector<double> layerSequence; // a layer's trainable tensors' elements, in order
     for (const TensorGroup &g : layout) {
         const double rows = static_cast<double>(g.rows);
         const double cols = static_cast<double>(g.cols) / (g.tensor_parallel_split ? tp : 1.0);
@@ -153,7 +155,9 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             tensors = perLayer;
             s.largest_trainable = std::max(s.largest_trainable, rows * cols);
             if (inLayer)
-                s.largest_trainable_in_layer = std::max(s.largest_trainable_in_layer, rows * cols);
+                layerSequence.insert(layerSequence.end(),
+                                     static_cast<std::size_t>(perLayer),
+                                     rows * cols);
         } else if (tr.method == Method::Ia3) {
             if (!g.linear || (g.lora_bits & tr.ia3.targets) == 0)
                 continue;
@@ -162,8 +166,9 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             addAdapter(s, inLayer, vector, ab, perLayer);
             s.largest_trainable = std::max(s.largest_trainable, vector / count);
             if (inLayer)
-                s.largest_trainable_in_layer = std::max(s.largest_trainable_in_layer,
-                                                        vector / count);
+                layerSequence.insert(layerSequence.end(),
+                                     static_cast<std::size_t>(perLayer),
+                                     vector / count);
             grad = vector * ab;
             master = vector * mb;
             states = optimizerStateBytes(tr.optimizer, vector, 1, 1, asb);
@@ -187,9 +192,13 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
                     + pagedStateBytes(tr.optimizer, rank, cols, count, asb);
             tensors = adapterTensors;
             s.largest_trainable = std::max(s.largest_trainable, std::max(rows, cols) * rank);
-            if (inLayer)
-                s.largest_trainable_in_layer = std::max(s.largest_trainable_in_layer,
-                                                        std::max(rows, cols) * rank);
+            if (inLayer) // PEFT registers lora_A, lora_B, then lora_magnitude_vector
+                for (int i = 0; i < static_cast<int>(perLayer); ++i) {
+                    layerSequence.push_back(rows * rank);
+                    layerSequence.push_back(rank * cols);
+                    if (magnitude > 0)
+                        layerSequence.push_back(cols);
+                }
         }
         states -= paged; // outside torch's allocator
         s.paged_states += paged;
@@ -206,6 +215,10 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
         }
     }
     s.trainable_all = !train ? 0 : full ? layout.total : adapterParameters(layout, tr);
+    for (std::size_t i = 0; i < layerSequence.size(); ++i) {
+        const double before = layerSequence[i > 0 ? i - 1 : layerSequence.size() - 1];
+        s.layer_step_window = std::max(s.layer_step_window, 2 * layerSequence[i] + before);
+    }
 }
 
 // ZeRO (Rajbhandari et al. 2020, section 5): stage 1 shards optimizer states (and the master copy),

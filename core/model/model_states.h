@@ -26,11 +26,14 @@ struct ModelStates
     double root_tensors = 0;            // ... outside the layers
     double trainable_layer_tensors = 0; // trainable tensors per decoder layer
     double trainable_root_tensors = 0;
-    double largest_trainable = 0;          // elements of the largest trainable tensor
-    double largest_trainable_in_layer = 0; // ... of those inside a decoder layer
-    double trainable_state_bytes = 0;      // bytes per element of a trainable tensor's state
-    double linear_elements = 0;            // elements of all linear weights (autocast copies)
-    double trainable_all = 0;              // trainable parameters of the whole model
+    double largest_trainable = 0; // elements of the largest trainable tensor
+    // Inside a decoder layer, in parameter order: the most of 2 x a trainable tensor's elements plus
+    // those of the one before it (the previous layer's last before the first), which torch < 2.0's
+    // per-tensor AdamW holds at once (step_timeline_builder.cpp, adamWWorkspace).
+    double layer_step_window = 0;
+    double trainable_state_bytes = 0; // bytes per element of a trainable tensor's state
+    double linear_elements = 0;       // elements of all linear weights (autocast copies)
+    double trainable_all = 0;         // trainable parameters of the whole model
     double grad_bytes_per_param = 0;
     double master_bytes_per_param = 0;
     double state_bytes = 2; // bytes of a full-precision optimizer state element

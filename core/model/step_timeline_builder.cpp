@@ -883,11 +883,11 @@ void StepBuilder::adamWWorkspace(TimelineBlock &b)
     const AdamWWorkspace kind = membudget::adamWWorkspace(torchRelease(m_in.training.stack));
     if (kind == AdamWWorkspace::PerTensor) {
         // denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps): a square root and its
-        // quotient, while the previous tensor's denom stays bound until the loop rebinds it. In a
-        // layer the largest tensor follows one of its size (gate then up; LoRA's A then B): three
-        // at once; the embedding comes first and lm_head after a norm: two (measured on CPU).
-        const double elements = std::max(2 * m_s.largest_trainable,
-                                         3 * m_s.largest_trainable_in_layer);
+        // quotient, while the previous tensor's denom stays bound until the loop rebinds it: in a
+        // layer 2 x a tensor plus the one before it (gate then up, LoRA's A then B: three times
+        // the largest; IA3's down_proj vector after v_proj's); the embedding comes first and
+        // lm_head after a norm: two (measured on CPU).
+        const double elements = std::max(2 * m_s.largest_trainable, m_s.layer_step_window);
         const int t = tensor("AdamW square root, quotient and the previous denominator",
                              bytes(m_s.trainable_state_bytes * elements),
                              Component::Temporaries,

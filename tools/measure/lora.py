@@ -88,6 +88,52 @@ class DoraLinear(LoraLinear):
         return (mag_norm_scale - 1) * base_result + mag_norm_scale * lora_result * self.scaling
 
 
+class Ia3Linear(nn.Module):
+    """PEFT's IA3 Linear (ia3/layer.py) as it runs in training: a vector ia3_l, initialised to ones,
+    scales the base layer's output, or for a feed-forward module (down_proj) its input:
+
+        scaling = 1 * ia3_l.flatten()
+        feed-forward: base((x.to(ia3 dtype) * scaling).to(x.dtype))
+        otherwise:    (base(x) * scaling).to(base(x).dtype)"""
+
+    def __init__(self, base_layer, feedforward, dtype):
+        super().__init__()
+        self.base_layer = base_layer
+        self.feedforward = feedforward
+        width = base_layer.in_features if feedforward else base_layer.out_features
+        self.ia3_l = nn.Parameter(torch.ones(1, width, device=base_layer.weight.device, dtype=dtype))
+
+    @property
+    def weight(self):
+        return self.base_layer.weight
+
+    def forward(self, x):
+        previous_dtype = x.dtype
+        scaling = 1
+        scaling *= self.ia3_l.flatten()
+        if self.feedforward:
+            interm = (x.to(self.ia3_l.dtype) * scaling).to(previous_dtype)
+            return self.base_layer(interm)
+        result = self.base_layer(x)
+        return (result * scaling).to(result.dtype)
+
+
+def apply_ia3(model, targets, dtype):
+    """Freeze the model and wrap the targeted projections (down_proj is PEFT's feed-forward
+    module for Llama); returns the number of wrapped linears."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    wrapped = 0
+    for layer in model.model.layers:
+        for parent, names in ((layer.self_attn, ("q_proj", "k_proj", "v_proj", "o_proj")),
+                              (layer.mlp, ("gate_proj", "up_proj", "down_proj"))):
+            for name in names:
+                if name in targets:
+                    setattr(parent, name, Ia3Linear(getattr(parent, name), name == "down_proj", dtype))
+                    wrapped += 1
+    return wrapped
+
+
 def apply_lora(model, settings, adapter_dtype):
     """Freeze the model and wrap each targeted projection of every decoder layer.
 
@@ -116,6 +162,14 @@ def expected_trainable(arch, settings):
             "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
     per_layer = sum(settings.rank * (dims[t][0] + dims[t][1]) for t in settings.targets)
     return arch.layers * per_layer
+
+
+def expected_ia3(arch, targets):
+    """One value per output feature of each target, per input feature of down_proj."""
+    h, a, k, d, i = arch.hidden_size, arch.attention_heads, arch.kv_heads, arch.head_dim, arch.intermediate_size
+    width = {"q_proj": a * d, "k_proj": k * d, "v_proj": k * d, "o_proj": h, "gate_proj": i, "up_proj": i,
+             "down_proj": i}
+    return arch.layers * sum(width[t] for t in targets)
 
 
 def adapter_dtype_for(settings, base_dtype):

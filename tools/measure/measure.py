@@ -201,10 +201,10 @@ def run(args):
     total, trainable = llama_model.count_parameters(model)
     arch = sc.arch
     tr = sc.training
-    expected_trainable = (lora_mod.expected_trainable(arch, tr.lora) if tr.method == "lora"
-                          else llama_model.expected_parameters(arch))
-    expected_total = llama_model.expected_parameters(arch) + (
-        lora_mod.expected_trainable(arch, tr.lora) if tr.method == "lora" else 0)
+    adapters = (lora_mod.expected_trainable(arch, tr.lora) if tr.method == "lora"
+                else lora_mod.expected_ia3(arch, tr.ia3_targets) if tr.method == "ia3" else 0)
+    expected_trainable = adapters if tr.method != "full" else llama_model.expected_parameters(arch)
+    expected_total = llama_model.expected_parameters(arch) + adapters
     params = list({id(p): p for p in model.parameters()}.values())
     weight_bytes = unique_storage_bytes(params)
     adapter_bytes = unique_storage_bytes(p for n, p in model.named_parameters() if ".lora_" in n)

@@ -29,7 +29,7 @@ ARCH_REQUIRED = ("layers", "hidden_size", "intermediate_size", "attention_heads"
 TRAINING_KEYS = (
     "mode", "method", "precision", "quantization", "optimizer", "micro_batch_size",
     "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "checkpoint_every",
-    "attention", "lora",
+    "attention", "lora", "ia3",
     "offload", "loss", "optimizer_in_backward", "activation_offloading",
 )
 # Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
@@ -41,7 +41,7 @@ LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 PRECISIONS = ("fp32", "amp-bf16", "amp-fp16", "bf16", "fp16", "mixed-bf16", "mixed-fp16")
 OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
               "adafactor", "lion")
-METHODS = ("full", "lora", "qlora")
+METHODS = ("full", "lora", "qlora", "ia3")
 CHECKPOINTING = ("none", "full", "selective", "op-selective")
 ATTENTIONS = ("eager", "sdpa", "flash")
 
@@ -95,6 +95,7 @@ class Training:
     attention: str = "sdpa"
     loss: str = "hf"
     lora: LoraSettings = field(default_factory=LoraSettings)
+    ia3_targets: list = field(default_factory=lambda: ["k_proj", "v_proj", "down_proj"])
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd
     activation_offloading: bool = False  # torchtune enable_activation_offloading
 
@@ -318,6 +319,14 @@ def _parse_training(tr, path):
     if not 0.0 <= lora.dropout < 1.0:
         raise ScenarioError("%s: lora.dropout must be in [0, 1)" % _where(path))
 
+    ia3_doc = tr.get("ia3") or {}
+    if not isinstance(ia3_doc, dict) or set(ia3_doc) - {"targets"}:
+        raise ScenarioError("%s: 'ia3' takes 'targets' only" % _where(path))
+    ia3_targets = ia3_doc.get("targets", ["k_proj", "v_proj", "down_proj"])
+    if "all-linear" in ia3_targets:
+        ia3_targets = list(LORA_TARGETS)
+    for t in ia3_targets:
+        _choice(t, "IA3 target", LORA_TARGETS, path)
     in_backward = tr.get("optimizer_in_backward", False)
     if not isinstance(in_backward, bool):
         raise ScenarioError("%s: optimizer_in_backward must be true or false" % _where(path))
@@ -333,6 +342,7 @@ def _parse_training(tr, path):
     return Training(
         method=method, precision=precision, optimizer=optimizer,
         optimizer_in_backward=in_backward, activation_offloading=offloading,
+        ia3_targets=[t for t in LORA_TARGETS if t in ia3_targets],
         micro_batch_size=_int(tr.get("micro_batch_size", 1), "micro_batch_size", path),
         sequence_length=_int(tr.get("sequence_length", 2048), "sequence_length", path, minimum=2),
         gradient_accumulation_steps=_int(tr.get("gradient_accumulation_steps", 1),

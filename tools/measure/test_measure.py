@@ -214,6 +214,12 @@ class Lora(unittest.TestCase):
         self.assertIsNotNone(dora.lora_magnitude_vector.grad)
         self.assertIsNotNone(dora.lora_B.weight.grad)
 
+    def test_ia3_trains_one_vector_per_target(self):
+        # PEFT's defaults for Llama: k_proj and v_proj outputs (k d each), down_proj's input (I).
+        r = run_case("fp32-ia3")
+        self.assertEqual(r["trainable_parameters"], 2 * (2 * 2 * D + I))
+        self.assertEqual(r["gradient_bytes"], 4 * r["trainable_parameters"])
+
     def test_dora_saved_bytes_match_membudget(self):
         # Exact to the byte against the estimate in compare.py; here: DoRA keeps more than LoRA.
         plain = run_case("fp32-lora-qv")

@@ -53,10 +53,13 @@ class Setup:
             adapter_dtype = lora_mod.adapter_dtype_for(tr.lora, self.param_dtype)
             self.wrapped_linears = lora_mod.apply_lora(model, tr.lora, adapter_dtype)
         self._input_hook = None
+        if tr.method == "ia3":  # the vectors follow the adapter precision, as LoRA's adapters
+            dtype = lora_mod.adapter_dtype_for(tr.lora, self.param_dtype)
+            self.wrapped_linears = lora_mod.apply_ia3(model, tr.ia3_targets, dtype)
         if tr.gradient_checkpointing in ("full", "op-selective"):
             model.gradient_checkpointing_enable(use_reentrant=True, every=tr.checkpoint_every,
                                                 op_selective=tr.gradient_checkpointing == "op-selective")
-            if tr.method == "lora":
+            if tr.method in ("lora", "ia3"):
                 # PEFT calls enable_input_require_grads() when the model checkpoints.
                 self._input_hook = model.enable_input_require_grads()
         if tr.activation_offloading:
