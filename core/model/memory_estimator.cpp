@@ -54,26 +54,26 @@ std::string validateOptimizerInBackward(const TrainingConfig &t,
 {
     if (!t.optimizer_in_backward || t.mode != Mode::Train)
         return {};
-    if (key)
-        *key = "training.optimizer_in_backward";
+    std::string problem;
     if (t.gradient_accumulation_steps > 1)
-        return "the optimizer step in backward frees each gradient at once: no gradient "
-               "accumulation (gradient_accumulation_steps 1)";
-    if (t.precision == Precision::AmpFp16)
-        return "amp-fp16's GradScaler unscales all gradients before one step: not with the "
-               "optimizer step in backward (use amp-bf16 or bf16)";
-    if (isMixedMaster(t.precision))
-        return "mixed-* precision steps an fp32 master copy (DeepSpeed, Megatron): the optimizer "
-               "step in backward runs on the parameters themselves (use bf16 or amp-bf16)";
-    if (t.offload.optimizer)
-        return "offloaded optimizer states are stepped on the CPU after backward: not with the "
-               "optimizer step in backward";
-    if (p.gpus > 1)
-        return "the optimizer step in backward is modelled on one GPU (torchtune "
-               "full_finetune_single_device): gpus 1";
-    if (key)
-        key->clear();
-    return {};
+        problem = "the optimizer step in backward frees each gradient at once: no gradient "
+                  "accumulation (gradient_accumulation_steps 1)";
+    else if (t.precision == Precision::AmpFp16)
+        problem = "amp-fp16's GradScaler unscales all gradients before one step: not with the "
+                  "optimizer step in backward (use amp-bf16 or bf16)";
+    else if (isMixedMaster(t.precision))
+        problem = "mixed-* precision steps an fp32 master copy (DeepSpeed, Megatron): the "
+                  "optimizer step in backward runs on the parameters themselves (use bf16 or "
+                  "amp-bf16)";
+    else if (t.offload.optimizer)
+        problem = "offloaded optimizer states are stepped on the CPU after backward: not with the "
+                  "optimizer step in backward";
+    else if (p.gpus > 1)
+        problem = "the optimizer step in backward is modelled on one GPU (torchtune "
+                  "full_finetune_single_device): gpus 1";
+    if (!problem.empty() && key)
+        *key = "training.optimizer_in_backward";
+    return problem;
 }
 
 // torchtune refuses activation offloading without activation checkpointing (its recipes'

@@ -28,6 +28,24 @@ SizeExpr bytes(double b)
     return SizeExpr::constant(std::max(0.0, b));
 }
 
+// Bytes per element that one tensor's optimizer step allocates beyond its states, for states of
+// `stateBytes` per element: torch's AdamW makes the square root (and before 2.1 its quotient too;
+// torch/optim/adamw.py), Lion two update tensors, Adafactor three fp32 factors; the fused, 8-bit
+// and paged kernels and SGD update in place. (AdamW over many tensors at once: adamWWorkspace.)
+double oneTensorStepBytes(Optimizer opt, AdamWWorkspace adamW, double stateBytes)
+{
+    switch (opt) {
+    case Optimizer::AdamW:
+        return (adamW == AdamWWorkspace::OneList ? 1 : 2) * stateBytes;
+    case Optimizer::Lion:
+        return 2 * stateBytes;
+    case Optimizer::Adafactor:
+        return 3 * 4;
+    default:
+        return 0;
+    }
+}
+
 // Assembles a step from the op graphs of the embedding, the decoder layers and the head, plus what
 // lives outside the graphs: resident states, shared tables, sharding buffers, the optimizer.
 class StepBuilder
@@ -136,7 +154,6 @@ private:
         return m_p.train && m_in.training.activation_offloading
                && checkpointedLayers(m_in.training, m_in.arch.layers) == m_in.arch.layers;
     }
-    double stepWorkspacePerGradByte() const;
     void stepInBackward(TimelineBlock &b,
                         std::size_t from,
                         const std::vector<std::int32_t> &ops,
@@ -185,6 +202,7 @@ private:
     std::vector<int> m_rootShards;
     std::vector<TimelineEvent> m_deferredSteps; // the tied lm_head: stepped after the embedding
     std::map<int, int> m_stepWorkspace;         // a gradient's tensor -> its step's temporaries
+    double m_stepBytesPerGradByte = -1;         // of one parameter's step (-1: not yet known)
     int m_liveGradLayer = 0; // the layer whose stream-gradient buffer is live in backward
 };
 
@@ -781,9 +799,18 @@ void StepBuilder::stepInBackward(TimelineBlock &b,
     b.events = std::move(out);
 }
 
+// States, gradients and parameters share a dtype in torch's optimizers: the step's temporaries
+// scale with the gradient's bytes.
 void StepBuilder::stepParameter(std::vector<TimelineEvent> &events, const TimelineEvent &grad)
 {
-    const double perByte = stepWorkspacePerGradByte();
+    if (m_stepBytesPerGradByte < 0) {
+        const AdamWWorkspace adamW = membudget::adamWWorkspace(torchRelease(m_in.training.stack));
+        m_stepBytesPerGradByte = oneTensorStepBytes(m_in.training.optimizer,
+                                                    adamW,
+                                                    m_s.trainable_state_bytes)
+                                 / std::max(1e-9, m_s.grad_bytes_per_param);
+    }
+    const double perByte = m_stepBytesPerGradByte;
     if (perByte > 0) {
         auto [it, added] = m_stepWorkspace.try_emplace(grad.tensor, -1);
         if (added) {
@@ -799,29 +826,6 @@ void StepBuilder::stepParameter(std::vector<TimelineEvent> &events, const Timeli
         events.push_back({it->second, grad.layer, false, grad.absolute});
     }
     events.push_back({grad.tensor, grad.layer, false, grad.absolute});
-}
-
-// Bytes of one parameter's optimizer temporaries per byte of its gradient (states, gradients and
-// parameters share a dtype in torch's optimizers): AdamW's square root and quotient before torch
-// 2.1, the square root alone after (optimizerStep below); Lion's two update tensors; Adafactor's
-// three fp32 factors; the fused, 8-bit and paged kernels and SGD update in place.
-double StepBuilder::stepWorkspacePerGradByte() const
-{
-    const double grad = std::max(1e-9, m_s.grad_bytes_per_param);
-    const double state = m_s.trainable_state_bytes / grad;
-    switch (m_in.training.optimizer) {
-    case Optimizer::AdamW:
-        return membudget::adamWWorkspace(torchRelease(m_in.training.stack))
-                       == AdamWWorkspace::OneList
-                   ? state
-                   : 2 * state;
-    case Optimizer::Lion:
-        return 2 * state;
-    case Optimizer::Adafactor:
-        return 3 * 4 / grad;
-    default:
-        return 0;
-    }
 }
 
 // The optimizer step on this GPU's trainable parameters, then zero_grad(set_to_none=True).
@@ -859,11 +863,10 @@ void StepBuilder::optimizerStep()
                 return;
             }
             break;
-        case Optimizer::Lion:
-            temp = 2 * m_s.state_bytes * m_s.largest_trainable;
-            break;
+        case Optimizer::Lion: // tensor by tensor
         case Optimizer::Adafactor:
-            temp = 3 * 4 * m_s.largest_trainable;
+            temp = oneTensorStepBytes(t.optimizer, AdamWWorkspace::OneList, m_s.state_bytes)
+                   * m_s.largest_trainable;
             break;
         default:
             break;

@@ -118,9 +118,9 @@ class Ia3Linear(nn.Module):
         return (result * scaling).to(result.dtype)
 
 
-def apply_ia3(model, targets, dtype):
-    """Freeze the model and wrap the targeted projections (down_proj is PEFT's feed-forward
-    module for Llama); returns the number of wrapped linears."""
+def _wrap_targets(model, targets, wrap):
+    """Freeze the model and replace each targeted projection of every decoder layer with
+    wrap(name, base); returns the number of wrapped linears."""
     for p in model.parameters():
         p.requires_grad_(False)
     wrapped = 0
@@ -129,30 +129,22 @@ def apply_ia3(model, targets, dtype):
                               (layer.mlp, ("gate_proj", "up_proj", "down_proj"))):
             for name in names:
                 if name in targets:
-                    setattr(parent, name, Ia3Linear(getattr(parent, name), name == "down_proj", dtype))
+                    setattr(parent, name, wrap(name, getattr(parent, name)))
                     wrapped += 1
     return wrapped
 
 
-def apply_lora(model, settings, adapter_dtype):
-    """Freeze the model and wrap each targeted projection of every decoder layer.
+def apply_ia3(model, targets, dtype):
+    """IA3 on the targets (down_proj is PEFT's feed-forward module for Llama)."""
+    return _wrap_targets(model, targets, lambda name, base: Ia3Linear(base, name == "down_proj", dtype))
 
-    Returns the number of wrapped linears."""
-    for p in model.parameters():
-        p.requires_grad_(False)
-    wrapped = 0
-    for layer in model.model.layers:
-        for parent, names in ((layer.self_attn, ("q_proj", "k_proj", "v_proj", "o_proj")),
-                              (layer.mlp, ("gate_proj", "up_proj", "down_proj"))):
-            for name in names:
-                if name not in settings.targets:
-                    continue
-                base = getattr(parent, name)
-                kind = DoraLinear if settings.use_dora else LoraLinear
-                setattr(parent, name, kind(base, settings.rank, settings.alpha, settings.dropout,
-                                           adapter_dtype))
-                wrapped += 1
-    return wrapped
+
+def apply_lora(model, settings, adapter_dtype):
+    """LoRA (or DoRA) on every targeted projection; returns the number of wrapped linears."""
+    kind = DoraLinear if settings.use_dora else LoraLinear
+    return _wrap_targets(model, settings.targets,
+                         lambda name, base: kind(base, settings.rank, settings.alpha,
+                                                 settings.dropout, adapter_dtype))
 
 
 def expected_trainable(arch, settings):
