@@ -101,6 +101,8 @@ std::string describeTraining(const EstimateInput &in)
     if (in.parallelism.tensor_parallel > 1)
         s += " TP" + std::to_string(in.parallelism.tensor_parallel)
              + (tensorParallelPlan(in.parallelism, t.stack).sequence_parallel ? " + SP" : "");
+    if (in.parallelism.context_parallel > 1)
+        s += " CP" + std::to_string(in.parallelism.context_parallel);
     return s;
 }
 

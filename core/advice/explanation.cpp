@@ -150,7 +150,11 @@ std::string explainComponent(
     const Breakdown &b = est.phase(phase);
     const Bytes bytes = b[c];
     const TrainingConfig &t = in.training;
-    const double tokens = d.tokens;
+    // Context parallelism: this GPU's share of the tokens (context_parallel.h).
+    const double tokens = d.tokens / std::max(1.0, d.context_parallel);
+    const std::string cpShare = d.context_parallel > 1
+                                    ? " (1/" + num(d.context_parallel) + " of each sequence)"
+                                    : std::string();
     const std::string total = " = " + formatBytes(bytes, unit);
     const bool inference = t.mode == Mode::Inference;
     if (inference
@@ -243,12 +247,13 @@ std::string explainComponent(
                   + num(d.layer_checkpoint_bytes / std::max(1.0, tokens)) + " B/token) + ";
         else if (checkpointed > 0)
             out = num(checkpointed) + " checkpointed layers x layer input "
-                  + sized(d.layer_checkpoint_bytes, unit) + " (b x s x h x "
+                  + sized(d.layer_checkpoint_bytes, unit)
+                  + (d.context_parallel > 1 ? " (b x s/cp x h x " : " (b x s x h x ")
                   + num(d.layer_checkpoint_bytes
                         / std::max(1.0, tokens * static_cast<double>(in.arch.hidden_size)))
                   + " B) + ";
         if (kept > 0)
-            out += num(kept) + " layers x " + num(tokens) + " tokens x ("
+            out += num(kept) + " layers x " + num(tokens) + " tokens" + cpShare + " x ("
                    + num(d.layer_activation_per_token) + " B/token"
                    + (d.layer_attention_score_per_token > 0
                           ? " + " + num(d.layer_attention_score_per_token)
@@ -269,8 +274,8 @@ std::string explainComponent(
             return "last-position logits b x V x (16-bit + fp32)" + total;
         if (est.moments[static_cast<std::size_t>(phase)].stage != Stage::Loss)
             return liveList(in, est, phase, c, unit) + total;
-        return num(tokens) + " tokens x " + num(static_cast<double>(in.arch.vocab_size))
-               + " vocab x "
+        return num(tokens) + " tokens" + cpShare + " x "
+               + num(static_cast<double>(in.arch.vocab_size)) + " vocab x "
                + num(static_cast<double>(bytes)
                          / std::max(1.0, tokens * static_cast<double>(in.arch.vocab_size)),
                      2)

@@ -105,12 +105,20 @@ std::int64_t maxSequenceLength(
     if (model.input().arch.context_length > 0)
         limit = std::min(limit, model.input().arch.context_length);
     const std::int64_t batch = model.input().training.micro_batch_size;
-    const std::int64_t guess = largestFitting(limit, [&](std::int64_t s) {
-        return metricOf(model.estimate(batch, s), metric) <= capacity;
+    // Context parallelism splits a sequence into 2 x cp equal chunks (context_parallel.h): search
+    // in whole units of them.
+    const std::int64_t unit = 2 * model.input().parallelism.context_parallel > 2
+                                  ? 2 * model.input().parallelism.context_parallel
+                                  : 1;
+    const std::int64_t units = limit / unit;
+    const std::int64_t guess = largestFitting(units, [&](std::int64_t n) {
+        return metricOf(model.estimate(batch, n * unit), metric) <= capacity;
     });
     if (metric != FitMetric::DeviceTotal || !exact)
-        return guess;
-    return refine(guess, limit, [&](std::int64_t s) { return fitsOn(model, batch, s, capacity); });
+        return guess * unit;
+    return unit * refine(guess, units, [&](std::int64_t n) {
+               return fitsOn(model, batch, n * unit, capacity);
+           });
 }
 
 std::int64_t maxMicroBatch(const EstimateInput &input,

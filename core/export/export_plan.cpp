@@ -101,6 +101,12 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
             + ") has no setting here: these files run " + std::to_string(s.parallelism.gpus)
             + " data-parallel processes, each holding what MemBudget splits "
               "across the tensor-parallel group");
+    if (s.parallelism.context_parallel > 1)
+        plan.notes.push_back(
+            "context parallelism (degree " + std::to_string(s.parallelism.context_parallel)
+            + ") has no setting here: it is torchtitan's parallelism.context_parallel_degree "
+              "(torch.distributed.tensor.experimental.context_parallel); these files give each "
+              "process whole sequences");
     if (t.checkpointing == Checkpointing::Selective)
         plan.notes.push_back("selective (attention-only) checkpointing has no Trainer, accelerate "
                              "or DeepSpeed setting: full gradient checkpointing is written, which "

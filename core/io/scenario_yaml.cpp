@@ -271,6 +271,7 @@ bool readParallelism(YamlReader &r,
                       "sequence_parallel",
                       "loss_parallel",
                       "shard_group",
+                      "context_parallel",
                       "fsdp_param_dtype",
                       "fsdp_reduce_dtype",
                       "deepspeed",
@@ -281,6 +282,7 @@ bool readParallelism(YamlReader &r,
         || !r.getBool(p, "sequence_parallel", c.sequence_parallel)
         || !r.getBool(p, "loss_parallel", c.loss_parallel)
         || !r.getInt(p, "shard_group", c.shard_group, 0, 1'000'000)
+        || !r.getInt(p, "context_parallel", c.context_parallel, 1, 65536)
         || !r.getEnum(p, "fsdp_param_dtype", c.fsdp_param_dtype, parseParamDtype, kParamDtypeNames, 3)
         || !r.getEnum(p,
                       "fsdp_reduce_dtype",
@@ -296,6 +298,11 @@ bool readParallelism(YamlReader &r,
         return r.fail(p,
                       "gpus (" + std::to_string(c.gpus) + ") must be a multiple of tensor_parallel ("
                           + std::to_string(c.tensor_parallel) + ")");
+    if (c.gpus % (c.tensor_parallel * c.context_parallel) != 0)
+        return r.fail(p["context_parallel"],
+                      "gpus (" + std::to_string(c.gpus)
+                          + ") must be a multiple of tensor_parallel x context_parallel ("
+                          + std::to_string(c.tensor_parallel * c.context_parallel) + ")");
     if (c.shard_group > 0 && c.dataParallel() % c.shard_group != 0)
         return r.fail(p["shard_group"],
                       "shard_group (" + std::to_string(c.shard_group)
@@ -701,6 +708,8 @@ void parallelismYaml(const ParallelismConfig &p, std::string &out)
         out += std::string("  loss_parallel: ") + (*p.loss_parallel ? "true" : "false") + "\n";
     if (p.shard_group > 0)
         out += "  shard_group: " + std::to_string(p.shard_group) + "\n";
+    if (p.context_parallel > 1)
+        out += "  context_parallel: " + std::to_string(p.context_parallel) + "\n";
     if (p.fsdp_param_dtype)
         out += std::string("  fsdp_param_dtype: ") + paramDtypeName(*p.fsdp_param_dtype) + "\n";
     if (p.fsdp_reduce_dtype)

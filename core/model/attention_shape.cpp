@@ -2,6 +2,7 @@
 #include "model/attention_shape.h"
 
 #include "model/stack_profile.h"
+#include "model/torch_release.h"
 
 namespace membudget {
 
@@ -27,6 +28,14 @@ AttentionShape attentionShape(const TrainingConfig &t)
     }
     a.mask = true;
     return a;
+}
+
+bool sdpaRepeatsKv(const TrainingConfig &t)
+{
+    if (t.attention != Attention::Sdpa)
+        return false;
+    return t.stack.name == Stack::Torchtitan || attentionShape(t).mask
+           || torchRelease(t.stack) < LibraryVersion{2, 5, 0};
 }
 
 } // namespace membudget

@@ -2,12 +2,12 @@
 #include "model/decoder_layer_graph.h"
 
 #include "model/attention_shape.h"
+#include "model/context_parallel.h"
 #include "model/graph_builder.h"
 #include "model/graph_precision.h"
 #include "model/norm_graph.h"
 #include "model/quantized_linear_graph.h"
 #include "model/selective_checkpoint_policy.h"
-#include "model/torch_release.h"
 #include "model/weight_format.h"
 
 #include <algorithm>
@@ -34,6 +34,7 @@ public:
         , m_shape(attentionShape(training))
     {
         m_tp = tensorParallel.ranks();
+        m_cp = static_cast<double>(tensorParallel.context_parallel);
         m_seq = tensorParallel.sequenceShare();
         m_h = static_cast<double>(arch.hidden_size);
         m_d = static_cast<double>(arch.head_dim);
@@ -139,6 +140,7 @@ private:
     int cacheEntry(int t, const char *name);
     int rotary(int t, const char *name);
     int attentionCore(int q, int k, int v);
+    SmallVector<int, 2> ringScratch(int q, int k, int v);
     int eagerCore(int q, int k, int v);
     int sdpaCore(int q, int k, int v);
     int sdpaBias();
@@ -157,7 +159,7 @@ private:
     const ParameterLayout &m_layout;
     GraphPrecision m_p;
     AttentionShape m_shape;
-    double m_tp = 1, m_seq = 1, m_h = 0, m_d = 0, m_a = 0, m_k = 0, m_i = 0;
+    double m_tp = 1, m_cp = 1, m_seq = 1, m_h = 0, m_d = 0, m_a = 0, m_k = 0, m_i = 0;
     bool m_llama = true;
     int m_cos = -1, m_sin = -1, m_mask = -1;
 };
@@ -547,6 +549,7 @@ int LayerBuilder::sdpaCore(int q, int k, int v)
     lse.differentiable = false;
     const int l = g.addTensor(lse);
     const int bias = sdpaBias();
+    const SmallVector<int, 2> ring = m_cp > 1 ? ringScratch(qq, kk, vv) : SmallVector<int, 2>{};
     GraphOp &op = g.addOp(m_training.attention == Attention::Flash ? "flash attention" : "sdpa");
     // SDPA's kernels are on torchtitan's save list; FlashAttention-2's own op is not.
     if (m_training.attention == Attention::Sdpa)
@@ -566,7 +569,41 @@ int LayerBuilder::sdpaCore(int q, int k, int v)
     // dv_expanded); PyTorch's flash kernel is the same code.
     if (gqa && !repeat)
         op.backward_workspace += tok(2 * m_a * m_d * m_p.compute);
+    if (!ring.empty()) {
+        // Made with the op and gone when it returns: nothing reads or keeps them.
+        for (int t : ring)
+            op.outputs.push_back(t);
+        op.backward_workspace += ringAttentionScratch(m_b.elements(qq).per_token,
+                                                      m_b.elements(kk).per_token
+                                                          + m_b.elements(vv).per_token,
+                                                      m_b.elementBytes(kk),
+                                                      m_cp)
+                                     .backward;
+    }
     return indices >= 0 ? unpadCopy(o, indices, "flash output padded back") : o;
+}
+
+// Context parallelism's ring attention (context_parallel.h): its forward scratch, temporaries that
+// live while the attention op runs.
+SmallVector<int, 2> LayerBuilder::ringScratch(int q, int k, int v)
+{
+    const RingAttentionScratch r = ringAttentionScratch(m_b.elements(q).per_token,
+                                                        m_b.elements(k).per_token
+                                                            + m_b.elements(v).per_token,
+                                                        m_b.elementBytes(k),
+                                                        m_cp);
+    SmallVector<int, 2> out;
+    for (const auto &[name, size] :
+         {std::pair{"ring attention: gathered and local k, v", r.keys_values},
+          std::pair{"ring attention: fp32 output merge", r.merge}}) {
+        GraphTensor t;
+        t.name = name;
+        t.size = size;
+        t.element_bytes = 1;
+        t.differentiable = false;
+        out.push_back(m_b.graph().addTensor(t));
+    }
+    return out;
 }
 
 // transformers' FlashAttention-2 path with a padding mask (modeling_flash_attention_utils.py,
@@ -599,14 +636,10 @@ int LayerBuilder::unpadCopy(int x, int indices, const char *name)
     return out;
 }
 
-// transformers' sdpa_attention_forward hands SDPA the grouped K/V (enable_gqa) only with torch
-// >= 2.5 and no mask (integrations/sdpa_attention.py, use_gqa_in_sdpa); otherwise repeat_kv
-// copies them to every query head, and SDPA keeps the copies.
+// attention_shape.h: sdpaRepeatsKv.
 bool LayerBuilder::sdpaRepeatsKv() const
 {
-    if (m_training.attention != Attention::Sdpa)
-        return false;
-    return m_shape.mask || torchRelease(m_training.stack) < LibraryVersion{2, 5, 0};
+    return membudget::sdpaRepeatsKv(m_training);
 }
 
 // The mask SDPA attends with, if it gets one: a bool mask becomes an additive one in the query

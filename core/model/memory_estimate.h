@@ -88,6 +88,7 @@ struct Derivation
     double optimizer_bytes_per_param = 0;                     // average over trainable parameters
     double weight_shard = 1, grad_shard = 1, state_shard = 1; // divisors from ZeRO/FSDP
     double tokens = 0;                                        // micro_batch x sequence
+    double context_parallel = 1; // GPUs sharing each sequence: one holds tokens / context_parallel
     double layer_activation_per_token = 0;      // bytes saved per token per layer, excl. s^2 terms
     double layer_attention_score_per_token = 0; // bytes per token per layer of s^2 terms (x s)
     double layer_saved_bytes = 0;          // bytes one layer saves for backward at this micro-batch

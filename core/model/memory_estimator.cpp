@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/memory_estimator.h"
 
+#include "model/context_parallel.h"
 #include "model/model_states.h"
 #include "model/step_model.h"
 #include "model/weight_format.h"
@@ -142,6 +143,8 @@ std::string validateInput(const EstimateInput &in, std::string *key)
     if (const std::string bad = validateOptimizerInBackward(t, p, key); !bad.empty())
         return bad;
     if (const std::string bad = validateActivationOffloading(t, key); !bad.empty())
+        return bad;
+    if (const std::string bad = validateContextParallel(t, p, key); !bad.empty())
         return bad;
     if (t.offload.parameters && !shardsParameters(p.sharding))
         return problem("training.offload",

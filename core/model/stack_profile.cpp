@@ -345,9 +345,11 @@ bool parallelizesLoss(const StackConfig &stack)
 
 TensorParallelPlan tensorParallelPlan(const ParallelismConfig &p, const StackConfig &stack)
 {
-    return {p.tensor_parallel,
-            p.sequence_parallel.value_or(shardsSequence(stack)),
-            p.loss_parallel.value_or(parallelizesLoss(stack))};
+    TensorParallelPlan plan(p.tensor_parallel,
+                            p.sequence_parallel.value_or(shardsSequence(stack)),
+                            p.loss_parallel.value_or(parallelizesLoss(stack)));
+    plan.context_parallel = std::max<std::int64_t>(1, p.context_parallel);
+    return plan;
 }
 
 EstimateInput resolveStackChoices(const EstimateInput &input)

@@ -104,8 +104,13 @@ MemoryEstimate StepModel::estimateWithRatio(std::int64_t microBatch,
     return est;
 }
 
-void StepModel::fillDerivation(MemoryEstimate &est, double T, double s) const
+void StepModel::fillDerivation(MemoryEstimate &est, double tokens, double seq) const
 {
+    // With context parallelism a GPU holds 1/cp of each sequence (context_parallel.h).
+    const double cp = static_cast<double>(
+        std::max<std::int64_t>(1, m_input.parallelism.context_parallel));
+    const double T = tokens / cp;
+    const double s = seq / cp;
     const ModelStates &st = m_states;
     const ActivationProfile &p = m_profile;
     const TrainingConfig &tr = m_input.training;
@@ -129,7 +134,8 @@ void StepModel::fillDerivation(MemoryEstimate &est, double T, double s) const
     d.grad_shard = st.grad_shard;
     d.state_shard = st.state_shard;
     d.data_parallel = static_cast<std::int64_t>(st.data_parallel);
-    d.tokens = T;
+    d.tokens = tokens;
+    d.context_parallel = cp;
     d.layer_activation_per_token = p.layer_linear;
     d.layer_attention_score_per_token = p.layer_score;
     d.layer_saved_bytes = T * (p.layer_linear + p.layer_score * s);

@@ -2,6 +2,7 @@
 #include "model/step_timeline_builder.h"
 
 #include "model/attention_shape.h"
+#include "model/context_parallel.h"
 #include "model/graph_precision.h"
 #include "model/graph_timeline.h"
 #include "model/stack_profile.h"
@@ -964,7 +965,11 @@ StepTimeline buildStepTimeline(const EstimateInput &input,
                                const ModelStates &states,
                                const StepGraphs &graphs)
 {
-    return StepBuilder(input, states, graphs).build();
+    StepTimeline timeline = StepBuilder(input, states, graphs).build();
+    shardSequence(timeline,
+                  static_cast<double>(
+                      std::max<std::int64_t>(1, input.parallelism.context_parallel)));
+    return timeline;
 }
 
 } // namespace membudget

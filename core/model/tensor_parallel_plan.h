@@ -14,11 +14,14 @@ namespace membudget {
 // `loss_parallel`: the loss runs on each rank's share of the vocabulary (Megatron's
 // vocab-parallel cross-entropy, torch.distributed.tensor.parallel.loss_parallel); otherwise lm_head's
 // output is all-gathered to the whole vocabulary on every rank first.
+// `context_parallel`: GPUs sharing each sequence (context_parallel.h); the layer's sizes are
+// built for the whole sequence, and its ring attention adds buffers.
 struct TensorParallelPlan
 {
     std::int64_t size = 1;
     bool sequence_parallel = false;
     bool loss_parallel = true;
+    std::int64_t context_parallel = 1;
 
     TensorParallelPlan(std::int64_t ranks = 1,
                        bool sequenceParallel = false,

@@ -228,9 +228,21 @@ struct ParallelismConfig
     // weights are sharded over groups of this many data-parallel GPUs and replicated across the
     // groups; 0: over all of them.
     std::int64_t shard_group = 0;
+    // Context parallelism (torch.distributed.tensor.experimental.context_parallel, torchtitan's
+    // context_parallel_degree): this many GPUs share each sequence, each holding 1/cp of its tokens
+    // (context_parallel.h). They hold the same weights, so they count among the data-parallel GPUs
+    // that gradients are reduced and states sharded over (torchtitan's dp_shard x cp mesh).
+    std::int64_t context_parallel = 1;
+    // The GPUs that gradients are reduced and states sharded over: gpus / tensor_parallel.
     std::int64_t dataParallel() const
     {
         return tensor_parallel > 0 ? gpus / tensor_parallel : gpus;
+    }
+    // The micro-batch replicas a step runs side by side: gpus / (tensor_parallel x context_parallel).
+    std::int64_t batchReplicas() const
+    {
+        return std::max<std::int64_t>(1,
+                                      dataParallel() / std::max<std::int64_t>(1, context_parallel));
     }
     // The GPUs one shard of the sharded states is divided over.
     std::int64_t shardDegree() const

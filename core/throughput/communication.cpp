@@ -4,6 +4,7 @@
 #include "model/parameter_layout.h"
 #include "model/stack_profile.h"
 #include "model/weight_format.h"
+#include "throughput/context_parallel_work.h"
 #include "throughput/optimizer_traffic.h"
 #include "throughput/throughput_constants.h"
 
@@ -110,7 +111,8 @@ CommunicationTime communicationTime(const EstimateInput &in,
 
     // Tensor parallelism.
     if (t > 1) {
-        const double tokens = static_cast<double>(tr.micro_batch_size * tr.sequence_length);
+        const double tokens = static_cast<double>(tr.micro_batch_size * tr.sequence_length)
+                              / static_cast<double>(std::max<std::int64_t>(1, par.context_parallel));
         const double bytes = tokens * static_cast<double>(in.arch.hidden_size)
                              * (tr.precision == Precision::Fp32 ? 4.0 : 2.0);
         double count = 2 * L;
@@ -127,6 +129,16 @@ CommunicationTime communicationTime(const EstimateInput &in,
                                            bw);
         out.total += accumulation * perMicroBatch;
         out.exposed += accumulation * perMicroBatch;
+    }
+
+    // Context parallelism: ring attention's keys and values inside the tensor x context group,
+    // laid out innermost (torchtitan's mesh [dp_replicate, dp_shard, cp, tp]).
+    if (par.context_parallel > 1) {
+        const double group = t * static_cast<double>(par.context_parallel);
+        const RingTraffic ring
+            = ringAttentionTraffic(in, work, collectiveBandwidth(gpu, group > gpu.gpus_per_node));
+        out.total += accumulation * ring.total;
+        out.exposed += accumulation * ring.exposed;
     }
 
     const double weights = rankParameters(in.arch, par.tensor_parallel);

@@ -3,6 +3,7 @@
 
 #include "model/dataset_config.h"
 #include "throughput/communication.h"
+#include "throughput/context_parallel_work.h"
 #include "throughput/device_model.h"
 #include "throughput/optimizer_traffic.h"
 #include "throughput/step_work.h"
@@ -69,7 +70,9 @@ ThroughputEstimate estimateThroughput(const EstimateInput &in, const GpuPerforma
         return out;
     }
     const bool train = tr.mode == Mode::Train;
-    const MicroBatchWork work = microBatchWork(in.arch, tr, in.parallelism.tensor_parallel, device);
+    const MicroBatchWork work
+        = contextParallelShare(microBatchWork(in.arch, tr, in.parallelism.tensor_parallel, device),
+                               in);
     const double gpu_seconds = work.gpuSeconds();
     // The host launches kernels asynchronously: the GPU runs at its own pace unless the host takes
     // longer to issue the operators than the GPU takes to run them.
@@ -94,7 +97,8 @@ ThroughputEstimate estimateThroughput(const EstimateInput &in, const GpuPerforma
     b.optimizer = optimizerSeconds(in, device);
 
     const double gpus = static_cast<double>(std::max<std::int64_t>(1, in.parallelism.gpus));
-    const double dp = static_cast<double>(std::max<std::int64_t>(1, in.parallelism.dataParallel()));
+    // Sequences a step runs side by side: context-parallel GPUs share theirs.
+    const double dp = static_cast<double>(in.parallelism.batchReplicas());
     const double tokensPerMicro = static_cast<double>(tr.micro_batch_size)
                                   * static_cast<double>(tr.sequence_length);
     out.step_seconds = b.total();

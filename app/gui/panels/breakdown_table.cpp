@@ -85,7 +85,11 @@ QString shortSummary(const Scenario &scenario)
                  .arg(t.micro_batch_size)
                  .arg(count(t.sequence_length));
     if (scenario.parallelism.gpus > 1)
-        parts << tr("%1 GPUs").arg(scenario.parallelism.gpus);
+        parts << (scenario.parallelism.context_parallel > 1
+                      ? tr("%1 GPUs CP%2")
+                            .arg(scenario.parallelism.gpus)
+                            .arg(scenario.parallelism.context_parallel)
+                      : tr("%1 GPUs").arg(scenario.parallelism.gpus));
     return parts.join(QStringLiteral(" · "));
 }
 
@@ -135,6 +139,8 @@ QString scenarioDifferences(const Scenario &a, const Scenario &b, int limit)
             p += QLatin1Char(' ') + name(shardingName(a.parallelism.sharding));
         if (a.parallelism.tensor_parallel > 1)
             p += QStringLiteral(" TP%1").arg(a.parallelism.tensor_parallel);
+        if (a.parallelism.context_parallel > 1)
+            p += QStringLiteral(" CP%1").arg(a.parallelism.context_parallel);
         d << p;
     }
     if (!(a.overheads == b.overheads))
@@ -174,6 +180,8 @@ QString scenarioCaption(const Scenario &scenario,
             g += QLatin1Char(' ') + QString::fromUtf8(shardingName(p.sharding));
         if (p.tensor_parallel > 1)
             g += QStringLiteral(" TP%1").arg(p.tensor_parallel);
+        if (p.context_parallel > 1)
+            g += QStringLiteral(" CP%1").arg(p.context_parallel);
         parts << g;
     } else {
         parts << tr("1 GPU");

@@ -892,12 +892,29 @@ QWidget *ControlsPanel::buildParallelGroup()
         edit(tr("Change tensor parallelism"),
              [v](Scenario &s) { s.parallelism.tensor_parallel = v; });
     });
+    m_contextParallel = new SteppedSpinBox;
+    m_contextParallel->setObjectName(QStringLiteral("contextParallel"));
+    m_contextParallel->setRange(1, 1024);
+    m_contextParallel->setKeyboardTracking(false);
+    m_contextParallel->setToolTip(
+        tr("Context parallelism (torchtitan's context_parallel_degree): this many GPUs share each "
+           "sequence, each holding 1/CP of its activations and logits, with ring attention over "
+           "SDPA. Needs SDPA attention, unpadded batches and a sequence length in multiples of "
+           "2 × CP."));
+    connect(m_contextParallel, &QSpinBox::valueChanged, this, [this](int v) {
+        edit(tr("Change context parallelism"),
+             [v](Scenario &s) { s.parallelism.context_parallel = v; });
+    });
     auto *counts = new QHBoxLayout;
     counts->addWidget(m_gpuCount, 1);
     auto *tpLabel = new QLabel(tr("TP:"));
     tpLabel->setBuddy(m_tensorParallel);
     counts->addWidget(tpLabel);
     counts->addWidget(m_tensorParallel, 1);
+    auto *cpLabel = new QLabel(tr("CP:"));
+    cpLabel->setBuddy(m_contextParallel);
+    counts->addWidget(cpLabel);
+    counts->addWidget(m_contextParallel, 1);
     auto *gpusLabel = new QLabel(tr("&GPUs:"));
     gpusLabel->setBuddy(m_gpuCount);
     form->addRow(gpusLabel, counts);
@@ -1265,7 +1282,8 @@ void ControlsPanel::syncFromDocument()
     selectName(m_kvCache, kvCacheKindName(t.inference.kv_cache));
     selectName(m_kvDtype, kvCacheDtypeName(t.inference.kv_cache_dtype));
     m_kvDtype->setEnabled(t.inference.kv_cache != KvCacheKind::Quantized);
-    const std::int64_t dp = s.parallelism.dataParallel();
+    // Sequences side by side: context-parallel GPUs share theirs.
+    const std::int64_t dp = s.parallelism.batchReplicas();
     // In doubles: a million-sequence micro-batch x a million steps x many GPUs x a long sequence
     // passes 2^63 (found by tst_monkey_input under UBSan).
     const double sequences = static_cast<double>(t.micro_batch_size)
@@ -1317,8 +1335,19 @@ void ControlsPanel::syncFromDocument()
     m_lossParallel->setEnabled(s.parallelism.tensor_parallel > 1);
     // Arrows offer only what the core accepts: GPU counts in multiples of the tensor-parallel degree,
     // degrees that divide both the GPU count and the attention heads.
-    m_gpuCount->setSingleStep(
-        static_cast<int>(std::clamp<std::int64_t>(s.parallelism.tensor_parallel, 1, 1024)));
+    m_gpuCount->setSingleStep(static_cast<int>(
+        std::clamp<std::int64_t>(s.parallelism.tensor_parallel * s.parallelism.context_parallel,
+                                 1,
+                                 1024)));
+    m_contextParallel->setValue(static_cast<int>(s.parallelism.context_parallel));
+    m_contextParallel->setEnabled(train || s.parallelism.context_parallel > 1);
+    {
+        std::vector<int> degrees; // those dividing the data-parallel GPUs
+        for (int d = 1; d <= 1024; ++d)
+            if (s.parallelism.dataParallel() % d == 0)
+                degrees.push_back(d);
+        m_contextParallel->setSteps(std::move(degrees));
+    }
     {
         std::string unused;
         const auto arch = m_doc->catalog().resolveModel(s.model, unused);

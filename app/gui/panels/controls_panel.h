@@ -152,6 +152,7 @@ private:
     QSpinBox *m_gpuCount = nullptr;
     QComboBox *m_sharding = nullptr;
     SteppedSpinBox *m_tensorParallel = nullptr;
+    SteppedSpinBox *m_contextParallel = nullptr;
     QCheckBox *m_sequenceParallel = nullptr;
     QCheckBox *m_lossParallel = nullptr;
     SteppedSpinBox *m_shardGroup = nullptr;
