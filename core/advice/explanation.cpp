@@ -303,11 +303,10 @@ std::string explainComponent(
                    + " allocated (the scenario's allocator_reserve)" + total;
         const StepModel model(in); // outlives the replay it holds
         const StepReplay &r = model.referenceReplay();
+        const std::string &conf = model.input().overheads.allocator_conf; // the stack's, if set
         return "PyTorch's caching allocator replayed over the step"
-               + (in.overheads.allocator_conf.empty() ? std::string()
-                                                      : " (" + in.overheads.allocator_conf + ")")
-               + ": reserved peaks at " + formatBytes(r.peak_reserved, unit) + " in "
-               + num(static_cast<double>(r.segments))
+               + (conf.empty() ? std::string() : " (" + conf + ")") + ": reserved peaks at "
+               + formatBytes(r.peak_reserved, unit) + " in " + num(static_cast<double>(r.segments))
                + " segments, beyond the allocated peak by block rounding and cached blocks no "
                  "tensor uses then"
                + total;

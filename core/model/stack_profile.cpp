@@ -341,6 +341,16 @@ bool parallelizesLoss(const StackConfig &stack)
     }
 }
 
+constexpr const char *kTorchtitanAllocatorConf = "expandable_segments:True";
+
+// torchtitan's launcher runs training with PYTORCH_ALLOC_CONF="expandable_segments:True"
+// (run_train.sh); a scenario's own allocator_conf wins.
+void launcherAllocatorConf(EstimateInput &in)
+{
+    if (in.training.stack.name == Stack::Torchtitan && in.overheads.allocator_conf.empty())
+        in.overheads.allocator_conf = kTorchtitanAllocatorConf;
+}
+
 } // namespace
 
 TensorParallelPlan tensorParallelPlan(const ParallelismConfig &p, const StackConfig &stack)
@@ -362,6 +372,7 @@ EstimateInput resolveStackChoices(const EstimateInput &input)
     in.parallelism.loss_parallel = plan.loss_parallel;
     fsdpMixedPrecision(in);
     deepSpeedBuckets(in);
+    launcherAllocatorConf(in);
     return in;
 }
 
@@ -430,6 +441,10 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
                        dtypeText(p.fsdp_reduce_dtype ? p.fsdp_reduce_dtype : p.fsdp_param_dtype),
                        !input.parallelism.fsdp_reduce_dtype.has_value()});
     }
+    if (t.stack.name == Stack::Torchtitan)
+        out.push_back({"overheads.allocator_conf",
+                       in.overheads.allocator_conf,
+                       input.overheads.allocator_conf.empty()});
     if (isDeepSpeed(p.sharding) && p.gpus > 1) {
         const DeepSpeedConfig &ds = p.deepspeed;
         const DeepSpeedConfig &given = input.parallelism.deepspeed;

@@ -297,6 +297,30 @@ private slots:
     // torchtitan shards the sequence between its tensor-parallel blocks, Hugging Face's tp_plan
     // does not; a scenario's own sequence_parallel wins. The step's peak and its activations
     // follow the resolved choice.
+    // torchtitan's run_train.sh launches with expandable segments; a scenario's own setting wins,
+    // other stacks keep PyTorch's default. Fragmentation of the freed loss buffers goes.
+    void torchtitanLaunchesWithExpandableSegments()
+    {
+        EstimateInput titan = withStack(input(llama3_8b(), Method::Full, Precision::Bf16),
+                                        Stack::Torchtitan);
+        titan.training.sequence_length = 8192;
+        QCOMPARE(QString::fromStdString(resolveStackChoices(titan).overheads.allocator_conf),
+                 QStringLiteral("expandable_segments:True"));
+        bool listed = false;
+        for (const StackChoice &c : stackChoices(titan))
+            if (c.key == std::string("overheads.allocator_conf"))
+                listed = c.from_stack && c.value == "expandable_segments:True";
+        QVERIFY(listed);
+        EstimateInput own = titan;
+        own.overheads.allocator_conf = "expandable_segments:False";
+        QCOMPARE(QString::fromStdString(resolveStackChoices(own).overheads.allocator_conf),
+                 QStringLiteral("expandable_segments:False"));
+        QVERIFY(estimateMemory(titan).peak_reserved < estimateMemory(own).peak_reserved);
+        const EstimateInput trainer = withStack(input(llama3_8b(), Method::Full, Precision::Bf16),
+                                                Stack::HfTrainer);
+        QVERIFY(resolveStackChoices(trainer).overheads.allocator_conf.empty());
+    }
+
     void torchtitanShardsTheSequenceWithTensorParallel()
     {
         const EstimateInput plain = tensorParallel8(Precision::AmpBf16);
