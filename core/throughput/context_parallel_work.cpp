@@ -20,6 +20,33 @@ double contextParallel(const EstimateInput &in)
 // partial updates and the dk/dv cat sent on.
 constexpr double kForwardOpsPerRound = 12;
 constexpr double kBackwardOpsPerRound = 10;
+// Bytes those kernels move per element of this GPU's queries (q) and of its keys and values (kv),
+// per round, from the same source: forward, the round's output cast to fp32 (2 + 4), the
+// difference, the sigmoid-weighted product and the update (3 x 12) -> 42 per q element; backward,
+// adding the round's dq into the fp32 accumulator (2 + 4 + 4) and the partial-chunk cat (8) -> 18
+// per q element, and for dk, dv the same add (10), the cat sent on (4 + 4) and the received copy
+// read back (4) -> 22 per kv element.
+constexpr double kForwardMergeBytesPerQ = 42;
+constexpr double kBackwardBytesPerQ = 18;
+constexpr double kBackwardBytesPerKv = 22;
+
+// Elements of the whole sequence's queries, and of its keys and values as SDPA gets them, per
+// micro-batch and layer on one tensor-parallel rank.
+double queryElements(const EstimateInput &in)
+{
+    const TrainingConfig &t = in.training;
+    const double tp = static_cast<double>(std::max<std::int64_t>(1, in.parallelism.tensor_parallel));
+    return static_cast<double>(t.micro_batch_size) * static_cast<double>(t.sequence_length)
+           * static_cast<double>(in.arch.attention_heads) / tp
+           * static_cast<double>(in.arch.head_dim);
+}
+
+double keyValueBytes(const EstimateInput &in);
+
+double keyValueElements(const EstimateInput &in)
+{
+    return keyValueBytes(in) / (in.training.precision == Precision::Fp32 ? 4.0 : 2.0);
+}
 
 // Bytes of the whole sequence's keys and values as SDPA gets them, per micro-batch and layer.
 double keyValueBytes(const EstimateInput &in)
@@ -38,7 +65,9 @@ double keyValueBytes(const EstimateInput &in)
 
 } // namespace
 
-MicroBatchWork contextParallelShare(const MicroBatchWork &work, const EstimateInput &in)
+MicroBatchWork contextParallelShare(const MicroBatchWork &work,
+                                    const EstimateInput &in,
+                                    const DeviceModel &device)
 {
     const double cp = contextParallel(in);
     if (cp <= 1)
@@ -55,6 +84,16 @@ MicroBatchWork contextParallelShare(const MicroBatchWork &work, const EstimateIn
     out.backward.host_ops += L * (cp - 1) * kBackwardOpsPerRound;
     if (out.recompute.host_ops > 0)
         out.recompute.host_ops += recomputed * (cp - 1) * kForwardOpsPerRound;
+    // This GPU's share of the queries, keys and values, moved once per round.
+    const double q = queryElements(in) / cp;
+    const double kv = keyValueElements(in) / cp;
+    const double merge = device.memorySeconds((cp - 1) * kForwardMergeBytesPerQ * q);
+    out.forward.elementwise += L * merge;
+    out.backward.elementwise += L
+                                * device.memorySeconds(
+                                    cp * (kBackwardBytesPerQ * q + kBackwardBytesPerKv * kv));
+    if (out.recompute.host_ops > 0)
+        out.recompute.elementwise += recomputed * merge;
     out.model_flops /= cp;
     return out;
 }

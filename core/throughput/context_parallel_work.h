@@ -6,12 +6,16 @@
 // load-balanced causal chunks, 1/cp of its attention; ring attention adds kernels and traffic.
 
 #include "model/memory_estimator.h"
+#include "throughput/device_model.h"
 #include "throughput/step_work.h"
 
 namespace membudget {
 
-// The share of the whole-sequence `work` one GPU of the context-parallel group does.
-MicroBatchWork contextParallelShare(const MicroBatchWork &work, const EstimateInput &input);
+// The share of the whole-sequence `work` one GPU of the context-parallel group does, with the ring
+// rounds' kernels and the memory traffic of their fp32 merges and accumulations.
+MicroBatchWork contextParallelShare(const MicroBatchWork &work,
+                                    const EstimateInput &input,
+                                    const DeviceModel &device);
 
 struct RingTraffic
 {

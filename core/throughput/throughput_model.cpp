@@ -72,7 +72,8 @@ ThroughputEstimate estimateThroughput(const EstimateInput &in, const GpuPerforma
     const bool train = tr.mode == Mode::Train;
     const MicroBatchWork work
         = contextParallelShare(microBatchWork(in.arch, tr, in.parallelism.tensor_parallel, device),
-                               in);
+                               in,
+                               device);
     const double gpu_seconds = work.gpuSeconds();
     // The host launches kernels asynchronously: the GPU runs at its own pace unless the host takes
     // longer to issue the operators than the GPU takes to run them.
