@@ -86,6 +86,16 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
             {{"loss: chunked cross-entropy (no whole fp32 logits)",
               [](EstimateInput &e, std::int64_t) { e.training.loss = LossImplementation::Chunked; },
               0}});
+    // torchtune's activation offloading, which needs full checkpointing on every layer: its PCIe
+    // copies are timed like the rest (communication.cpp, activationOffloadSeconds).
+    const Option offloadLayerInputs{"gradient checkpointing on every layer, layer inputs offloaded "
+                                    "to CPU RAM (activation offloading)",
+                                    [](EstimateInput &e, std::int64_t) {
+                                        e.training.checkpointing = Checkpointing::Full;
+                                        e.training.checkpoint_every = 1;
+                                        e.training.activation_offloading = true;
+                                    },
+                                    0};
     if (t.checkpointing != Checkpointing::Full || t.checkpoint_every > 1) {
         std::vector<Option> g;
         if (t.checkpointing == Checkpointing::None) {
@@ -108,7 +118,10 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                          e.training.checkpoint_every = 1;
                      },
                      0});
+        g.push_back(offloadLayerInputs);
         groups.push_back(g);
+    } else if (!t.activation_offloading) {
+        groups.push_back({offloadLayerInputs});
     }
     if (t.micro_batch_size > 1) {
         // Only divisors of the micro-batch: micro-batch x accumulation, the effective batch, stays

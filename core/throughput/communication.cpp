@@ -56,6 +56,27 @@ double storedWeightBytes(const ModelArchitecture &arch, const TrainingConfig &t)
     return isMixedMaster(t.precision) ? 2.0 : weightBytes(t.precision);
 }
 
+// Activation offloading (torchtune's OffloadActivations with streams): each checkpointed layer's
+// input goes to pinned CPU RAM on a side stream in forward and comes back in backward, each copy
+// overlapping the next layer's compute; what a layer's compute does not cover waits, and the first
+// copy back has nothing before it. Per micro-batch.
+double activationOffloadSeconds(const EstimateInput &in, const MicroBatchWork &work, double pcie)
+{
+    const TrainingConfig &tr = in.training;
+    if (tr.mode != Mode::Train || !tr.activation_offloading || pcie <= 0)
+        return 0;
+    const double L = static_cast<double>(std::max<std::int64_t>(1, in.arch.layers));
+    const double tokens = static_cast<double>(tr.micro_batch_size * tr.sequence_length)
+                          / static_cast<double>(
+                              std::max<std::int64_t>(1, in.parallelism.context_parallel));
+    // The residual stream: fp32 under fp32 and autocast, else 16-bit.
+    const double bytes = tr.precision == Precision::Fp32 || isAmp(tr.precision) ? 4.0 : 2.0;
+    const double copy = tokens * static_cast<double>(in.arch.hidden_size) * bytes / pcie;
+    const double forwardLayer = work.forward.gpuSeconds() / L;
+    const double backwardLayer = (work.backward.gpuSeconds() + work.recompute.gpuSeconds()) / L;
+    return L * (std::max(0.0, copy - forwardLayer) + std::max(0.0, copy - backwardLayer)) + copy;
+}
+
 } // namespace
 
 double rankParameters(const ModelArchitecture &arch, std::int64_t tensorParallel)
@@ -217,6 +238,7 @@ CommunicationTime communicationTime(const EstimateInput &in,
                                / (kHostMemoryGbps * 1e9);
         out.offload_exposed += copies + cpuStep;
     }
+    out.offload_exposed += accumulation * activationOffloadSeconds(in, work, pcie);
     return out;
 }
 

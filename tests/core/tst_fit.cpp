@@ -176,6 +176,40 @@ private slots:
             QVERIFY(!s.input.training.optimizer_in_backward);
     }
 
+    // LoRA at 32k tokens with full checkpointing on a card that holds everything but most of the
+    // layer inputs: offloading them (torchtune's activation offloading) fits on its own, with the
+    // layer inputs in CPU RAM and the PCIe copies in the step's time (hidden behind 32k tokens of
+    // compute, so barely slower); already offloading, it is not offered again.
+    void activationOffloadingIsOffered()
+    {
+        EstimateInput in = lora8b();
+        in.training.micro_batch_size = 1;
+        in.training.sequence_length = 32768;
+        in.training.loss = LossImplementation::Chunked;
+        EstimateInput offloaded = in;
+        offloaded.training.activation_offloading = true;
+        const MemoryEstimate kept = estimateMemory(in);
+        const MemoryEstimate moved = estimateMemory(offloaded);
+        QVERIFY(kept.device_total - moved.device_total > (4LL << 30));
+        const GpuSpec gpu = gpuOf((kept.device_total + moved.device_total) / 2);
+        bool offered = false;
+        for (const FitSuggestion &s : suggestFits(in, gpu, 100)) {
+            if (s.changes.size() != 1 || !s.input.training.activation_offloading)
+                continue;
+            offered = true;
+            QCOMPARE(s.cpu_offload_bytes, moved.cpu_offload_total);
+            QVERIFY(s.cpu_offload_bytes >= 32LL * 32768 * 4096 * 2);
+            QVERIFY(s.slowdown >= 1.0 && s.slowdown < 1.05);
+        }
+        QVERIFY(offered);
+        const ThroughputEstimate on = estimateThroughput(offloaded, gpu.performance);
+        QVERIFY(on.breakdown.offload > 0);
+        QCOMPARE(estimateThroughput(in, gpu.performance).breakdown.offload, 0.0);
+        for (const FitSuggestion &s : suggestFits(offloaded, gpuOf(moved.device_total / 2), 100))
+            for (const std::string &c : s.changes)
+                QVERIFY(c.find("activation offloading") == std::string::npos);
+    }
+
     // Issue #16: micro-batch 83 became "2 x 32"; the effective batch must never change.
     void suggestionsKeepTheEffectiveBatch_data()
     {
