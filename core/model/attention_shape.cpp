@@ -34,7 +34,7 @@ bool sdpaRepeatsKv(const TrainingConfig &t)
 {
     if (t.attention != Attention::Sdpa)
         return false;
-    return t.stack.name == Stack::Torchtitan || attentionShape(t).mask
+    return stackRepeatsGroupedKv(t.stack) || attentionShape(t).mask
            || torchRelease(t.stack) < LibraryVersion{2, 5, 0};
 }
 

@@ -31,7 +31,7 @@ AttentionShape attentionShape(const TrainingConfig &training);
 // Whether SDPA gets grouped keys and values copied to every query head (repeat_kv) rather than the
 // groups themselves: transformers' sdpa_attention_forward hands SDPA the groups (enable_gqa) only
 // with torch >= 2.5 and no mask (integrations/sdpa_attention.py, use_gqa_in_sdpa); torchtitan's
-// Llama always repeats them (torchtitan/models/llama3/model/model.py, repeat_kv).
+// Llama repeats them before 0.2.2 (stackRepeatsGroupedKv).
 bool sdpaRepeatsKv(const TrainingConfig &training);
 
 } // namespace membudget

@@ -290,7 +290,7 @@ LibraryVersion newestKnownVersion(Stack stack)
     case Stack::Torchtune:
         return {0, 6, 1};
     case Stack::Torchtitan:
-        return {0, 2, 0};
+        return {0, 2, 2};
     }
     return {};
 }
@@ -469,6 +469,14 @@ bool kbitKeepsHead16bit(const TrainingConfig &t)
                       || t.precision == Precision::MixedBf16;
     return kbitUpcast(t) && bf16 && t.stack.name == Stack::TrlSft
            && before(effectiveVersion(t.stack), 0, 26);
+}
+
+// torchtitan's Llama called repeat_kv before SDPA until PR #2259 ("GQA without kv repeats",
+// torchtitan/models/llama3/model/model.py), first released in 0.2.2; since then SDPA gets the
+// grouped keys and values with enable_gqa.
+bool stackRepeatsGroupedKv(const StackConfig &stack)
+{
+    return stack.name == Stack::Torchtitan && before(effectiveVersion(stack), 0, 2, 2);
 }
 
 // transformers before 4.53: _prepare_4d_causal_attention_mask_with_cache_position (additive).
