@@ -140,7 +140,8 @@ private:
     int cacheEntry(int t, const char *name);
     int rotary(int t, const char *name);
     int attentionCore(int q, int k, int v);
-    SmallVector<int, 2> ringScratch(int q, int k, int v);
+    RingAttentionScratch ringScratch(int q, int k, int v) const;
+    SmallVector<int, 2> addRingTensors(const RingAttentionScratch &ring);
     int eagerCore(int q, int k, int v);
     int sdpaCore(int q, int k, int v);
     int sdpaBias();
@@ -549,7 +550,8 @@ int LayerBuilder::sdpaCore(int q, int k, int v)
     lse.differentiable = false;
     const int l = g.addTensor(lse);
     const int bias = sdpaBias();
-    const SmallVector<int, 2> ring = m_cp > 1 ? ringScratch(qq, kk, vv) : SmallVector<int, 2>{};
+    const RingAttentionScratch ring = m_cp > 1 ? ringScratch(qq, kk, vv) : RingAttentionScratch{};
+    const SmallVector<int, 2> ringTensors = m_cp > 1 ? addRingTensors(ring) : SmallVector<int, 2>{};
     GraphOp &op = g.addOp(m_training.attention == Attention::Flash ? "flash attention" : "sdpa");
     // SDPA's kernels are on torchtitan's save list; FlashAttention-2's own op is not.
     if (m_training.attention == Attention::Sdpa)
@@ -569,29 +571,26 @@ int LayerBuilder::sdpaCore(int q, int k, int v)
     // dv_expanded); PyTorch's flash kernel is the same code.
     if (gqa && !repeat)
         op.backward_workspace += tok(2 * m_a * m_d * m_p.compute);
-    if (!ring.empty()) {
-        // Made with the op and gone when it returns: nothing reads or keeps them.
-        for (int t : ring)
-            op.outputs.push_back(t);
-        op.backward_workspace += ringAttentionScratch(m_b.elements(qq).per_token,
-                                                      m_b.elements(kk).per_token
-                                                          + m_b.elements(vv).per_token,
-                                                      m_b.elementBytes(kk),
-                                                      m_cp)
-                                     .backward;
-    }
+    // The ring's forward buffers are made with the op and gone when it returns: nothing reads or
+    // keeps them.
+    for (int t : ringTensors)
+        op.outputs.push_back(t);
+    op.backward_workspace += ring.backward;
     return indices >= 0 ? unpadCopy(o, indices, "flash output padded back") : o;
 }
 
-// Context parallelism's ring attention (context_parallel.h): its forward scratch, temporaries that
-// live while the attention op runs.
-SmallVector<int, 2> LayerBuilder::ringScratch(int q, int k, int v)
+// Context parallelism's ring attention (context_parallel.h) over the q, k and v SDPA gets.
+RingAttentionScratch LayerBuilder::ringScratch(int q, int k, int v) const
 {
-    const RingAttentionScratch r = ringAttentionScratch(m_b.elements(q).per_token,
-                                                        m_b.elements(k).per_token
-                                                            + m_b.elements(v).per_token,
-                                                        m_b.elementBytes(k),
-                                                        m_cp);
+    return ringAttentionScratch(m_b.elements(q).per_token,
+                                m_b.elements(k).per_token + m_b.elements(v).per_token,
+                                m_b.elementBytes(k),
+                                m_cp);
+}
+
+// Its forward scratch, as temporaries that live while the attention op runs.
+SmallVector<int, 2> LayerBuilder::addRingTensors(const RingAttentionScratch &r)
+{
     SmallVector<int, 2> out;
     for (const auto &[name, size] :
          {std::pair{"ring attention: gathered and local k, v", r.keys_values},

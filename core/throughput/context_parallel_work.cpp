@@ -41,15 +41,15 @@ double queryElements(const EstimateInput &in)
            * static_cast<double>(in.arch.head_dim);
 }
 
-double keyValueBytes(const EstimateInput &in);
-
-double keyValueElements(const EstimateInput &in)
+// Bytes per element of the keys and values in flight: 16-bit but in fp32 training.
+double elementBytes(const EstimateInput &in)
 {
-    return keyValueBytes(in) / (in.training.precision == Precision::Fp32 ? 4.0 : 2.0);
+    return in.training.precision == Precision::Fp32 ? 4.0 : 2.0;
 }
 
-// Bytes of the whole sequence's keys and values as SDPA gets them, per micro-batch and layer.
-double keyValueBytes(const EstimateInput &in)
+// Elements of the whole sequence's keys and values as SDPA gets them (grouped, or repeated to
+// every query head), per micro-batch and layer on one tensor-parallel rank.
+double keyValueElements(const EstimateInput &in)
 {
     const TrainingConfig &t = in.training;
     const ModelArchitecture &a = in.arch;
@@ -59,8 +59,7 @@ double keyValueBytes(const EstimateInput &in)
                                                    : static_cast<double>(a.kv_heads);
     const double tokens = static_cast<double>(t.micro_batch_size)
                           * static_cast<double>(t.sequence_length);
-    const double bytes = t.precision == Precision::Fp32 ? 4.0 : 2.0;
-    return tokens * 2 * std::max(1.0, heads / tp) * static_cast<double>(a.head_dim) * bytes;
+    return tokens * 2 * std::max(1.0, heads / tp) * static_cast<double>(a.head_dim);
 }
 
 } // namespace
@@ -110,11 +109,10 @@ RingTraffic ringAttentionTraffic(const EstimateInput &in,
     if (cp <= 1 || bandwidth <= 0)
         return r;
     const double L = static_cast<double>(std::max<std::int64_t>(1, in.arch.layers));
-    const double kv = keyValueBytes(in);
+    const double kv = keyValueElements(in) * elementBytes(in);
     const double share = (cp - 1) / cp;
     const double gather = share * kv / bandwidth;
-    const double grads = share * kv * (4.0 / (in.training.precision == Precision::Fp32 ? 4 : 2))
-                         / bandwidth;
+    const double grads = share * kv * (4.0 / elementBytes(in)) / bandwidth; // fp32 dk, dv
     const double forwardAttention = work.forward.attention / L;
     const double backwardAttention = work.backward.attention / L;
     const double exposedForward = std::max(0.0, gather - forwardAttention / cp);
