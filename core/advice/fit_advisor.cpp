@@ -87,7 +87,9 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
               [](EstimateInput &e, std::int64_t) { e.training.loss = LossImplementation::Chunked; },
               0}});
     // torchtune's activation offloading, which needs full checkpointing on every layer: its PCIe
-    // copies are timed like the rest (communication.cpp, activationOffloadSeconds).
+    // copies are timed like the rest (communication.cpp, activationOffloadSeconds). Offered where
+    // the scenario checkpoints whole layers already: every option of a group multiplies the
+    // combinations searched, and from no checkpointing full checkpointing comes first.
     const Option offloadLayerInputs{"gradient checkpointing on every layer, layer inputs offloaded "
                                     "to CPU RAM (activation offloading)",
                                     [](EstimateInput &e, std::int64_t) {
@@ -118,7 +120,8 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                          e.training.checkpoint_every = 1;
                      },
                      0});
-        g.push_back(offloadLayerInputs);
+        if (t.checkpointing == Checkpointing::Full)
+            g.push_back(offloadLayerInputs);
         groups.push_back(g);
     } else if (!t.activation_offloading) {
         groups.push_back({offloadLayerInputs});
