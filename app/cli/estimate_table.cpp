@@ -94,6 +94,8 @@ std::string describeTraining(const EstimateInput &in)
         s += " (1 in " + std::to_string(t.checkpoint_every) + " layers)";
     if (t.mode == Mode::Train && t.activation_offloading)
         s += " + activation offloading";
+    if (t.mode == Mode::Train && t.float8)
+        s += " · float8 linears";
     s += std::string(" · ") + attentionName(t.attention) + " attention";
     if (in.parallelism.gpus > 1)
         s += " · " + std::to_string(in.parallelism.gpus) + " GPUs "

@@ -101,6 +101,11 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
             + ") has no setting here: these files run " + std::to_string(s.parallelism.gpus)
             + " data-parallel processes, each holding what MemBudget splits "
               "across the tensor-parallel group");
+    if (t.float8 && t.mode == Mode::Train)
+        plan.notes.push_back(
+            "float8 training is torchao's Float8Linear (torchtitan "
+            "model.converters float8, or torchao.float8.convert_to_float8_training "
+            "on the model): these files do not set it up");
     if (s.parallelism.context_parallel > 1)
         plan.notes.push_back(
             "context parallelism (degree " + std::to_string(s.parallelism.context_parallel)

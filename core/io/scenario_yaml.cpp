@@ -122,6 +122,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                       "kbit_fp32_upcast",
                       "optimizer_in_backward",
                       "activation_offloading",
+                      "float8",
                       "quantization_options",
                       "ia3",
                       "inference"}))
@@ -145,7 +146,8 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
           && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 6)
           && r.getBool(t, "kbit_fp32_upcast", c.kbit_fp32_upcast)
           && r.getBool(t, "optimizer_in_backward", c.optimizer_in_backward)
-          && r.getBool(t, "activation_offloading", c.activation_offloading)))
+          && r.getBool(t, "activation_offloading", c.activation_offloading)
+          && r.getBool(t, "float8", c.float8)))
         return false;
     // QLoRA implies a 4-bit base unless the file says otherwise.
     if (c.method == Method::Qlora)
@@ -693,6 +695,8 @@ void trainingExtras(const TrainingConfig &t, std::string &out)
         out += "  optimizer_in_backward: true\n";
     if (t.activation_offloading)
         out += "  activation_offloading: true\n";
+    if (t.float8)
+        out += "  float8: true\n";
 }
 
 void parallelismYaml(const ParallelismConfig &p, std::string &out)

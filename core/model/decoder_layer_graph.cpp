@@ -133,6 +133,7 @@ private:
     int baseMatmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
     void classifyBaseMatmul(std::size_t firstOp, const char *name, TensorRole role);
     int int8Matmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
+    int float8Matmul(int x, int w, double weightElements, SizeExpr outElements, const char *name);
     int loraBranch(int x, int base, int w, const LinearShape &shape, const char *name);
     int doraTerm(int xd, int base, int w, int A, int B, int loraOut, const LinearShape &shape);
     int ia3Scale(int t, const LinearShape &shape, bool input);
@@ -275,12 +276,38 @@ int LayerBuilder::baseMatmul(
         return int8Matmul(x, w, weightElements, outElements, name);
     if (m_p.quantization != Quantization::None)
         return quantizedMatmul(m_b, m_p, x, w, weightElements, outElements, name, m_shape.rows);
+    if (m_p.float8)
+        return float8Matmul(x, w, weightElements, outElements, name);
     if (m_p.amp) {
         const int xc = amp16(x);
         const int wc = m_b.autocastWeightCopy(w, weightElements, "autocast weight copy");
         return m_b.matmul(xc, wc, outElements, 2, name);
     }
     return m_b.matmul(x, w, outElements, m_p.compute, name);
+}
+
+// torchao Float8Linear (torchao/float8/float8_linear.py, matmul_with_hp_or_float8_args; tensorwise
+// dynamic scaling): the forward casts the input and the weight to fp8 (e4m3) and multiplies them;
+// autograd keeps the 16-bit input and the weight itself, as a plain linear does. Under autocast the
+// input is cast to 16-bit first and the fp32 weight straight to fp8 (no autocast weight copy). The
+// backward casts the output gradient to e5m2 twice (for the input and the weight gradient), the
+// weight and the input to e4m3 again: one byte per element each, alive while it runs.
+int LayerBuilder::float8Matmul(
+    int x, int w, double weightElements, SizeExpr outElements, const char *name)
+{
+    const int xc = m_p.amp ? amp16(x) : x;
+    GraphTensor casts;
+    casts.name = "float8 casts of input and weight";
+    casts.size = m_b.elements(xc) + SizeExpr::constant(weightElements);
+    casts.element_bytes = 1;
+    casts.differentiable = false;
+    const int fp8 = m_b.graph().addTensor(casts);
+    const int out = m_b.matmul(xc, w, outElements, m_p.amp ? 2 : m_p.compute, name);
+    GraphOp &op = m_b.lastOp();
+    op.outputs.push_back(fp8); // made with the matmul, gone when it returns
+    op.backward_workspace += outElements * 2 + m_b.elements(xc)
+                             + SizeExpr::constant(weightElements);
+    return out;
 }
 
 // bitsandbytes MatMul8bitLt (LLM.int8, bitsandbytes/autograd/_functions.py, 0.45 and later): the

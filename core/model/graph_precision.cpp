@@ -17,6 +17,7 @@ GraphPrecision graphPrecision(const TrainingConfig &t)
     p.train = t.mode == Mode::Train;
     p.train_base = p.train && t.method == Method::Full;
     p.lora = p.train && (t.method == Method::Lora || t.method == Method::Qlora);
+    p.float8 = p.train && t.float8;
     p.dora = p.lora && t.lora.use_dora;
     p.ia3 = p.train && t.method == Method::Ia3;
     p.ia3_targets = t.ia3.targets;

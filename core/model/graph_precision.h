@@ -16,6 +16,7 @@ struct GraphPrecision
     double adapter = 4;        // LoRA: PEFT casts the adapter input to the adapter weights' dtype
     double adapter_weight = 4; // LoRA adapter weights and their gradients
     bool amp = false;          // autocast: F.linear casts fp32 inputs (and weights) to 16-bit
+    bool float8 = false;       // torchao Float8Linear decoder-layer linears (training.float8)
     bool train = true;         // a training step (autograd on)
     bool train_base = true;    // full fine-tuning: base weights require gradients
     bool lora = false;         // LoRA / QLoRA adapters

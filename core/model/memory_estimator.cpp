@@ -92,6 +92,28 @@ std::string validateActivationOffloading(const TrainingConfig &t, std::string *k
     return {};
 }
 
+// torchao's float8 training converts the 16-bit (bf16) linears of a full training run; LoRA
+// adapters over float8 bases and fp16 or fp32 runs are not what torchtitan trains.
+std::string validateFloat8(const TrainingConfig &t, std::string *key)
+{
+    if (!t.float8 || t.mode != Mode::Train)
+        return {};
+    const bool bf16 = t.precision == Precision::Bf16 || t.precision == Precision::AmpBf16
+                      || t.precision == Precision::MixedBf16;
+    const char *problem = nullptr;
+    if (t.method != Method::Full)
+        problem = "float8 training is modelled for full fine-tuning (torchao Float8Linear on "
+                  "trained weights): use method full";
+    else if (!bf16)
+        problem = "float8 training keeps bf16 as its high precision: use precision bf16, "
+                  "amp-bf16 or mixed-bf16";
+    if (!problem)
+        return {};
+    if (key)
+        *key = "training.float8";
+    return problem;
+}
+
 } // namespace
 
 std::string validateInput(const EstimateInput &in, std::string *key)
@@ -145,6 +167,8 @@ std::string validateInput(const EstimateInput &in, std::string *key)
     if (const std::string bad = validateActivationOffloading(t, key); !bad.empty())
         return bad;
     if (const std::string bad = validateContextParallel(t, p, key); !bad.empty())
+        return bad;
+    if (const std::string bad = validateFloat8(t, key); !bad.empty())
         return bad;
     if (t.offload.parameters && !shardsParameters(p.sharding))
         return problem("training.offload",

@@ -25,7 +25,7 @@ bool operator==(const TrainingConfig &a, const TrainingConfig &b)
            && a.lora == b.lora && a.offload == b.offload && a.stack == b.stack
            && a.kbit_fp32_upcast == b.kbit_fp32_upcast
            && a.optimizer_in_backward == b.optimizer_in_backward
-           && a.activation_offloading == b.activation_offloading
+           && a.activation_offloading == b.activation_offloading && a.float8 == b.float8
            && a.quantization_options == b.quantization_options && a.ia3.targets == b.ia3.targets
            && a.inference == b.inference;
 }

@@ -191,6 +191,12 @@ struct TrainingConfig
     // more tensors are offloaded. Needs full checkpointing on every layer (torchtune refuses it
     // without activation checkpointing).
     bool activation_offloading = false;
+    // torchao float8 training (Float8Linear, tensorwise dynamic scaling; torchtitan's
+    // model.converters float8): every decoder-layer linear casts its input and weight to fp8 for the
+    // forward matmul and its output gradient, weight and input again for the backward ones, keeping
+    // the 16-bit input and the weight for backward as before (torchao/float8/float8_linear.py).
+    // lm_head stays 16-bit (torchtitan's filter_fqns "output").
+    bool float8 = false;
 };
 
 // OffloadActivations' max_fwd_stash_size default: a tensor being offloaded stays alive until this

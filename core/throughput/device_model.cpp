@@ -37,6 +37,19 @@ DeviceModel::DeviceModel(const GpuPerformance &gpu, Precision precision)
     m_bandwidth = gpu.memory_bandwidth_gbps * 1e9 * kMemoryEfficiency;
     m_units = gpu.multiprocessors > 0 ? gpu.multiprocessors : kDefaultMultiprocessors;
     m_elementBytes = precision == Precision::Fp32 ? 4 : 2;
+    m_fp8Peak = gpu.fp8_tflops * 1e12;
+}
+
+// The matmul efficiency and clock of the 16-bit kernels carried over to fp8 (an assumption: no
+// per-GPU fp8 efficiency is published beside the MAMF table's bf16 one).
+DeviceModel DeviceModel::float8() const
+{
+    DeviceModel d = *this;
+    if (!hasFloat8() || m_peak <= 0)
+        return d;
+    d.m_matmulRate = m_matmulRate * m_fp8Peak / m_peak;
+    d.m_elementBytes = 1;
+    return d;
 }
 
 // Wave quantization (NVIDIA Deep Learning Performance guide, "Matrix Multiplication Background",

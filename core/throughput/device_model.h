@@ -32,10 +32,16 @@ public:
     double memoryBandwidth() const { return m_bandwidth; } // bytes/s the kernels reach
     double bytesPerElement() const { return m_elementBytes; }
 
+    // FP8 tensor cores (torch._scaled_mm): the same GPU with one-byte operands at its dense fp8
+    // rate; false where the preset has no fp8 figure (no FP8 tensor cores).
+    bool hasFloat8() const { return m_fp8Peak > 0; }
+    DeviceModel float8() const;
+
 private:
     double waves(double tiles) const;
 
     double m_peak = 0;       // FLOP/s, dense, compute precision
+    double m_fp8Peak = 0;    // FLOP/s, dense fp8 (0: none)
     double m_matmulRate = 0; // FLOP/s the largest matmuls reach
     double m_attentionRate = 0;
     double m_bandwidth = 0;    // bytes/s

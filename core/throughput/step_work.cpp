@@ -196,6 +196,8 @@ public:
         , m_tr(tr)
         , m_t(t)
         , m_dev(device)
+        , m_fp8(device.float8())
+        , m_float8(tr.float8 && tr.mode == Mode::Train)
         , m_train(tr.mode == Mode::Train)
         , m_full(tr.method == Method::Full)
         , m_recompute(m_train && checkpointedLayers(tr, arch.layers) > 0)
@@ -231,20 +233,49 @@ private:
     // Forward, recompute and backward of one weight matrix (in x out), `count` of them, each seeing
     // `tokens` tokens. The backward always computes the input gradient; the weight gradient only
     // when the weight trains (LoRA and QLoRA skip it for the frozen base).
-    void weight(double tokens, double in, double out, double count, bool trainable, bool rerun)
+    void weight(double tokens,
+                double in,
+                double out,
+                double count,
+                bool trainable,
+                bool rerun,
+                bool float8 = false)
     {
-        matmul(m_work.forward, m_dev, tokens, out, in, count);
+        const DeviceModel &d = float8 ? m_fp8 : m_dev;
+        matmul(m_work.forward, d, tokens, out, in, count);
         m_work.model_flops += 2 * tokens * in * out * count;
+        if (float8)
+            float8Casts(tokens, in, out, count, rerun);
         if (!m_train)
             return;
         if (rerun) // false for lm_head: checkpointing wraps the decoder layers only
-            matmul(m_work.recompute, m_dev, tokens, out, in, count);
-        matmul(m_work.backward, m_dev, tokens, in, out, count);
+            matmul(m_work.recompute, d, tokens, out, in, count);
+        matmul(m_work.backward, d, tokens, in, out, count);
         m_work.model_flops += 2 * tokens * in * out * count;
         if (trainable) {
-            matmul(m_work.backward, m_dev, in, out, tokens, count);
+            matmul(m_work.backward, d, in, out, tokens, count);
             m_work.model_flops += 2 * tokens * in * out * count;
         }
+    }
+
+    // torchao's tensorwise casts around a Float8Linear's matmuls (float8_linear.py): each reads the
+    // 16-bit tensor twice (its amax, then the scaled cast) and writes one byte per element: in
+    // forward the input and the weight, in backward the output gradient twice, the weight and the
+    // input again. Eager kernels, as the rest of the model (torch.compile fuses them).
+    void float8Casts(double tokens, double in, double out, double count, bool rerun)
+    {
+        const double perElement = 2 * m_E + 1;
+        const double input = tokens * in, weight = in * out, gradOut = tokens * out;
+        const double forward = m_dev.memorySeconds(perElement * (input + weight) * count);
+        m_work.forward.elementwise += forward;
+        m_work.forward.host_ops += 4 * count;
+        if (rerun) {
+            m_work.recompute.elementwise += forward;
+            m_work.recompute.host_ops += 4 * count;
+        }
+        m_work.backward.elementwise += m_dev.memorySeconds(
+            perElement * (2 * gradOut + weight + input) * count);
+        m_work.backward.host_ops += 8 * count;
     }
 
     // Whether a layer's matmul runs again in backward: under checkpointing, unless torchtitan's
@@ -337,7 +368,7 @@ private:
             }
             const bool atenMm = linearRunsAsMatmul(m_tr.quantization, tokens, m_train)
                                 && !linearHasBias(m_arch, g.role);
-            weight(tokens, in, out, count, m_full, reruns(atenMm));
+            weight(tokens, in, out, count, m_full, reruns(atenMm), m_float8);
             if (quantized)
                 dequantize(in * out * count);
             if (adapters && (g.lora_bits & m_tr.lora.targets) != 0)
@@ -467,6 +498,8 @@ private:
     const TrainingConfig &m_tr;
     const double m_t;
     const DeviceModel &m_dev;
+    const DeviceModel m_fp8;
+    const bool m_float8;
     const bool m_train, m_full, m_recompute, m_opSelective;
     int m_matmuls = 0; // aten.mm calls of one layer so far (op-level selective checkpointing)
     const double m_E, m_b, m_s, m_T, m_L;

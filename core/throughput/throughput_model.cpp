@@ -65,6 +65,11 @@ ThroughputEstimate estimateThroughput(const EstimateInput &in, const GpuPerforma
         return out;
     }
     const TrainingConfig &tr = in.training;
+    if (tr.float8 && tr.mode == Mode::Train && !device.hasFloat8()) {
+        out.problem = "float8 training needs FP8 tensor cores (Hopper, Ada, Blackwell, MI300): "
+                      "this GPU preset has no fp8_tflops";
+        return out;
+    }
     if (tr.micro_batch_size < 1 || tr.sequence_length < 1 || in.arch.layers < 1) {
         out.problem = "nothing to run";
         return out;

@@ -186,8 +186,8 @@ private slots:
 
     // torchtitan's context-parallel table (tests/data/context_parallel, sources in each file):
     // every GPU holds a 32,768-token share at CP 1, 2, 4 and 8, and the published memory stays
-    // flat (83.9-84.5 GiB). Float8 and torch.compile are not expressible, so this holds only what
-    // the table shows about sharing: allocated identical, reserved flat and within 3%.
+    // flat (83.9-84.5 GiB). torch.compile is not expressible, so this holds only what the table
+    // shows about sharing: allocated identical, reserved flat and within 3%.
     void torchtitanTableStaysFlat()
     {
         const std::pair<int, double> rows[] = {{1, 83.9}, {2, 84.2}, {4, 84.0}, {8, 84.5}};

@@ -549,6 +549,15 @@ QWidget *ControlsPanel::buildTrainingGroup()
              [name](Scenario &s) { parsePrecision(name, s.training.precision); });
     });
     form->addRow(tr("Prec&ision:"), m_precision);
+    m_float8 = flagBox("float8",
+                       tr("Float8 linears (torchao)"),
+                       tr("torchao float8 training (torchtitan's float8 converter): the decoder "
+                          "layers' matmuls run on FP8 tensor cores, each casting its input and "
+                          "weight to fp8 as it runs; what is kept for backward stays bf16. Full "
+                          "fine-tuning in a bf16 precision, on a GPU with FP8 tensor cores."),
+                       tr("Change float8 training"),
+                       [](Scenario &s, bool on) { s.training.float8 = on; });
+    form->addRow(QString(), m_float8);
 
     m_quantization = enumCombo(
         "quantization",
@@ -1263,6 +1272,9 @@ void ControlsPanel::syncFromDocument()
     m_dora->setChecked(t.lora.use_dora);
     m_dora->setEnabled(t.method == Method::Lora || t.method == Method::Qlora);
     selectName(m_precision, precisionName(t.precision));
+    m_float8->setChecked(t.float8);
+    m_float8->setEnabled((t.method == Method::Full) || t.float8);
+    m_trainingForm->setRowVisible(m_float8, train);
     selectName(m_quantization, quantizationName(t.quantization));
     m_quantization->setEnabled(t.method == Method::Qlora || t.method == Method::Ia3 || !train
                                || t.quantization != Quantization::None);

@@ -125,6 +125,7 @@ private:
     QComboBox *m_torch = nullptr;
     QCheckBox *m_dora = nullptr;
     QCheckBox *m_optimizerInBackward = nullptr;
+    QCheckBox *m_float8 = nullptr;
     QCheckBox *m_activationOffloading = nullptr;
     QComboBox *m_precision = nullptr;
     QComboBox *m_quantization = nullptr;
