@@ -1295,20 +1295,23 @@ void ControlsPanel::syncFromDocument()
     selectName(m_kvDtype, kvCacheDtypeName(t.inference.kv_cache_dtype));
     m_kvDtype->setEnabled(t.inference.kv_cache != KvCacheKind::Quantized);
     // Sequences side by side: context-parallel GPUs share theirs.
-    const std::int64_t dp = s.parallelism.batchReplicas();
+    const std::int64_t replicas = s.parallelism.batchReplicas();
     // In doubles: a million-sequence micro-batch x a million steps x many GPUs x a long sequence
     // passes 2^63 (found by tst_monkey_input under UBSan).
     const double sequences = static_cast<double>(t.micro_batch_size)
                              * static_cast<double>(t.gradient_accumulation_steps)
-                             * static_cast<double>(std::max<std::int64_t>(dp, 1));
+                             * static_cast<double>(std::max<std::int64_t>(replicas, 1));
     const auto count = [](double v) {
         return v < 1e15 ? QLocale().toString(static_cast<qlonglong>(v))
                         : QLocale().toString(v, 'g', 3);
     };
     m_effectiveBatch->setText(
         train
-            ? tr("Effective batch: %1 sequences, %2 tokens per optimizer step")
-                  .arg(count(sequences), count(sequences * static_cast<double>(t.sequence_length)))
+            ? (sequences == 1 ? tr("Effective batch: 1 sequence, %1 tokens per optimizer step")
+                                    .arg(count(static_cast<double>(t.sequence_length)))
+                              : tr("Effective batch: %1 sequences, %2 tokens per optimizer step")
+                                    .arg(count(sequences),
+                                         count(sequences * static_cast<double>(t.sequence_length))))
             : tr("Inference: micro-batch sequences of a sequence-long prompt, then the generated "
                  "tokens"));
 
