@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "throughput/communication.h"
 
+#include "model/graph_precision.h"
 #include "model/parameter_layout.h"
 #include "model/stack_profile.h"
 #include "model/weight_format.h"
@@ -66,12 +67,9 @@ double activationOffloadSeconds(const EstimateInput &in, const MicroBatchWork &w
     if (tr.mode != Mode::Train || !tr.activation_offloading || pcie <= 0)
         return 0;
     const double L = static_cast<double>(std::max<std::int64_t>(1, in.arch.layers));
-    const double tokens = static_cast<double>(tr.micro_batch_size * tr.sequence_length)
-                          / static_cast<double>(
-                              std::max<std::int64_t>(1, in.parallelism.context_parallel));
-    // The residual stream: fp32 under fp32 and autocast, else 16-bit.
-    const double bytes = tr.precision == Precision::Fp32 || isAmp(tr.precision) ? 4.0 : 2.0;
-    const double copy = tokens * static_cast<double>(in.arch.hidden_size) * bytes / pcie;
+    // A layer input in the residual stream's dtype, as the memory model sizes it.
+    const double bytes = graphPrecision(tr).stream;
+    const double copy = tokensPerGpu(in) * static_cast<double>(in.arch.hidden_size) * bytes / pcie;
     const double forwardLayer = work.forward.gpuSeconds() / L;
     const double backwardLayer = (work.backward.gpuSeconds() + work.recompute.gpuSeconds()) / L;
     return L * (std::max(0.0, copy - forwardLayer) + std::max(0.0, copy - backwardLayer)) + copy;
@@ -132,8 +130,7 @@ CommunicationTime communicationTime(const EstimateInput &in,
 
     // Tensor parallelism.
     if (t > 1) {
-        const double tokens = static_cast<double>(tr.micro_batch_size * tr.sequence_length)
-                              / static_cast<double>(std::max<std::int64_t>(1, par.context_parallel));
+        const double tokens = tokensPerGpu(in);
         const double bytes = tokens * static_cast<double>(in.arch.hidden_size)
                              * (tr.precision == Precision::Fp32 ? 4.0 : 2.0);
         double count = 2 * L;

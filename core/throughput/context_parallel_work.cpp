@@ -64,6 +64,12 @@ double keyValueElements(const EstimateInput &in)
 
 } // namespace
 
+double tokensPerGpu(const EstimateInput &in)
+{
+    return static_cast<double>(in.training.micro_batch_size)
+           * static_cast<double>(in.training.sequence_length) / contextParallel(in);
+}
+
 MicroBatchWork contextParallelShare(const MicroBatchWork &work,
                                     const EstimateInput &in,
                                     const DeviceModel &device)

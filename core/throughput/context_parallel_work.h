@@ -11,6 +11,9 @@
 
 namespace membudget {
 
+// Tokens of a micro-batch on one GPU: b x s, shared by the context-parallel group.
+double tokensPerGpu(const EstimateInput &input);
+
 // The share of the whole-sequence `work` one GPU of the context-parallel group does, with the ring
 // rounds' kernels and the memory traffic of their fp32 merges and accumulations.
 MicroBatchWork contextParallelShare(const MicroBatchWork &work,
