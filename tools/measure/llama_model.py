@@ -103,10 +103,22 @@ def eager_attention(module, query, key, value, attention_mask, scaling, dropout)
     return attn_output.transpose(1, 2).contiguous()
 
 
+# How the SDPA path is written: "legacy" as transformers 4.48-4.53's sdpa_attention_forward
+# (repeat_kv, then .contiguous() on q, k and v), "current" as later releases (use_gqa_in_sdpa: with
+# torch >= 2.5 and no mask, SDPA gets the grouped keys and values with enable_gqa=True and no copies).
+SDPA_STYLE = "legacy"
+
+
 def sdpa_attention(module, query, key, value, attention_mask, scaling, dropout):
     if not torch_compat.has_sdpa():
         raise RuntimeError("scaled_dot_product_attention is unavailable in torch %s (needs >= 2.0)"
                            % torch.__version__)
+    if SDPA_STYLE == "current" and attention_mask is None and torch_compat.version_tuple() >= (2, 5):
+        groups = module.num_key_value_groups
+        attn_output = F.scaled_dot_product_attention(query, key, value, dropout_p=dropout,
+                                                     is_causal=query.shape[2] > 1, scale=scaling,
+                                                     enable_gqa=groups > 1)
+        return attn_output.transpose(1, 2).contiguous()
     key = repeat_kv(key, module.num_key_value_groups)
     value = repeat_kv(value, module.num_key_value_groups)
     causal_mask = attention_mask

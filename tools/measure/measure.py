@@ -9,7 +9,8 @@ gradient and optimizer-state bytes, the bytes autograd saves for backward (by st
 and per-phase memory (CUDA allocator counters, or live tensor storages on CPU). See README.md.
 
 Exit codes: 0 ok, 1 bad input, 2 usage, 3 a valid scenario the harness cannot reproduce, 4 torch
-failed to run it on this device (e.g. fp16 matmuls on a CPU).
+failed to run it on this device (e.g. fp16 matmuls on a CPU), 5 the GPU ran out of memory (with -o,
+the JSON then says so: "out_of_memory": true).
 """
 
 import argparse
@@ -120,6 +121,56 @@ def device_description(device):
     return "%s (%s)" % (dev, platform.processor() or platform.machine())
 
 
+def start_snapshot(path, device):
+    """Records the allocator's history (torch.cuda.memory._record_memory_history, Python frames
+    only: C++ frames take minutes to symbolize) from here on, for _dump_snapshot."""
+    if not path:
+        return False
+    if device.type != "cuda":
+        raise scenario_mod.Unsupported("--snapshot needs a CUDA device (the caching allocator's trace)")
+    torch.cuda.memory._record_memory_history(max_entries=2000000, stacks="python")
+    _RECORDING.append(path)
+    return True
+
+
+def dump_snapshot(path):
+    torch.cuda.synchronize()
+    torch.cuda.memory._dump_snapshot(path)
+    torch.cuda.memory._record_memory_history(enabled=None)
+    _RECORDING.clear()
+
+
+_RECORDING = []  # the snapshot path while the allocator's history is being recorded
+
+
+def allocator_counters(device):
+    """The caching allocator's own counters over the whole run: how often it had to free its cache
+    and retry a cudaMalloc (a run close to the capacity), and its settings."""
+    stats = torch.cuda.memory_stats(device)
+    free, total = torch.cuda.mem_get_info(device)
+    return {
+        "alloc_retries": stats.get("num_alloc_retries", 0),
+        "ooms": stats.get("num_ooms", 0),
+        "device_capacity_bytes": total,
+        "allocator_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+    }
+
+
+def oom_report(args, err):
+    """What is known when the GPU ran out of memory: the allocator's peaks so far."""
+    device = torch.device(args.device)
+    out = {"harness": HARNESS_VERSION, "torch_version": torch.__version__,
+           "device": device_description(device), "out_of_memory": True,
+           "message": str(err).strip().splitlines()[0] if str(err).strip() else "out of memory"}
+    try:
+        out["memory"] = dict(allocator_counters(device),
+                             peak_bytes=torch.cuda.max_memory_allocated(device),
+                             peak_reserved_bytes=torch.cuda.max_memory_reserved(device))
+    except RuntimeError:
+        pass
+    return out
+
+
 def scenario_notes(sc, setup):
     tr = sc.training
     notes = []
@@ -154,12 +205,14 @@ def run(args):
         key, value = item.split("=", 1)
         overrides.append((key.strip(), value))
     sc = scenario_mod.load(args.scenario, arch_override, overrides)
+    llama_model.SDPA_STYLE = args.hf_sdpa
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise scenario_mod.Unsupported("--device %s: CUDA is not available in this torch" % args.device)
     foreach = {"default": None, "on": True, "off": False}[args.foreach]
     setup = Setup(sc, args.device, args.seed, foreach)
     device = setup.device
 
+    recording = args.snapshot_warmup and start_snapshot(args.snapshot, device)
     t_start = time.perf_counter()
     warmup_peak = None
     if device.type == "cuda":
@@ -185,6 +238,7 @@ def run(args):
     baseline_tensors += [p.grad for p in model.parameters() if p.grad is not None]
     for batch in setup.batches:
         baseline_tensors += list(batch)
+    recording = recording or start_snapshot(args.snapshot, device)
     if tracker is not None:
         with tracker:
             tracker.register(baseline_tensors)
@@ -193,6 +247,8 @@ def run(args):
     else:
         baseline = None
         loss = train_step(setup, obs)
+    if recording:
+        dump_snapshot(args.snapshot)
     if device.type == "cuda":
         baseline = None  # phases carry their own start_bytes
     recorder.detach(model)
@@ -229,6 +285,7 @@ def run(args):
         "device": device_description(device),
         "seed": args.seed,
         "steps": args.steps,
+        "hf_sdpa": args.hf_sdpa,
         "torch_notes": notes,
         "parameters": total,
         "trainable_parameters": trainable,
@@ -257,6 +314,8 @@ def run(args):
     mem["baseline_bytes"] = baseline
     mem["warmup_peak_bytes"] = warmup_peak
     mem["micro_steps"] = tr.gradient_accumulation_steps
+    if device.type == "cuda":
+        mem.update(allocator_counters(device))
     mem["dispatch_ops"] = tracker.ops if tracker is not None else None
     if tracker is not None and tracker.events is not None:
         tracker.poll()
@@ -296,6 +355,16 @@ def build_parser():
     parser.add_argument("--events", action="store_true",
                         help="CPU: record the measured step's allocations and frees in order "
                              "(memory.events), to compare with MemBudget's step timeline")
+    parser.add_argument("--hf-sdpa", choices=("legacy", "current"), default="legacy",
+                        help="attention: sdpa as transformers 4.48-4.53 wrote it (legacy: repeat_kv and "
+                             "contiguous copies) or as later releases do (current: enable_gqa with torch "
+                             ">= 2.5, no copies)")
+    parser.add_argument("--snapshot", metavar="FILE",
+                        help="CUDA: record the measured step's allocator trace and write it to FILE "
+                             "(torch.cuda.memory._dump_snapshot; read it with membudget snapshot)")
+    parser.add_argument("--snapshot-warmup", action="store_true",
+                        help="with --snapshot: record from the first warm-up step on (an out-of-"
+                             "memory failure in warm-up is then in the trace too)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print the saved-tensor table to stderr and add it to the JSON")
     return parser
@@ -315,18 +384,34 @@ def main(argv=None):
         print("measure: %s" % err, file=sys.stderr)
         return 1
     except (RuntimeError, NotImplementedError) as err:
+        if is_out_of_memory(err):
+            print("measure: out of memory on %s: %s" % (args.device, str(err).strip().splitlines()[0]),
+                  file=sys.stderr)
+            if args.output:
+                write_json(args.output, oom_report(args, err))
+            if _RECORDING:  # the trace up to the failed request, its "oom" event included
+                dump_snapshot(_RECORDING[0])
+            return 5
         # e.g. "addmm_impl_cpu_" not implemented for 'Half': fp16 matmuls on the CPU of torch 1.13
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         print("measure: torch %s could not run this scenario on %s: %s"
               % (torch.__version__, args.device, first), file=sys.stderr)
         return 4
-    text = json.dumps(result, indent=2, sort_keys=False)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+        write_json(args.output, result)
     else:
-        print(text)
+        print(json.dumps(result, indent=2, sort_keys=False))
     return 0
+
+
+def is_out_of_memory(err):
+    oom = getattr(torch.cuda, "OutOfMemoryError", None)
+    return (oom is not None and isinstance(err, oom)) or "CUDA out of memory" in str(err)
+
+
+def write_json(path, result):
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(json.dumps(result, indent=2, sort_keys=False) + "\n")
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ LORA_KEYS = ("rank", "alpha", "dropout", "targets", "adapter_precision", "use_do
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
 PRECISIONS = ("fp32", "amp-bf16", "amp-fp16", "bf16", "fp16", "mixed-bf16", "mixed-fp16")
-OPTIMIZERS = ("adamw", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
+OPTIMIZERS = ("adamw", "adamw-fused", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
               "adafactor", "lion")
 METHODS = ("full", "lora", "qlora", "ia3")
 CHECKPOINTING = ("none", "full", "selective", "op-selective")
@@ -284,7 +284,7 @@ def _parse_training(tr, path):
         raise Unsupported("%s: precision %s (16-bit weights with an fp32 master copy, DeepSpeed/Megatron "
                           "style) is unsupported by the harness" % (_where(path), precision))
     optimizer = _choice(tr.get("optimizer", "adamw"), "optimizer", OPTIMIZERS, path)
-    if optimizer not in ("adamw", "sgd", "sgd-momentum", "adafactor"):
+    if optimizer not in ("adamw", "adamw-fused", "sgd", "sgd-momentum", "adafactor"):
         raise Unsupported("%s: optimizer %s is unsupported by the harness (needs bitsandbytes or "
                           "another package)" % (_where(path), optimizer))
     ckpt = _choice(tr.get("gradient_checkpointing", "none"), "gradient_checkpointing", CHECKPOINTING, path)

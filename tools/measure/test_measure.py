@@ -256,3 +256,49 @@ class Lora(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GpuOptions(unittest.TestCase):
+    """What the GPU runs add, checked where a CPU can: refusals, the flags reaching the JSON, and a
+    batch run gathering its results."""
+
+    def test_snapshot_needs_cuda(self):
+        with self.assertRaisesRegex(scenario.Unsupported, "needs a CUDA device"):
+            run_case("bf16-eager-full", "--snapshot", os.path.join(HERE, "unused.pickle"))
+
+    def test_fused_adamw_is_fused_or_refused(self):
+        try:
+            result = run_case("fp32-eager-full", "--set", "training.optimizer=adamw-fused")
+        except scenario.Unsupported as err:  # torch without fused AdamW on this device
+            self.assertIn("adamw-fused", str(err))
+            return
+        self.assertEqual(result["optimizer"]["class"], "AdamW")
+        self.assertFalse(result["optimizer"]["foreach"])
+
+    def test_hf_sdpa_style_is_recorded(self):
+        result = run_case("bf16-eager-full", "--hf-sdpa", "current")
+        self.assertEqual(result["hf_sdpa"], "current")
+
+    def test_out_of_memory_is_recognised(self):
+        self.assertTrue(measure.is_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")))
+        self.assertFalse(measure.is_out_of_memory(RuntimeError("addmm_impl_cpu_ not implemented for 'Half'")))
+
+    def test_batch_gathers_runs(self):
+        import json
+        import tempfile
+
+        import gpu_batch
+
+        with tempfile.TemporaryDirectory() as out:
+            plan = os.path.join(out, "plan.json")
+            with open(plan, "w", encoding="utf-8") as fh:
+                json.dump([{"id": "ok", "case": "cases/bf16-eager-full.yaml"},
+                           {"id": "refused", "case": "cases/bf16-eager-full.yaml",
+                            "set": ["training.optimizer=adamw-8bit"]}], fh)
+            self.assertEqual(gpu_batch.main([plan, out, "--device", "cpu"]), 0)
+            with open(os.path.join(out, "results.json"), encoding="utf-8") as fh:
+                runs = {r["id"]: r for r in json.load(fh)["runs"]}
+        self.assertEqual(runs["ok"]["rc"], 0)
+        self.assertGreater(runs["ok"]["result"]["weight_bytes"], 0)
+        self.assertEqual(runs["refused"]["rc"], 3)
+        self.assertIn("adamw-8bit", runs["refused"]["stderr"])

@@ -106,6 +106,13 @@ def make_optimizer(name, params, foreach=None):
         kwargs["foreach"] = foreach
     if name == "adamw":
         return torch.optim.AdamW(params, lr=1e-5, weight_decay=0.0, **kwargs)
+    if name == "adamw-fused":
+        # torch.optim.AdamW(fused=True): one kernel per parameter group, no foreach temporaries
+        try:
+            return torch.optim.AdamW(params, lr=1e-5, weight_decay=0.0, fused=True)
+        except (TypeError, RuntimeError) as err:
+            raise Unsupported("optimizer adamw-fused: torch %s cannot run fused AdamW here (%s)"
+                              % (torch.__version__, str(err).splitlines()[0] if str(err) else err))
     if name == "sgd":
         return torch.optim.SGD(params, lr=1e-3, **kwargs)
     if name == "sgd-momentum":
@@ -160,6 +167,8 @@ class OptimizerInBackward:
 def optimizer_foreach(optimizer):
     """The foreach setting the optimizer will actually use, as far as torch says."""
     group = optimizer.param_groups[0]
+    if group.get("fused"):
+        return False
     value = group.get("foreach")
     if value is not None:
         return value
