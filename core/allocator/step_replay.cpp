@@ -69,7 +69,49 @@ void finish(const ResidentAllocatorState &s, StepReplay &r)
     r.cache_flushes = st.cache_flushes;
 }
 
+bool isOptimizerState(const StepTimeline &tl, const ExpandedEvent &e)
+{
+    return tl.tensors[static_cast<std::size_t>(e.tensor)].component == Component::OptimizerStates;
+}
+
+// Plays `events`, the optimizer states' allocations `states` placed where the optimizer step
+// begins (torch.optim makes them in `_init_group`, before the update's first kernel).
+bool playWithStatesMadeInStep(const StepTimeline &tl,
+                              const std::vector<ExpandedEvent> &events,
+                              const std::vector<ExpandedEvent> &states,
+                              ResidentAllocatorState &s,
+                              StepReplay &r)
+{
+    const auto stepBegins = std::find_if(events.begin(), events.end(), [&](const ExpandedEvent &e) {
+        return tl.blocks[static_cast<std::size_t>(e.block)].stage == Stage::OptimizerStep;
+    });
+    const std::vector<ExpandedEvent> before(events.begin(), stepBegins);
+    const std::vector<ExpandedEvent> after(stepBegins, events.end());
+    return play(tl, before, s, r) && play(tl, states, s, r) && play(tl, after, s, r);
+}
+
+void keepMax(StepReplay &into, const StepReplay &first)
+{
+    for (std::size_t p = 0; p < into.reserved.size(); ++p)
+        into.reserved[p] = std::max(into.reserved[p], first.reserved[p]);
+}
+
 } // namespace
+
+ResidentAllocatorState firstStep(const StepTimeline &tl,
+                                 const std::vector<ExpandedEvent> &stepEvents,
+                                 const AllocatorSettings &settings,
+                                 StepReplay &r)
+{
+    ResidentAllocatorState s{CachingAllocatorModel(settings), {}};
+    s.live.resize(static_cast<std::size_t>(instanceCount(tl)));
+    std::vector<ExpandedEvent> loaded, states;
+    for (const ExpandedEvent &e : expandTimeline(tl, 0, 1, 0, residentBlocks(tl)))
+        (isOptimizerState(tl, e) ? states : loaded).push_back(e);
+    if (play(tl, loaded, s, r))
+        playWithStatesMadeInStep(tl, stepEvents, states, s, r);
+    return s;
+}
 
 ResidentAllocatorState residentState(const StepTimeline &tl, const AllocatorSettings &settings)
 {
@@ -92,6 +134,14 @@ StepReplay replayStep(const StepTimeline &tl,
 {
     StepReplay r;
     const std::size_t first = residentBlocks(tl);
+    if (tl.lazy_optimizer_states) {
+        const std::vector<ExpandedEvent> step = expandTimeline(tl, tokens, seq, first);
+        ResidentAllocatorState s = firstStep(tl, step, settings, r);
+        if (r.fits)
+            play(tl, step, s, r);
+        finish(s, r);
+        return r;
+    }
     ResidentAllocatorState s = resident ? *resident : residentState(tl, settings);
     if (s.model.stats().reserved.current > settings.capacity) {
         // The weights and states alone do not fit: replay them against the capacity to say where.
@@ -112,11 +162,24 @@ StepReplay replayStepEvents(const StepTimeline &tl,
                             std::vector<Bytes> &reservedAfter)
 {
     StepReplay r;
-    ResidentAllocatorState s = resident;
+    StepReplay first;
+    ResidentAllocatorState s = tl.lazy_optimizer_states
+                                   ? firstStep(tl, stepEvents, resident.model.settings(), first)
+                                   : resident;
+    if (tl.lazy_optimizer_states)
+        finish(s, first);
     s.model.resetPeaks();
     reservedAfter.clear();
-    play(tl, stepEvents, s, r, &reservedAfter);
+    if (first.fits)
+        play(tl, stepEvents, s, r, &reservedAfter);
     finish(s, r);
+    if (!first.fits) {
+        r.fits = false;
+        r.oom = first.oom;
+        r.oom_at = first.oom_at;
+    }
+    r.peak_reserved = std::max(r.peak_reserved, first.peak_reserved);
+    keepMax(r, first);
     return r;
 }
 

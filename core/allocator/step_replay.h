@@ -41,6 +41,17 @@ struct ResidentAllocatorState
 ResidentAllocatorState residentState(const StepTimeline &timeline,
                                      const AllocatorSettings &settings);
 
+// The allocator after the first step of a timeline whose optimizer makes its states in that step
+// (StepTimeline::lazy_optimizer_states): the loaded weights, then the step's `stepEvents` with the
+// states allocated where the optimizer step begins. Its forward and backward leave cached blocks
+// that the states then split, the layout every later step starts from: on an H100 this decided
+// whether an 8B full fine-tune near 80 GB ran (docs/accuracy.md, section 7). `r` gets its peaks,
+// or where it failed.
+ResidentAllocatorState firstStep(const StepTimeline &timeline,
+                                 const std::vector<ExpandedEvent> &stepEvents,
+                                 const AllocatorSettings &settings,
+                                 StepReplay &r);
+
 // Replays `timeline` for micro-batch shape (tokens, seq) with `settings` (its capacity: the GPU's
 // memory less what lives outside PyTorch's allocator; unlimited to learn the peaks only), from
 // `resident` when given (made with the same settings but for the capacity).

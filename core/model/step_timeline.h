@@ -66,6 +66,10 @@ struct StepTimeline
     std::vector<TimelineBlock> blocks;
     std::int32_t layers = 0;
     bool training = true;
+    // The optimizer creates its states inside the first step() (torch.optim's `_init_group`,
+    // bitsandbytes likewise), after that step's forward and backward have filled the cache: the
+    // allocator layout later steps start from (allocator/step_replay.h, firstStep).
+    bool lazy_optimizer_states = false;
 
     int addTensor(const TimelineTensor &t)
     {

@@ -65,6 +65,7 @@ public:
         m_prefetch = states.gathers && !m_keepGathered;
         m_tl.layers = m_layers;
         m_tl.training = m_p.train;
+        m_tl.lazy_optimizer_states = lazyOptimizerStates();
     }
 
     StepTimeline build()
@@ -148,6 +149,17 @@ private:
     double reduceBucketBytes() const;
     void backwardLayers();
     void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from, int layer = 0);
+    // torch.optim and bitsandbytes make their states in the first step() (optim/adamw.py
+    // `_init_group`); DeepSpeed's ZeRO optimizers at engine initialisation, and an optimizer
+    // stepped in backward per parameter while the backward runs (left as resident).
+    bool lazyOptimizerStates() const
+    {
+        const bool deepSpeed = m_in.training.stack.name == Stack::DeepSpeed
+                               || m_s.sharding == Sharding::Zero1 || m_s.sharding == Sharding::Zero2
+                               || m_s.sharding == Sharding::Zero3;
+        return m_p.train && m_s.resident_states > 0 && !deepSpeed
+               && !m_in.training.optimizer_in_backward;
+    }
     bool stepsInBackward() const { return m_p.train && m_in.training.optimizer_in_backward; }
     // Every layer's input offloaded to CPU RAM (validateInput: full checkpointing on every layer).
     bool offloadsActivations() const
