@@ -416,7 +416,10 @@ int runSnapshot(const SnapshotOptions &o)
     // The recorded requests through MemBudget's caching-allocator model (core/allocator).
     std::optional<snapshot::SnapshotReplay> replay;
     if (analysis.replay)
-        replay = snapshot::replaySnapshot(*snap, *analysis.replay, o.capacity);
+        replay = snapshot::replaySnapshot(*snap,
+                                          *analysis.replay,
+                                          o.capacity,
+                                          /*attemptOoms=*/o.capacity != kBytesMax);
     const ByteUnit unit = o.unit;
     std::optional<Beside> beside;
     if (!o.scenario.empty()) {

@@ -151,6 +151,17 @@ std::string measuredText(const MemorySnapshot &snapshot, const MeasuredTimeline 
     return s;
 }
 
+// ": 7.83 GiB asked for, 10.68 GiB stuck in partly used segments"
+std::string oomDetail(const ReplayResult &r, ByteUnit unit)
+{
+    if (!r.oom)
+        return "";
+    std::string s = ": " + formatBytes(r.oom->requested, unit) + " asked for";
+    if (r.oom->cached_unusable > 0)
+        s += ", " + formatBytes(r.oom->cached_unusable, unit) + " stuck in partly used segments";
+    return s;
+}
+
 std::string replayText(const MeasuredTimeline &t,
                        const std::optional<SnapshotReplay> &replay,
                        ByteUnit unit)
@@ -183,7 +194,12 @@ std::string replayText(const MeasuredTimeline &t,
              "recorded " + count(t.count(TraceAction::SegmentAlloc)));
     if (!r.fits)
         s += "  out of memory at request " + count(r.failed_at + 1) + " of "
-             + count(replay->requests) + "\n";
+             + count(replay->requests) + oomDetail(r, unit) + "\n";
+    if (replay->attempted_ooms > 0 && r.fits)
+        s += "  the model serves the " + count(replay->attempted_ooms)
+             + " request(s) that failed on the device\n";
+    else if (replay->attempted_ooms > 0 && r.failed_at + 1 == replay->requests)
+        s += "  the request that failed on the device fails in the model too\n";
     return s;
 }
 

@@ -211,6 +211,7 @@ void addReplayJson(nlohmann::json &document,
                                                   : nlohmann::json(replay->capacity);
     j["inferred_block_sizes"] = replay->inferred_block_sizes;
     j["skipped_ooms"] = replay->skipped_ooms;
+    j["attempted_ooms"] = replay->attempted_ooms;
     document["replayed"] = j;
 }
 

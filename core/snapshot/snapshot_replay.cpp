@@ -29,6 +29,8 @@ public:
     std::vector<Bytes> segmentAddresses; // of the trace's segment_alloc events, in order
     std::size_t inferred = 0;
     std::size_t skippedOoms = 0;
+    std::size_t attemptedOoms = 0;
+    bool attemptOoms = false;
     std::string problem;
 
     void seed(const TraceStartState &state)
@@ -69,7 +71,12 @@ public:
             return true;
         }
         case RequestKind::Oom:
-            ++skippedOoms;
+            if (attemptOoms) { // never freed: the program stopped there, or caught it and moved on
+                ++attemptedOoms;
+                requests.push_back({AllocatorRequest::Kind::Alloc, r.stream, m_nextId++, r.size});
+            } else {
+                ++skippedOoms;
+            }
             return true;
         case RequestKind::FreeRequested:
             return true; // the block becomes reusable at its free_completed
@@ -126,7 +133,8 @@ bool modelSettings(const std::optional<RecordedAllocatorSettings> &recorded,
 
 SnapshotReplay replaySnapshot(const MemorySnapshot &snapshot,
                               const ReplayInput &input,
-                              Bytes capacity)
+                              Bytes capacity,
+                              bool attemptOoms)
 {
     SnapshotReplay out;
     out.capacity = capacity;
@@ -135,6 +143,7 @@ SnapshotReplay replaySnapshot(const MemorySnapshot &snapshot,
         return out;
     settings.capacity = capacity;
     RequestBuilder builder(settings);
+    builder.attemptOoms = attemptOoms;
     builder.seed(input.start);
     for (const AllocationRequest &r : input.requests)
         if (!builder.add(r)) {
@@ -152,6 +161,7 @@ SnapshotReplay replaySnapshot(const MemorySnapshot &snapshot,
     out.ran = true;
     out.requests = builder.requests.size();
     out.skipped_ooms = builder.skippedOoms;
+    out.attempted_ooms = builder.attemptedOoms;
     out.inferred_block_sizes = builder.inferred;
     return out;
 }

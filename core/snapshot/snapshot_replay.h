@@ -21,7 +21,8 @@ struct SnapshotReplay
     std::string problem; // why not (an unknown setting, a free_completed of nothing live)
     ReplayResult result; // the model's replay, when it ran (result.error: it stopped early)
     std::size_t requests = 0;
-    std::size_t skipped_ooms = 0; // oom events: requests that failed on the device, not replayed
+    std::size_t skipped_ooms = 0;   // oom events: requests that failed on the device, not replayed
+    std::size_t attempted_ooms = 0; // oom events replayed as their request (attemptOoms)
     // Blocks live when recording began and freed during the trace keep no size in the snapshot:
     // their size is the rounded request plus any remainder up to the next live block that the
     // allocator would not have split off (shouldSplit).
@@ -35,9 +36,13 @@ bool modelSettings(const std::optional<RecordedAllocatorSettings> &recorded,
                    AllocatorSettings &out,
                    std::string &problem);
 
-// Replays `input` (see replayInput) against `capacity` bytes of device memory for segments.
+// Replays `input` (see replayInput) against `capacity` bytes of device memory for segments. With
+// `attemptOoms`, a request that failed on the device (an oom event) is made of the model too, so a
+// replay against the device's capacity says whether the model fails where PyTorch did
+// (ReplayResult::fits, failed_at); without, such requests are skipped.
 SnapshotReplay replaySnapshot(const MemorySnapshot &snapshot,
                               const ReplayInput &input,
-                              Bytes capacity = kBytesMax);
+                              Bytes capacity = kBytesMax,
+                              bool attemptOoms = false);
 
 } // namespace membudget::snapshot
