@@ -64,8 +64,11 @@ StepReplay replayAgainst(const StepModel &model,
 {
     AllocatorSettings settings = model.allocatorSettings(std::max<Bytes>(0, capacity));
     settings.expandable_segments = settings.expandable_segments || expandable;
-    const double seq = static_cast<double>(model.input().training.sequence_length);
+    const TrainingConfig &tr = model.input().training;
+    const double seq = static_cast<double>(tr.sequence_length);
     const double tokens = est.derivation.tokens;
+    if (tokens == static_cast<double>(tr.micro_batch_size) * seq) // the input's own shape
+        return model.referenceReplayAgainst(settings);
     return replayStep(model.timeline(), tokens, seq, settings);
 }
 

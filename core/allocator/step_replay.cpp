@@ -4,6 +4,7 @@
 #include "model/timeline_expand.h"
 
 #include <algorithm>
+#include <span>
 
 namespace membudget {
 
@@ -21,7 +22,7 @@ PeakMoment momentOf(const StepTimeline &tl, const ExpandedEvent &e)
 // Plays events onto `model`; false at the first allocation that fails. `reservedAfter`, when
 // given, receives the reserved bytes after each event played.
 bool play(const StepTimeline &tl,
-          const std::vector<ExpandedEvent> &events,
+          std::span<const ExpandedEvent> events,
           ResidentAllocatorState &s,
           StepReplay &r,
           std::vector<Bytes> *reservedAfter = nullptr)
@@ -85,9 +86,10 @@ bool playWithStatesMadeInStep(const StepTimeline &tl,
     const auto stepBegins = std::find_if(events.begin(), events.end(), [&](const ExpandedEvent &e) {
         return tl.blocks[static_cast<std::size_t>(e.block)].stage == Stage::OptimizerStep;
     });
-    const std::vector<ExpandedEvent> before(events.begin(), stepBegins);
-    const std::vector<ExpandedEvent> after(stepBegins, events.end());
-    return play(tl, before, s, r) && play(tl, states, s, r) && play(tl, after, s, r);
+    const auto split = static_cast<std::size_t>(stepBegins - events.begin());
+    const std::span<const ExpandedEvent> all(events);
+    return play(tl, all.first(split), s, r) && play(tl, states, s, r)
+           && play(tl, all.subspan(split), s, r);
 }
 
 void keepMax(StepReplay &into, const StepReplay &first)
@@ -156,31 +158,53 @@ StepReplay replayStep(const StepTimeline &tl,
     return r;
 }
 
+StepStartState stepStart(const StepTimeline &tl,
+                         const std::vector<ExpandedEvent> &stepEvents,
+                         const ResidentAllocatorState &resident)
+{
+    if (!tl.lazy_optimizer_states)
+        return {resident, {}, false};
+    StepReplay first;
+    ResidentAllocatorState state = firstStep(tl, stepEvents, resident.model.settings(), first);
+    finish(state, first);
+    return {std::move(state), first, true};
+}
+
+StepReplay replayFrom(const StepTimeline &tl,
+                      const std::vector<ExpandedEvent> &stepEvents,
+                      const StepStartState &start,
+                      Bytes capacity,
+                      std::vector<Bytes> *reservedAfter)
+{
+    StepReplay r;
+    ResidentAllocatorState s = start.state;
+    s.model.setCapacity(capacity);
+    s.model.resetPeaks();
+    if (reservedAfter)
+        reservedAfter->clear();
+    if (start.first.fits)
+        play(tl, stepEvents, s, r, reservedAfter);
+    finish(s, r);
+    if (!start.first.fits) {
+        r.fits = false;
+        r.oom = start.first.oom;
+        r.oom_at = start.first.oom_at;
+    }
+    r.peak_reserved = std::max(r.peak_reserved, start.first.peak_reserved);
+    keepMax(r, start.first);
+    return r;
+}
+
 StepReplay replayStepEvents(const StepTimeline &tl,
                             const std::vector<ExpandedEvent> &stepEvents,
                             const ResidentAllocatorState &resident,
                             std::vector<Bytes> &reservedAfter)
 {
-    StepReplay r;
-    StepReplay first;
-    ResidentAllocatorState s = tl.lazy_optimizer_states
-                                   ? firstStep(tl, stepEvents, resident.model.settings(), first)
-                                   : resident;
-    if (tl.lazy_optimizer_states)
-        finish(s, first);
-    s.model.resetPeaks();
-    reservedAfter.clear();
-    if (first.fits)
-        play(tl, stepEvents, s, r, &reservedAfter);
-    finish(s, r);
-    if (!first.fits) {
-        r.fits = false;
-        r.oom = first.oom;
-        r.oom_at = first.oom_at;
-    }
-    r.peak_reserved = std::max(r.peak_reserved, first.peak_reserved);
-    keepMax(r, first);
-    return r;
+    return replayFrom(tl,
+                      stepEvents,
+                      stepStart(tl, stepEvents, resident),
+                      resident.model.settings().capacity,
+                      &reservedAfter);
 }
 
 } // namespace membudget

@@ -61,6 +61,30 @@ StepReplay replayStep(const StepTimeline &timeline,
                       const AllocatorSettings &settings,
                       const ResidentAllocatorState *resident = nullptr);
 
+// Where the step whose peaks count begins: the resident state, or for a timeline whose optimizer
+// makes its states in the first step, the state after that step (`first`: its peaks, or where it
+// failed). Made once for a shape and reused for replays against several capacities (replayFrom).
+struct StepStartState
+{
+    ResidentAllocatorState state;
+    StepReplay first;
+    bool after_first_step = false;
+};
+
+StepStartState stepStart(const StepTimeline &timeline,
+                         const std::vector<ExpandedEvent> &stepEvents,
+                         const ResidentAllocatorState &resident);
+
+// The step's `stepEvents` replayed from `start` against `capacity`, the first step's peaks kept;
+// the bytes reserved after each event into `reservedAfter` when given. From a start made without a
+// limit it equals a full replay against `capacity` whenever the start's reserved peak is within it
+// (no request before the step can have failed or released the cache).
+StepReplay replayFrom(const StepTimeline &timeline,
+                      const std::vector<ExpandedEvent> &stepEvents,
+                      const StepStartState &start,
+                      Bytes capacity,
+                      std::vector<Bytes> *reservedAfter = nullptr);
+
 // The same for events already expanded (expandTimeline from residentBlocks(), for one shape), from
 // `resident` with the capacity it has, recording the bytes reserved after each event played into
 // `reservedAfter` (shorter than the events when an allocation fails): the reserved curve of the

@@ -231,14 +231,29 @@ const StepReplay &StepModel::referenceReplay() const
                                                static_cast<double>(b) * seq,
                                                seq,
                                                residentBlocks(m_timeline));
-            m_reference = replayStepEvents(m_timeline,
-                                           m_referenceEvents,
-                                           resident(allocatorSettings()),
-                                           m_referenceReservedAfter);
+            m_referenceStart.emplace(
+                stepStart(m_timeline, m_referenceEvents, resident(allocatorSettings())));
+            m_reference = replayFrom(m_timeline,
+                                     m_referenceEvents,
+                                     *m_referenceStart,
+                                     kBytesMax,
+                                     &m_referenceReservedAfter);
         }
         m_ratio = ratioOf(m_reference, b, s);
     });
     return m_reference;
+}
+
+StepReplay StepModel::referenceReplayAgainst(const AllocatorSettings &settings) const
+{
+    referenceReplay();
+    AllocatorSettings unlimited = settings;
+    unlimited.capacity = kBytesMax;
+    const bool sameConf = allocatorConfText(unlimited) == allocatorConfText(allocatorSettings());
+    if (m_referenceStart && sameConf
+        && m_referenceStart->state.model.stats().reserved.peak <= settings.capacity)
+        return replayFrom(m_timeline, m_referenceEvents, *m_referenceStart, settings.capacity);
+    return replay(m_input.training.micro_batch_size, m_input.training.sequence_length, settings);
 }
 
 const std::vector<ExpandedEvent> &StepModel::referenceEvents() const

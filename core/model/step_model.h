@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +60,10 @@ public:
     const StepReplay &referenceReplay() const;
     const std::vector<ExpandedEvent> &referenceEvents() const;
     const std::vector<Bytes> &referenceReservedAfter() const;
+    // The input's shape replayed against `settings`: from the start the reference replay made
+    // (after the first step, step_replay.h) when the settings are the scenario's and that start
+    // stayed within the capacity, which then changes nothing before the step; else in full.
+    StepReplay referenceReplayAgainst(const AllocatorSettings &settings) const;
     // The allocator holding the resident tensors, replayed once per settings (capacity ignored).
     const ResidentAllocatorState &resident(const AllocatorSettings &settings) const;
 
@@ -83,6 +88,7 @@ private:
         m_resident;
     mutable std::once_flag m_referenceOnce;
     mutable StepReplay m_reference;
+    mutable std::optional<StepStartState> m_referenceStart;
     mutable std::vector<ExpandedEvent> m_referenceEvents;
     mutable std::vector<Bytes> m_referenceReservedAfter;
     mutable double m_ratio = 1;

@@ -7,8 +7,10 @@
 //    and fails the request that failed on the device, against the device's capacity;
 //  - the estimate's allocated peak within 3% of every completed run's, its reserved peak (the
 //    step replayed against the capacity CUDA reported) within 5%;
-//  - the verdict for the H100 preset never calls a completed run "does not fit" nor a run that
-//    ran out of memory "fits" (13 runs of an 8B full fine-tune around the card's capacity).
+//  - replayed against the capacity CUDA reported, the step is served exactly when the run
+//    completed (one known miss), and the verdict for the H100 preset never calls a completed run
+//    "does not fit" nor a run that ran out of memory "fits" (8B and 3B full fine-tunes around the
+//    card's capacity; the 3B outcomes were predicted before the runs).
 #include "advice/gpu_verdict.h"
 #include "io/preset_catalog.h"
 #include "io/scenario_yaml.h"
@@ -207,6 +209,41 @@ private slots:
               100 * (estReserved / reserved - 1));
         QVERIFY(qAbs(estAllocated / allocated - 1) < 0.03);
         QVERIFY(qAbs(estReserved / reserved - 1) < 0.05);
+    }
+
+    // Replayed against what CUDA gave PyTorch (its total less what lives outside the allocator),
+    // the step is served exactly when the run completed. The 3B runs (plan d) were predicted so
+    // before they ran. One known miss: foreach AdamW at batch 6 ran out of memory (5.87 GiB asked
+    // for, 12.77 GiB reserved but unallocated) where the model serves it after releasing its cache.
+    void replayOutcomeOfAllRuns()
+    {
+        const nlohmann::json all = runs();
+        int right = 0, total = 0;
+        for (const nlohmann::json &run : all["runs"]) {
+            if (run["rc"] != 0 && run["rc"] != 5)
+                continue;
+            std::string problem;
+            const std::optional<EstimateInput> in = runInput(run, problem);
+            QVERIFY2(in.has_value(), problem.c_str());
+            const StepModel model(*in);
+            const StepReplay r = model.replay(in->training.micro_batch_size,
+                                              in->training.sequence_length,
+                                              model.allocatorSettings(cudaTotal()
+                                                                      - kOutsideAllocator));
+            const std::string id = run["id"].get<std::string>();
+            const bool knownMiss = id == "llama8b-full-foreach-b6";
+            const bool ok = r.fits == completed(run);
+            qInfo("%-30s %-9s replay %-6s %s",
+                  id.c_str(),
+                  completed(run) ? "completed" : "oom",
+                  r.fits ? "served" : "fails",
+                  ok ? "right" : (knownMiss ? "known miss" : "WRONG"));
+            if (!knownMiss)
+                QVERIFY2(ok, id.c_str());
+            right += ok ? 1 : 0;
+            ++total;
+        }
+        QCOMPARE(right, total - 1);
     }
 
     void verdictsOfAllRuns()
