@@ -8,6 +8,8 @@
 #include "snapshot/snapshot_file.h"
 #include "snapshot/snapshot_replay.h"
 
+#include "../common/analyzed_snapshot.h"
+
 #include <QtTest>
 
 using namespace membudget;
@@ -35,26 +37,6 @@ QStringList snapshotFiles()
 Bytes capacityFor(const QString &file)
 {
     return file.contains(QLatin1String("inference2_peso_oct")) ? 24 * kGiB - 512 * kMiB : kBytesMax;
-}
-
-struct Loaded
-{
-    MemorySnapshot snapshot;
-    SnapshotAnalysis analysis;
-};
-
-Loaded load(const QString &file)
-{
-    Loaded l;
-    LoadError error;
-    auto snap = loadMemorySnapshotFile(file.toStdString(), error);
-    if (!snap)
-        qFatal("%s", error.toString().c_str());
-    l.snapshot = std::move(*snap);
-    std::string problem;
-    if (!analyzeSnapshot(l.snapshot, -1, 0, l.analysis, problem))
-        qFatal("%s", problem.c_str());
-    return l;
 }
 
 std::vector<Bytes> recordedSegmentSizes(const MemorySnapshot &snap, int device, TraceAction a)
@@ -92,7 +74,7 @@ private slots:
     void replaysLikePyTorch()
     {
         QFETCH(QString, file);
-        const Loaded l = load(file);
+        const AnalyzedSnapshot l = loadAnalyzedSnapshot(file);
         const MeasuredTimeline &t = l.analysis.timeline;
         if (!t.has_history)
             QSKIP("no allocation history to replay (LfieLike, the torch 2.0 FlexGen snapshot)");
@@ -120,7 +102,7 @@ private slots:
                                             "groupeq__mem_snapshots--inference2_peso_oct.pickle");
         if (!QFile::exists(file))
             QSKIP("the snapshot collection (../shared/snapshots) is not here");
-        const Loaded l = load(file);
+        const AnalyzedSnapshot l = loadAnalyzedSnapshot(file);
         const SnapshotReplay r = replaySnapshot(l.snapshot,
                                                 *l.analysis.replay,
                                                 l.analysis.timeline.peak_reserved - 1);

@@ -20,6 +20,8 @@
 #include "snapshot/snapshot_file.h"
 #include "snapshot/snapshot_replay.h"
 
+#include "../common/analyzed_snapshot.h"
+
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -93,26 +95,6 @@ bool legacyAttentionKept(const nlohmann::json &run)
            && r["scenario"]["training"]["gradient_checkpointing"] == "none";
 }
 
-struct Loaded
-{
-    MemorySnapshot snapshot;
-    SnapshotAnalysis analysis;
-};
-
-Loaded load(const QString &file)
-{
-    Loaded l;
-    LoadError error;
-    auto snap = loadMemorySnapshotFile((kDir + file).toStdString(), error);
-    if (!snap)
-        qFatal("%s", error.toString().c_str());
-    l.snapshot = std::move(*snap);
-    std::string problem;
-    if (!analyzeSnapshot(l.snapshot, -1, 0, l.analysis, problem))
-        qFatal("%s", problem.c_str());
-    return l;
-}
-
 double gib(double bytes)
 {
     return bytes / static_cast<double>(kGiB);
@@ -135,7 +117,7 @@ private slots:
     void tracesReplayLikePyTorch()
     {
         QFETCH(QString, file);
-        const Loaded l = load(file);
+        const AnalyzedSnapshot l = loadAnalyzedSnapshot(kDir + file);
         QVERIFY2(l.analysis.replay, l.analysis.replay_problem.c_str());
         const SnapshotReplay r = replaySnapshot(l.snapshot, *l.analysis.replay);
         QVERIFY2(r.ran, r.problem.c_str());
@@ -150,7 +132,8 @@ private slots:
     // PyTorch but unallocated". Against what CUDA gave PyTorch, the model fails there too.
     void failsWhereTheDeviceFailed()
     {
-        const Loaded l = load(QStringLiteral("llama8b-full-fused-b8-oom.pickle"));
+        const AnalyzedSnapshot l = loadAnalyzedSnapshot(
+            kDir + QStringLiteral("llama8b-full-fused-b8-oom.pickle"));
         const SnapshotReplay r = replaySnapshot(l.snapshot,
                                                 *l.analysis.replay,
                                                 cudaTotal() - kOutsideAllocator,
