@@ -22,6 +22,10 @@
 using namespace membudget;
 using namespace membudget::test;
 
+// How long a QTRY_ waits for the window: a sanitizer build on two loaded cores estimates an
+// 80-layer model (two replays of its step) in seconds; a passing check returns at once.
+constexpr int kPatienceMs = 60000;
+
 class TestHubModelDialog : public QObject
 {
     Q_OBJECT
@@ -71,8 +75,10 @@ private slots:
         QTest::keyClicks(combo->lineEdit(), QStringLiteral("meta-llama/Llama-3.1-70B"));
         QTest::keyClick(combo->lineEdit(), Qt::Key_Return);
         // The dialog shows the fetch, then closes by itself; the window never waited.
-        QTRY_VERIFY(m_window->document()->scenario().model.source == "meta-llama/Llama-3.1-70B");
-        QTRY_VERIFY(!dialog());
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->document()->scenario().model.source
+                                     == "meta-llama/Llama-3.1-70B",
+                                 kPatienceMs);
+        QTRY_VERIFY_WITH_TIMEOUT(!dialog(), kPatienceMs);
         QCOMPARE(m_window->document()->estimate().parameters, Q_INT64_C(70553706496));
         QCOMPARE(combo->currentText(), QStringLiteral("meta-llama/Llama-3.1-70B"));
         QVERIFY2(m_window->statusBar()->currentMessage().startsWith(
@@ -94,7 +100,7 @@ private slots:
         auto *d = qobject_cast<HubModelDialog *>(
             m_window->openHubModel(QStringLiteral("nobody/nothing"), true));
         QVERIFY(d);
-        QTRY_VERIFY(!d->isFetching());
+        QTRY_VERIFY_WITH_TIMEOUT(!d->isFetching(), kPatienceMs);
         QVERIFY(d->isVisible());
         QVERIFY2(d->statusLabel()->text().contains(QLatin1String("No model nobody/nothing")),
                  qPrintable(d->statusLabel()->text()));
@@ -103,7 +109,9 @@ private slots:
         d->lineEdit()->setText(QStringLiteral("https://huggingface.co/meta-llama/Llama-3.1-70B"));
         QVERIFY(d->fetchButton()->isEnabled());
         QTest::mouseClick(d->fetchButton(), Qt::LeftButton);
-        QTRY_VERIFY(m_window->document()->scenario().model.source == "meta-llama/Llama-3.1-70B");
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->document()->scenario().model.source
+                                     == "meta-llama/Llama-3.1-70B",
+                                 kPatienceMs);
     }
 
     void cancelStopsTheFetch()
@@ -118,10 +126,10 @@ private slots:
             m_window->openHubModel(QStringLiteral("meta-llama/Llama-3.1-70B"), true));
         QVERIFY(d);
         QVERIFY(d->isFetching());
-        QTRY_COMPARE(m_server->requests().size(), 1);
+        QTRY_COMPARE_WITH_TIMEOUT(m_server->requests().size(), 1, kPatienceMs);
         QVERIFY(m_window->isEnabled()); // the window is not frozen meanwhile
         d->reject();                    // what Cancel and Escape do
-        QTRY_VERIFY(!dialog());
+        QTRY_VERIFY_WITH_TIMEOUT(!dialog(), kPatienceMs);
         QVERIFY(m_window->document()->scenario().model == before.model);
         QVERIFY(!m_window->document()->isModified());
     }
@@ -146,13 +154,17 @@ private slots:
     void offlineUsesTheCachedCopy()
     {
         m_window->openHubModel(QStringLiteral("meta-llama/Llama-3.1-70B"), true);
-        QTRY_VERIFY(m_window->document()->scenario().model.source == "meta-llama/Llama-3.1-70B");
-        QTRY_VERIFY(!dialog());
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->document()->scenario().model.source
+                                     == "meta-llama/Llama-3.1-70B",
+                                 kPatienceMs);
+        QTRY_VERIFY_WITH_TIMEOUT(!dialog(), kPatienceMs);
         m_window->document()->undoStack()->undo();
         QVERIFY(m_window->document()->scenario().model.source.empty());
         m_server->close();
         m_window->openHubModel(QStringLiteral("meta-llama/Llama-3.1-70B"), true);
-        QTRY_VERIFY(m_window->document()->scenario().model.source == "meta-llama/Llama-3.1-70B");
+        QTRY_VERIFY_WITH_TIMEOUT(m_window->document()->scenario().model.source
+                                     == "meta-llama/Llama-3.1-70B",
+                                 kPatienceMs);
         const QString message = m_window->statusBar()->currentMessage();
         QVERIFY2(message.startsWith(QLatin1String("Offline: cannot reach"))
                      && message.contains(
@@ -169,7 +181,7 @@ private slots:
         QVERIFY(dialog()->lineEdit()->text().isEmpty());
         QVERIFY(!dialog()->fetchButton()->isEnabled());
         dialog()->reject();
-        QTRY_VERIFY(!dialog());
+        QTRY_VERIFY_WITH_TIMEOUT(!dialog(), kPatienceMs);
     }
 };
 
