@@ -92,10 +92,23 @@ bool playWithStatesMadeInStep(const StepTimeline &tl,
            && play(tl, all.subspan(split), s, r);
 }
 
-void keepMax(StepReplay &into, const StepReplay &first)
+// The first step's figures into the steady step's `into`: the peaks over both, and its failure if
+// it failed (the model's count of cache releases runs on through both steps already).
+void mergeFirstStep(StepReplay &into, const StepReplay &first)
 {
     for (std::size_t p = 0; p < into.reserved.size(); ++p)
         into.reserved[p] = std::max(into.reserved[p], first.reserved[p]);
+    if (first.peak_reserved > into.peak_reserved) {
+        into.peak_reserved = first.peak_reserved;
+        into.fragmentation_at_peak = first.fragmentation_at_peak;
+    }
+    into.peak_allocated = std::max(into.peak_allocated, first.peak_allocated);
+    into.segments = std::max(into.segments, first.segments);
+    if (!first.fits) {
+        into.fits = false;
+        into.oom = first.oom;
+        into.oom_at = first.oom_at;
+    }
 }
 
 } // namespace
@@ -114,6 +127,21 @@ ResidentAllocatorState firstStep(const StepTimeline &tl,
         playWithStatesMadeInStep(tl, stepEvents, states, s, r);
     return s;
 }
+
+namespace {
+
+// The start after the first step, replayed with `settings` (their capacity included).
+StepStartState afterFirstStep(const StepTimeline &tl,
+                              const std::vector<ExpandedEvent> &stepEvents,
+                              const AllocatorSettings &settings)
+{
+    StepReplay first;
+    ResidentAllocatorState state = firstStep(tl, stepEvents, settings, first);
+    finish(state, first);
+    return {std::move(state), first};
+}
+
+} // namespace
 
 ResidentAllocatorState residentState(const StepTimeline &tl, const AllocatorSettings &settings)
 {
@@ -138,11 +166,7 @@ StepReplay replayStep(const StepTimeline &tl,
     const std::size_t first = residentBlocks(tl);
     if (tl.lazy_optimizer_states) {
         const std::vector<ExpandedEvent> step = expandTimeline(tl, tokens, seq, first);
-        ResidentAllocatorState s = firstStep(tl, step, settings, r);
-        if (r.fits)
-            play(tl, step, s, r);
-        finish(s, r);
-        return r;
+        return replayFrom(tl, step, afterFirstStep(tl, step, settings), settings.capacity);
     }
     ResidentAllocatorState s = resident ? *resident : residentState(tl, settings);
     if (s.model.stats().reserved.current > settings.capacity) {
@@ -163,11 +187,8 @@ StepStartState stepStart(const StepTimeline &tl,
                          const ResidentAllocatorState &resident)
 {
     if (!tl.lazy_optimizer_states)
-        return {resident, {}, false};
-    StepReplay first;
-    ResidentAllocatorState state = firstStep(tl, stepEvents, resident.model.settings(), first);
-    finish(state, first);
-    return {std::move(state), first, true};
+        return {resident, {}};
+    return afterFirstStep(tl, stepEvents, resident.model.settings());
 }
 
 StepReplay replayFrom(const StepTimeline &tl,
@@ -185,13 +206,7 @@ StepReplay replayFrom(const StepTimeline &tl,
     if (start.first.fits)
         play(tl, stepEvents, s, r, reservedAfter);
     finish(s, r);
-    if (!start.first.fits) {
-        r.fits = false;
-        r.oom = start.first.oom;
-        r.oom_at = start.first.oom_at;
-    }
-    r.peak_reserved = std::max(r.peak_reserved, start.first.peak_reserved);
-    keepMax(r, start.first);
+    mergeFirstStep(r, start.first);
     return r;
 }
 

@@ -67,8 +67,7 @@ StepReplay replayStep(const StepTimeline &timeline,
 struct StepStartState
 {
     ResidentAllocatorState state;
-    StepReplay first;
-    bool after_first_step = false;
+    StepReplay first; // empty (fits, no peaks) when the step starts from the resident state
 };
 
 StepStartState stepStart(const StepTimeline &timeline,
