@@ -497,7 +497,10 @@ int runPresets(const std::string &what, bool json, ByteUnit unit)
                 j["gpus"].push_back({{"id", g.id},
                                      {"name", g.name},
                                      {"vendor", g.vendor},
-                                     {"memory_bytes", g.memory_bytes}});
+                                     {"memory_bytes", g.memory_bytes},
+                                     {"driver_total_bytes",
+                                      g.cudaTotalKnown() ? g.driver_total_bytes : g.memory_bytes},
+                                     {"cuda_total_known", g.cudaTotalKnown()}});
         }
         if (scenarios) {
             j["scenarios"] = nlohmann::json::array();
@@ -520,7 +523,10 @@ int runPresets(const std::string &what, bool json, ByteUnit unit)
                 + "):\n";
         for (const GpuSpec &g : catalog.gpus())
             text += "  " + padded(g.id, 22) + " "
-                    + padded(formatCapacity(g.memory_bytes, unit), 10, true) + "  " + g.name + "\n";
+                    + padded(formatCapacity(g.memory_bytes, unit), 10, true)
+                    + (g.cudaTotalKnown() ? " usable  " : "         ") + g.name + "\n";
+        text += "(usable: the total CUDA reports, below the driver's; the others show the "
+                "driver's total)\n";
     }
     if (scenarios) {
         text += std::string((models || gpus) ? "\n" : "") + "Scenarios ("

@@ -204,7 +204,8 @@ nlohmann::json estimateToJson(const Scenario &scenario,
         nlohmann::json gj;
         gj["id"] = g.id;
         gj["name"] = g.name;
-        gj["capacity"] = g.memory_bytes;
+        gj["capacity"] = g.memory_bytes; // CUDA's total where known (cuda_total_known)
+        gj["cuda_total_known"] = g.cudaTotalKnown();
         gj["fits"] = v.fits;
         gj["verdict"] = verdictKey(v.verdict);
         gj["reason"] = v.reason;

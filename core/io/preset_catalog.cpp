@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/preset_catalog.h"
 
+#include "base/byte_format.h"
 #include "io/bundled_presets.h"
 #include "io/format_line.h"
 #include "io/input_file.h"
@@ -140,6 +141,25 @@ bool readGpuPerformance(YamlReader &r, const YAML::Node &node, GpuPerformance &p
     return true;
 }
 
+// CUDA's total is the driver's total less the driver's own reserve: never more.
+bool readCudaTotal(YamlReader &r, const YAML::Node &node, double cudaMib, GpuSpec &gpu)
+{
+    const std::int64_t cuda = toBytes(cudaMib * static_cast<double>(kMiB));
+    if (cuda > gpu.memory_bytes)
+        return r.fail(node["cuda_memory_mib"],
+                      "cuda_memory_mib (" + formatFixed(cudaMib, 0)
+                          + ") is more than the GPU's total memory ("
+                          + formatFixed(static_cast<double>(gpu.memory_bytes)
+                                            / static_cast<double>(kMiB),
+                                        0)
+                          + " MiB); CUDA reports at most what the driver does");
+    if (cuda < gpu.memory_bytes) {
+        gpu.driver_total_bytes = gpu.memory_bytes;
+        gpu.memory_bytes = cuda;
+    }
+    return true;
+}
+
 bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
 {
     if (!r.expectMap(node,
@@ -151,6 +171,7 @@ bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
                       "memory_mib",
                       "memory_gib",
                       "memory_gb",
+                      "cuda_memory_mib",
                       "architecture",
                       "bf16_tflops",
                       "fp16_tflops",
@@ -171,12 +192,13 @@ bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
         return false;
     if (!node["id"].IsDefined())
         return r.fail(node, "a GPU preset needs an 'id'");
-    double mib = 0, gib = 0, gb = 0;
+    double mib = 0, gib = 0, gb = 0, cudaMib = 0;
     if (!r.getString(node, "id", gpu.id) || !r.getString(node, "name", gpu.name)
         || !r.getString(node, "vendor", gpu.vendor) || !r.getString(node, "segment", gpu.segment)
         || !r.getDouble(node, "memory_mib", mib, 1, 1e9)
         || !r.getDouble(node, "memory_gib", gib, 0.001, 1e6)
         || !r.getDouble(node, "memory_gb", gb, 0.001, 1e6)
+        || !r.getDouble(node, "cuda_memory_mib", cudaMib, 1, 1e9)
         || !readGpuPerformance(r, node, gpu.performance))
         return false;
     if (!gpu.segment.empty() && gpu.segment != "consumer" && gpu.segment != "workstation"
@@ -192,6 +214,8 @@ bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
         gpu.memory_bytes = toBytes(gb * 1e9);
     else
         return r.fail(node, "a GPU preset needs its memory: memory_mib, memory_gib or memory_gb");
+    if (cudaMib > 0 && !readCudaTotal(r, node, cudaMib, gpu))
+        return false;
     if (gpu.name.empty())
         gpu.name = gpu.id;
     gpu.performance.power_limited = gpu.segment != "consumer";

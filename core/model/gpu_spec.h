@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "base/byte_format.h"
+
 #include <cstdint>
 #include <string>
 
@@ -51,12 +53,24 @@ struct GpuPerformance
 
 struct GpuSpec
 {
-    std::string id;                // lowercase, hyphenated: "a100-80gb"
-    std::string name;              // "NVIDIA A100 80GB"
-    std::string vendor;            // "NVIDIA" | "AMD" | ...
-    std::string segment;           // "consumer" | "workstation" | "datacenter"
-    std::int64_t memory_bytes = 0; // total device memory as the driver reports it
+    std::string id;      // lowercase, hyphenated: "a100-80gb"
+    std::string name;    // "NVIDIA A100 80GB"
+    std::string vendor;  // "NVIDIA" | "AMD" | ...
+    std::string segment; // "consumer" | "workstation" | "datacenter"
+    // What one process can use: the total CUDA reports (cudaMemGetInfo, what PyTorch's
+    // out-of-memory message calls "total capacity") where a preset gives it (cuda_memory_mib),
+    // otherwise the total the driver reports. Every verdict, limit and capacity line uses this.
+    std::int64_t memory_bytes = 0;
+    // The total the driver reports (nvidia-smi memory.total) when memory_bytes is CUDA's lower
+    // figure: the difference is the driver's own reserve; 0 when there is no second figure.
+    std::int64_t driver_total_bytes = 0;
     GpuPerformance performance;
+
+    bool cudaTotalKnown() const { return driver_total_bytes > memory_bytes; }
 };
+
+// One sentence on where a GPU's capacity comes from and, without CUDA's figure, how far the
+// verdict may be off (a tooltip, a listing).
+std::string capacityNote(const GpuSpec &gpu, ByteUnit unit);
 
 } // namespace membudget

@@ -242,16 +242,28 @@ void TestControlsPanel::gpuListFollowsTheUnitRoundedDown()
                 return list->item(i)->text();
         return QString();
     };
-    // GiB by default: 24,564 MiB is 23.99 GiB, shown as 23.9 (never 24 GiB it does not have).
-    QVERIFY2(textOf("rtx-4090").endsWith(QStringLiteral("— 23.9 GiB")),
+    // GiB by default: 46,068 MiB is 44.99 GiB, shown as 44.9 (never 45 GiB it does not have).
+    QVERIFY2(textOf("l40s").endsWith(QStringLiteral("— 44.9 GiB")), qPrintable(textOf("l40s")));
+    QVERIFY2(textOf("a100-40gb").endsWith(QStringLiteral("— 40 GiB")),
+             qPrintable(textOf("a100-40gb")));
+    // Where CUDA's lower total is known, that is what a process gets and what is shown: the RTX
+    // 4090's 24,212 of the driver's 24,564 MiB; the tooltip says which figure it is.
+    QVERIFY2(textOf("rtx-4090").endsWith(QStringLiteral("— 23.6 GiB")),
              qPrintable(textOf("rtx-4090")));
-    QVERIFY2(textOf("a100-80gb").endsWith(QStringLiteral("— 80 GiB")),
-             qPrintable(textOf("a100-80gb")));
+    const QString tip
+        = list->findItems(QStringLiteral("RTX 4090"), Qt::MatchContains).front()->toolTip();
+    QVERIFY2(tip.contains(QStringLiteral("23.64 GiB usable, the total CUDA reports; the driver "
+                                         "reports 23.98 GiB")),
+             qPrintable(tip));
+    QVERIFY(list->findItems(QStringLiteral("L40S"), Qt::MatchContains)
+                .front()
+                ->toolTip()
+                .contains(QStringLiteral("CUDA's usable total is not known")));
     const bool checked
         = list->findItems(QStringLiteral("RTX 4090"), Qt::MatchContains).front()->checkState()
           == Qt::Checked;
     m_window->setUnit(ByteUnit::GB);
-    QVERIFY2(textOf("rtx-4090").endsWith(QStringLiteral("— 25.7 GB")),
+    QVERIFY2(textOf("rtx-4090").endsWith(QStringLiteral("— 25.3 GB")),
              qPrintable(textOf("rtx-4090")));
     // Switching units keeps the ticks.
     QCOMPARE(list->findItems(QStringLiteral("RTX 4090"), Qt::MatchContains).front()->checkState()

@@ -229,6 +229,18 @@ private slots:
         QCOMPARE(right, total - 1);
     }
 
+    // The bundled H100's capacity is the total CUDA reported on the measured card (rounded down to
+    // a MiB), not nvidia-smi's 81,559 MiB.
+    void presetCapacityIsTheMeasuredOne()
+    {
+        const GpuSpec *h100 = PresetCatalog::bundled().findGpu("h100-80gb");
+        QVERIFY(h100);
+        QVERIFY(h100->cudaTotalKnown());
+        QVERIFY(h100->memory_bytes <= cudaTotal());
+        QVERIFY(cudaTotal() - h100->memory_bytes < kMiB);
+        QCOMPARE(h100->driver_total_bytes, 81559 * kMiB);
+    }
+
     void verdictsOfAllRuns()
     {
         const GpuSpec *h100 = PresetCatalog::bundled().findGpu("h100-80gb");

@@ -553,7 +553,7 @@ parallelism:
         QFile f(dir + "/mine.yaml");
         QVERIFY(f.open(QIODevice::WriteOnly));
         f.write("format: membudget-presets/1\ngpus:\n  - {id: my-card, name: My card, memory_gib: "
-                "48}\n");
+                "48}\n  - {id: my-measured-card, memory_mib: 24576, cuda_memory_mib: 24200}\n");
         f.close();
         QFile bad(dir + "/broken.yaml");
         QVERIFY(bad.open(QIODevice::WriteOnly));
@@ -565,6 +565,17 @@ parallelism:
         QVERIFY(QString::fromStdString(problems[0].message).contains("memory"));
         QVERIFY(catalog.findGpu("my-card"));
         QCOMPARE(catalog.findGpu("my-card")->memory_bytes, Q_INT64_C(48) << 30);
+        QVERIFY(!catalog.findGpu("my-card")->cudaTotalKnown());
+        // With CUDA's figure, that is the capacity; the driver's is kept beside it.
+        const GpuSpec *measured = catalog.findGpu("my-measured-card");
+        QVERIFY(measured);
+        QCOMPARE(measured->memory_bytes, Q_INT64_C(24200) << 20);
+        QCOMPARE(measured->driver_total_bytes, Q_INT64_C(24576) << 20);
+        QVERIFY(measured->cudaTotalKnown());
+        QVERIFY(
+            QString::fromStdString(capacityNote(*measured, ByteUnit::GiB))
+                .startsWith("23.63 GiB usable, the total CUDA reports; the driver reports 24 GiB "
+                            "and keeps the 376.00 MiB"));
         QDir(dir).removeRecursively();
     }
 };

@@ -1066,7 +1066,7 @@ void ControlsPanel::fillGpuList()
     const int scrolled = m_gpuList->verticalScrollBar()->value();
     m_gpuList->clear();
     for (const GpuSpec &gpu : m_doc->catalog().gpus()) {
-        // The capacity rounded down: an "RTX 4090 24GB" holds 23.9 GiB, not 24.
+        // What a process can use, rounded down: an "RTX 4090 24GB" gives CUDA 23.6 GiB, not 24.
         auto *item = new QListWidgetItem(
             QStringLiteral("%1 — %2").arg(QString::fromStdString(gpu.name),
                                           QString::fromStdString(
@@ -1074,10 +1074,11 @@ void ControlsPanel::fillGpuList()
         item->setData(Qt::UserRole, QString::fromStdString(gpu.id));
         item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
         item->setCheckState(Qt::Unchecked);
-        item->setToolTip(QStringLiteral("%1 · %2 · %3")
+        item->setToolTip(QStringLiteral("%1 · %2 · %3\n%4")
                              .arg(QString::fromStdString(gpu.id),
                                   QString::fromStdString(gpu.vendor),
-                                  QString::fromStdString(gpu.segment)));
+                                  QString::fromStdString(gpu.segment),
+                                  QString::fromStdString(capacityNote(gpu, m_unit))));
         m_gpuList->addItem(item);
     }
     m_gpuList->verticalScrollBar()->setValue(scrolled);

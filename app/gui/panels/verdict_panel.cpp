@@ -383,6 +383,7 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         const GpuSpec &gpu = gpus[i];
         QTreeWidgetItem *item = m_table->topLevelItem(static_cast<int>(i));
         item->setText(ColMemory, QString::fromStdString(formatCapacity(gpu.memory_bytes, unit)));
+        item->setToolTip(ColMemory, QString::fromStdString(capacityNote(gpu, unit)));
         // Speed and cost; their tooltips are made when asked for (eventFilter), not on every step.
         m_speeds[i] = gpuSpeed(doc.scenario(), in, gpu);
         item->setText(ColSpeed, speedCell(m_speeds[i], in));
