@@ -245,6 +245,7 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
     connect(m_controls, &ControlsPanel::dragStateChanged, this, [this](bool dragging) {
         m_chart->setAxisFrozen(dragging);
         m_ladder->setAxisFrozen(dragging);
+        m_doc->setDragging(dragging);
     });
     connect(m_controls,
             &ControlsPanel::importConfigRequested,
@@ -787,8 +788,10 @@ void MainWindow::updatePeakLabel()
 {
     if (m_doc->valid()) {
         const MemoryEstimate &est = m_doc->estimate();
-        QString text = tr("Peak %1 per GPU (%2)")
-                           .arg(QString::fromStdString(formatBytes(est.device_total, m_unit)),
+        // "≈" while a drag's estimate waits for its replay (ScenarioDocument::setDragging).
+        QString text = tr("Peak %1%2 per GPU (%3)")
+                           .arg(m_doc->isProvisional() ? QStringLiteral("≈") : QString(),
+                                QString::fromStdString(formatBytes(est.device_total, m_unit)),
                                 QString::fromUtf8(phaseLabel(est.peak_phase)).toLower());
         int over = 0, tight = 0; // by the verdict table's three-way verdicts
         for (const GpuVerdict &v : m_verdict->verdicts()) {

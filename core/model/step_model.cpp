@@ -26,6 +26,12 @@ StepModel::StepModel(const EstimateInput &input)
     m_profile = activationProfile(a, graphTraining, m_graphs, tp);
 }
 
+StepModel::StepModel(const EstimateInput &input, double assumedReserveRatio)
+    : StepModel(input)
+{
+    m_assumedRatio = std::max(1.0, assumedReserveRatio);
+}
+
 MemoryEstimate StepModel::estimate() const
 {
     return estimate(m_input.training.micro_batch_size, m_input.training.sequence_length);
@@ -284,6 +290,8 @@ double StepModel::reserveRatio() const
 {
     if (const auto f = m_input.overheads.allocator_reserve_fraction)
         return 1 + *f;
+    if (m_assumedRatio > 0)
+        return m_assumedRatio;
     referenceReplay();
     return m_ratio;
 }

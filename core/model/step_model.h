@@ -28,6 +28,11 @@ class StepModel
 {
 public:
     explicit StepModel(const EstimateInput &input);
+    // A model that takes reserved memory as `assumedReserveRatio` times allocated at the peak
+    // instead of replaying the step for it (another model's reserveRatio(): the app's figure while
+    // a slider is dragged, settled by a model without it). Replays asked for explicitly (replay(),
+    // referenceReplay(), referenceReplayAgainst()) still run.
+    StepModel(const EstimateInput &input, double assumedReserveRatio);
 
     const EstimateInput &input() const { return m_input; }
     bool valid() const { return m_valid; }
@@ -47,6 +52,11 @@ public:
     // The estimate at the input's shape with no allocator reserve (reserved = allocated) and no
     // replay: a lower bound of estimate() that costs only the timeline's peaks (microseconds).
     MemoryEstimate allocatedEstimate() const;
+
+    // Reserved over allocated at the peak that estimates use: the scenario's allocator_reserve
+    // when it sets one, else the assumed ratio when there is one, else the reference replay's.
+    double reserveRatio() const;
+    bool reserveAssumed() const { return m_assumedRatio > 0; }
 
     // The scenario's allocator settings (PYTORCH_CUDA_ALLOC_CONF) for `capacity` bytes.
     AllocatorSettings allocatorSettings(Bytes capacity = kBytesMax) const;
@@ -73,7 +83,6 @@ private:
                                      double ratio) const;
     void fillDerivation(MemoryEstimate &est, double tokens, double seq) const;
     double ratioOf(const StepReplay &replay, std::int64_t microBatch, std::int64_t sequence) const;
-    double reserveRatio() const;
 
     EstimateInput m_input;
     bool m_valid = false;
@@ -92,6 +101,7 @@ private:
     mutable std::vector<ExpandedEvent> m_referenceEvents;
     mutable std::vector<Bytes> m_referenceReservedAfter;
     mutable double m_ratio = 1;
+    double m_assumedRatio = 0; // 0: none
 };
 
 } // namespace membudget

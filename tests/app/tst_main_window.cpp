@@ -141,6 +141,7 @@ private Q_SLOTS:
     void controlChangesChartAsTheCoreSays();
     void slidersAreLogarithmicAndInSync();
     void sliderDragIsOneUndoStep();
+    void dragEstimateSettlesOnPauseAndRelease();
     void undoRedoThroughActions();
     void pinAndCompare();
     void unitToggle();
@@ -459,6 +460,46 @@ void TestMainWindow::sliderDragIsOneUndoStep()
     seq->slider()->setSliderPosition(5);
     seq->slider()->setSliderDown(false);
     QCOMPARE(doc->undoStack()->count(), steps + 2);
+}
+
+// While a slider is held, each value's estimate keeps the last settled reserve ratio instead of
+// replaying the step on the GUI thread; a pause or letting go replays it, and the figures are then
+// those of a fresh estimate.
+void TestMainWindow::dragEstimateSettlesOnPauseAndRelease()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *seq = child<LogSliderSpin>(m_window, "sequenceLength");
+    auto *peak = child<QLabel>(m_window, "peakLabel");
+    const auto snaps = ControlsPanel::sequenceSnapValues();
+    QVERIFY(!doc->isProvisional());
+    QVERIFY(!doc->stepModel().reserveAssumed());
+    seq->slider()->setSliderDown(true);
+    seq->slider()->setSliderPosition(3);
+    QCOMPARE(static_cast<double>(doc->scenario().training.sequence_length), snaps[3]);
+    QVERIFY(doc->isProvisional());
+    QVERIFY(doc->stepModel().reserveAssumed());
+    QVERIFY2(peak->text().startsWith(QStringLiteral("Peak ≈")), qPrintable(peak->text()));
+    // What is allocated is exact at once; only the allocator's reserve waits for the replay.
+    const MemoryEstimate exact = estimateMemory(doc->input());
+    QCOMPARE(doc->estimate().peak_allocated, exact.peak_allocated);
+    for (int c = 0; c < kAllocatedComponentCount; ++c)
+        QCOMPARE(doc->estimate().components[static_cast<Component>(c)],
+                 exact.components[static_cast<Component>(c)]);
+    // A pause settles it, still held...
+    QTRY_VERIFY_WITH_TIMEOUT(!doc->isProvisional(), 10000);
+    QVERIFY(seq->slider()->isSliderDown());
+    QVERIFY(!doc->stepModel().reserveAssumed());
+    QCOMPARE(doc->estimate().device_total, exact.device_total);
+    QCOMPARE(doc->estimate().peak_reserved, exact.peak_reserved);
+    QVERIFY2(!peak->text().contains(QStringLiteral("≈")), qPrintable(peak->text()));
+    // ...and so does letting go, at once.
+    seq->slider()->setSliderPosition(4);
+    QVERIFY(doc->isProvisional());
+    seq->slider()->setSliderDown(false);
+    QVERIFY(!doc->isProvisional());
+    const MemoryEstimate released = estimateMemory(doc->input());
+    QCOMPARE(doc->estimate().device_total, released.device_total);
+    QCOMPARE(doc->estimate().peak_reserved, released.peak_reserved);
 }
 
 void TestMainWindow::undoRedoThroughActions()

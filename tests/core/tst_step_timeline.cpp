@@ -176,6 +176,34 @@ private slots:
         // 16-bit logits + their fp32 copy + fp32 log-softmax: 10 bytes per token per vocab entry.
         QCOMPARE(double(e.phase(Phase::Forward)[Component::Logits]), 4096.0 * 128256 * 10);
     }
+
+    // A model with an assumed reserve ratio (the app's figure during a slider drag) estimates
+    // without replaying: the allocated figures are the replayed model's, reserved is the ratio
+    // times the most allocated so far; asked for, its replays are the same as the other's.
+    void assumedReserveRatio()
+    {
+        EstimateInput in = input(llama3_8b());
+        in.training.micro_batch_size = 2;
+        in.training.sequence_length = 2048;
+        in.training.method = Method::Lora;
+        const StepModel replayed(in);
+        const StepModel assumed(in, 1.25);
+        QVERIFY(!replayed.reserveAssumed());
+        QVERIFY(assumed.reserveAssumed());
+        QCOMPARE(assumed.reserveRatio(), 1.25);
+        const MemoryEstimate a = assumed.estimate();
+        const MemoryEstimate r = replayed.estimate();
+        QCOMPARE(a.peak_allocated, r.peak_allocated);
+        QCOMPARE(a.peak_reserved, toBytes(static_cast<double>(a.peak_allocated) * 1.25));
+        QVERIFY(replayed.reserveRatio() > 1.0);
+        QVERIFY(replayed.reserveRatio() != 1.25);
+        QCOMPARE(assumed.referenceReplay().peak_reserved, replayed.referenceReplay().peak_reserved);
+        // A ratio below 1 would make reserved less than allocated: it is taken as 1.
+        QCOMPARE(StepModel(in, 0.5).reserveRatio(), 1.0);
+        // The scenario's own allocator_reserve still wins.
+        in.overheads.allocator_reserve_fraction = 0.1;
+        QCOMPARE(StepModel(in, 1.25).reserveRatio(), 1.1);
+    }
 };
 
 QTEST_APPLESS_MAIN(TestStepTimeline)

@@ -61,6 +61,10 @@ ScenarioDocument::ScenarioDocument(PresetCatalog catalog, QObject *parent)
     connect(&m_undoStack, &QUndoStack::cleanChanged, this, [this](bool clean) {
         Q_EMIT modifiedChanged(!clean);
     });
+    m_settleTimer = new QTimer(this);
+    m_settleTimer->setSingleShot(true);
+    m_settleTimer->setInterval(kSettleMs);
+    connect(m_settleTimer, &QTimer::timeout, this, &ScenarioDocument::settle);
     recompute();
 }
 
@@ -249,15 +253,42 @@ void ScenarioDocument::apply(const Scenario &scenario)
     Q_EMIT changed();
 }
 
-void ScenarioDocument::recompute()
+void ScenarioDocument::setDragging(bool dragging)
+{
+    m_dragging = dragging;
+    if (!dragging)
+        settle();
+}
+
+void ScenarioDocument::settle()
+{
+    m_settleTimer->stop();
+    if (!m_provisional)
+        return;
+    recompute(false);
+    Q_EMIT changed();
+}
+
+void ScenarioDocument::recompute(bool allowProvisional)
 {
     std::string error;
     m_input = resolveScenario(m_scenario, m_catalog, error);
     if (m_input) {
-        m_model = std::make_shared<const StepModel>(*m_input); // estimateMemory(), kept
+        // estimateMemory(), kept; during a drag without the replay (setDragging).
+        m_provisional = allowProvisional && m_dragging && m_settledRatio > 0;
+        m_model = m_provisional ? std::make_shared<const StepModel>(*m_input, m_settledRatio)
+                                : std::make_shared<const StepModel>(*m_input);
         m_estimate = m_model->estimate();
+        if (m_provisional) {
+            m_settleTimer->start();
+        } else {
+            m_settledRatio = m_model->reserveRatio();
+            m_settleTimer->stop();
+        }
         m_error.clear();
     } else {
+        m_provisional = false;
+        m_settleTimer->stop();
         m_model.reset();
         m_estimate = MemoryEstimate{};
         m_error = QString::fromStdString(error);

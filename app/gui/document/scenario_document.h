@@ -14,6 +14,7 @@
 
 #include <QObject>
 #include <QString>
+#include <QTimer>
 #include <QUndoStack>
 
 #include <functional>
@@ -98,8 +99,17 @@ public:
     // remembers its id (model.source).
     void useHubModel(const HubModelRef &ref, const ModelSpec &spec);
 
+    // While a slider is dragged the estimate is provisional: each value's step model takes the
+    // reserved-to-allocated ratio of the last settled estimate instead of replaying the step on
+    // this thread (the first step and the steady one: 10-30 ms for a large model, twice a frame).
+    // It settles, replayed, when the drag ends or pauses for kSettleMs; changed() says so.
+    void setDragging(bool dragging);
+    bool isProvisional() const { return m_provisional; }
+    static constexpr int kSettleMs = 150;
+
 Q_SIGNALS:
-    // The scenario (and so the estimate) changed, by an edit, undo/redo, or a reset.
+    // The scenario (and so the estimate) changed, by an edit, undo/redo, or a reset; or a
+    // provisional estimate settled.
     void changed();
     void filePathChanged(const QString &path);
     void modifiedChanged(bool modified);
@@ -107,7 +117,8 @@ Q_SIGNALS:
 private:
     friend class ScenarioEditCommand;
     void apply(const Scenario &scenario);
-    void recompute();
+    void recompute(bool allowProvisional = true);
+    void settle();
 
     PresetCatalog m_catalog;
     Scenario m_scenario;
@@ -120,6 +131,10 @@ private:
     std::optional<Scenario> m_template; // the bundled (or default) scenario it started from
     QUndoStack m_undoStack;
     int m_lastMergeToken = 0;
+    bool m_dragging = false;
+    bool m_provisional = false;
+    double m_settledRatio = 0; // the last settled estimate's reserve ratio; 0: none yet
+    QTimer *m_settleTimer = nullptr;
 };
 
 } // namespace membudget

@@ -235,6 +235,10 @@ void FitPanel::recompute()
 // worker thread; the list says so meanwhile, and only the newest search's answer is shown.
 void FitPanel::recomputeInBackground()
 {
+    // During a drag, the search waits for the estimate to settle (its replay): the document says
+    // changed() then, which schedules this again.
+    if (m_doc->isProvisional())
+        return;
     if (!prepare())
         return;
     m_message->setText(tr("Looking for combinations that fit on %1…")

@@ -454,9 +454,12 @@ void VerdictPanel::updateReplays(const ScenarioDocument &doc, const StepModel &m
         queries.push_back({FitLimitQuery::Kind::SequenceLength, gpu.memory_bytes, 1 << 24});
     }
     // Asked again only when the scenario or the GPUs changed (not on a recolour).
+    // A drag's provisional estimate settling asks again too: the band the verdicts carry changes.
     if (!(m_limitsScenario && *m_limitsScenario == doc.scenario() && m_limitsQueries == queries
-          && m_limitsUnit == m_unit)) { // the reasons' sizes are in the unit
+          && m_limitsUnit == m_unit // the reasons' sizes are in the unit
+          && m_limitsProvisional == doc.isProvisional())) {
         m_limitsScenario = doc.scenario();
+        m_limitsProvisional = doc.isProvisional();
         m_limitsUnit = m_unit;
         m_limitsQueries = queries;
         m_exactLimits.clear();

@@ -81,6 +81,7 @@ private:
     FitLimitsWorker *m_limitsWorker;
     std::optional<Scenario> m_limitsScenario;
     ByteUnit m_limitsUnit = ByteUnit::GiB; // of the reasons asked for
+    bool m_limitsProvisional = false;      // asked for a drag's provisional estimate
     std::vector<FitLimitQuery> m_limitsQueries;
     std::vector<std::int64_t> m_estimatedLimits;
     std::vector<std::int64_t> m_exactLimits;
