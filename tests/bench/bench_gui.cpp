@@ -273,9 +273,12 @@ bool GuiBench::setUp()
 
     revealSlider();
     m_probe = std::make_unique<PaintProbe>(probedChart());
-    if (m_options.callgrind) // see --callgrind
+    if (m_options.callgrind) { // see --callgrind
         for (QTimer *timer : m_window->fitPanel()->findChildren<QTimer *>())
             timer->blockSignals(true);
+        for (QTimer *timer : m_window->document()->findChildren<QTimer *>())
+            timer->blockSignals(true);
+    }
     QObject::connect(m_window->document(), &ScenarioDocument::changed, m_window.get(), [this] {
         ++m_changes;
     });
@@ -521,8 +524,8 @@ int main(int argc, char **argv)
         {QStringLiteral("callgrind"),
          QStringLiteral(
              "Under valgrind every change takes longer than the 120 ms debounce of the fit "
-             "suggestions, "
-             "which would then recompute on every change; hold them as a real-time drag does.")},
+             "suggestions and the 150 ms after which a drag's estimate settles, which would then "
+             "run after every change; hold them as a real-time drag does.")},
     });
     parser.process(app);
     Options o;
