@@ -182,6 +182,12 @@ void TestScreenFit::aLargerSystemFontCutsNoVerdictAndNoSuggestion()
         }
         QTreeWidget *fits = window.fitPanel()->list();
         QVERIFY(fits->topLevelItemCount() > 0);
+        // The changes keep room to be read: a third of the list at least (they were squeezed to a
+        // few letters a line at 1366 x 768 when the speed went on one line beside Headroom).
+        QVERIFY2(fits->header()->sectionSize(0) * 3 >= fits->viewport()->width(),
+                 qPrintable(QStringLiteral("%1 of %2 px")
+                                .arg(fits->header()->sectionSize(0))
+                                .arg(fits->viewport()->width())));
         const int width = fits->header()->sectionSize(0)
                           - 2 * (fits->style()->pixelMetric(QStyle::PM_FocusFrameHMargin) + 1);
         for (int r = 0; r < fits->topLevelItemCount(); ++r) {

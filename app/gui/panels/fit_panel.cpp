@@ -30,18 +30,23 @@ namespace {
 enum Column { ColChanges, ColSpeed, ColPeak, ColHeadroom, ColApply };
 
 // Time per token against the scenario as it is, from the modelled step times (core/throughput).
+// Two lines, so that the column stays narrow and the changes keep the room.
 QString speedText(const FitSuggestion &s)
 {
     const QString rate = QString::fromStdString(formatRate(s.tokens_per_second));
     const double slowdown = s.slowdown;
     if (slowdown < 0.995)
-        return QObject::tr("%1% faster · %2 tok/s").arg(qRound((1.0 - slowdown) * 100)).arg(rate);
+        return QObject::tr("%1% faster\n%2 tok/s").arg(qRound((1.0 - slowdown) * 100)).arg(rate);
     if (slowdown <= 1.005)
-        return QObject::tr("same speed · %1 tok/s").arg(rate);
+        return QObject::tr("same speed\n%1 tok/s").arg(rate);
     if (slowdown >= 1.95)
-        return QObject::tr("%1× slower · %2 tok/s").arg(slowdown, 0, 'f', 1).arg(rate);
-    return QObject::tr("%1% slower · %2 tok/s").arg(qRound((slowdown - 1.0) * 100)).arg(rate);
+        return QObject::tr("%1× slower\n%2 tok/s").arg(slowdown, 0, 'f', 1).arg(rate);
+    return QObject::tr("%1% slower\n%2 tok/s").arg(qRound((slowdown - 1.0) * 100)).arg(rate);
 }
+
+// Below this width of the list, the Headroom column gives its room to the changes (the Per GPU
+// cell's hover text says it).
+constexpr int kHeadroomColumnMinListWidth = 600;
 // Rows as tall as their changes are when wrapped to the column's width (QTreeView asks the delegate
 // for a height without giving it the width, so wrapped text would be cut short).
 class WrappingDelegate : public QStyledItemDelegate
@@ -93,13 +98,16 @@ FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
     m_list->setUniformRowHeights(false);
     m_list->setWordWrap(true); // a narrow panel or a large font wraps the changes, never cuts them
     m_list->setItemDelegate(new WrappingDelegate(m_list));
+    m_list->installEventFilter(this); // its width decides whether Headroom is shown
     // Wrapped rows are as tall as their text at the column's width: measured again when it changes.
     connect(m_list->header(), &QHeaderView::sectionResized, this, [this](int column) {
         if (column == ColChanges)
             m_list->doItemsLayout();
     });
-    m_list->setHeaderLabels(
-        {tr("Changes"), tr("Speed (modelled)"), tr("Per GPU"), tr("Headroom"), QString()});
+    m_list->setHeaderLabels({tr("Changes"), tr("Speed"), tr("Per GPU"), tr("Headroom"), QString()});
+    m_list->headerItem()->setToolTip(ColSpeed,
+                                     tr("Modelled on the GPU: how much slower or faster than the "
+                                        "scenario as it is, and tokens per second"));
     m_list->header()->setStretchLastSection(false);
     m_list->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_list->header()->setSectionResizeMode(ColChanges, QHeaderView::Stretch);
@@ -130,6 +138,13 @@ FitPanel::FitPanel(ScenarioDocument *document, QWidget *parent)
         apply(item->data(ColChanges, Qt::UserRole).toInt());
     });
     recomputeInBackground();
+}
+
+bool FitPanel::eventFilter(QObject *watched, QEvent *event)
+{
+    if (watched == m_list && event->type() == QEvent::Resize)
+        m_list->setColumnHidden(ColHeadroom, m_list->width() < kHeadroomColumnMinListWidth);
+    return QWidget::eventFilter(watched, event);
 }
 
 void FitPanel::changeEvent(QEvent *event)
@@ -344,6 +359,11 @@ void FitPanel::showSuggestions(std::vector<FitSuggestion> suggestions)
                                              : (s.slowdown > 1.1 ? colors.warning : colors.ok));
         item->setText(ColPeak, QString::fromStdString(formatBytes(s.device_total, m_unit)));
         item->setText(ColHeadroom, QString::fromStdString(formatBytes(s.headroom, m_unit)));
+        item->setToolTip(ColPeak,
+                         tr("%1 per GPU at the peak; %2 to spare on %3")
+                             .arg(item->text(ColPeak),
+                                  item->text(ColHeadroom),
+                                  QString::fromStdString(gpu->name)));
         for (int c : {ColSpeed, ColPeak, ColHeadroom})
             item->setTextAlignment(c, Qt::AlignRight | Qt::AlignVCenter);
         items << item;
@@ -359,7 +379,12 @@ void FitPanel::showSuggestions(std::vector<FitSuggestion> suggestions)
         button->setToolTip(tr("Apply these changes to the scenario (undoable)"));
         button->setAutoDefault(false);
         connect(button, &QPushButton::clicked, this, [this, i] { apply(i); });
-        m_list->setItemWidget(items[k], ColApply, button);
+        // Centred in its row, at its own height: a row of wrapped changes is tall.
+        auto *cell = new QWidget;
+        auto *cellLayout = new QVBoxLayout(cell);
+        cellLayout->setContentsMargins(2, 0, 2, 0);
+        cellLayout->addWidget(button, 0, Qt::AlignVCenter);
+        m_list->setItemWidget(items[k], ColApply, cell);
     }
 }
 
