@@ -88,6 +88,15 @@ private:
     {
         return m_p.train && checkpointedLayers(m_in.training, m_in.arch.layers) > 0;
     }
+    // FSDP's MixedPrecision(param_dtype) casts a unit's shard before gathering it, so the gathered
+    // unit is 16-bit where the stored fp32 weights are cast (FSDP2 _fsdp_param.py
+    // all_gather_inputs; FSDP1 _flat_param.py, the low-precision shard): graphTrainingConfig.
+    double gatheredScale() const
+    {
+        const bool cast = graphTrainingConfig(m_in).precision != m_in.training.precision
+                          && m_in.training.quantization == Quantization::None;
+        return cast ? 0.5 : 1.0;
+    }
     bool eagerMask() const
     {
         const ModelFamily f = m_in.arch.family;
@@ -336,7 +345,7 @@ void StepBuilder::forward()
     const double d = static_cast<double>(m_in.arch.head_dim);
     if (m_s.gathers) {
         m_rootGathered = tensor("gathered embedding and head parameters",
-                                bytes(m_s.root_weights),
+                                bytes(m_s.root_weights * gatheredScale()),
                                 Component::Temporaries,
                                 false,
                                 1,
@@ -365,7 +374,7 @@ void StepBuilder::forward()
     }
     if (m_s.gathers)
         m_gathered = tensor("gathered layer parameters",
-                            bytes(m_s.layer_weights / m_layers),
+                            bytes(m_s.layer_weights / m_layers * gatheredScale()),
                             Component::Temporaries,
                             true,
                             1,

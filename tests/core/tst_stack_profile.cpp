@@ -3,6 +3,7 @@
 #include "model/parameter_layout.h"
 #include "model/scenario.h"
 #include "model/stack_profile.h"
+#include "model/step_model.h"
 #include "model/torch_release.h"
 #include "test_architectures.h"
 
@@ -267,6 +268,27 @@ private slots:
         EstimateInput fp32 = acc;
         fp32.parallelism.fsdp_param_dtype = ParamDtype::Fp32;
         QCOMPARE(estimateMemory(fp32).peak_allocated, a.peak_allocated);
+    }
+
+    // FSDP casts a unit's fp32 shard to param_dtype before it gathers it: the gathered layer is
+    // bf16, half the stored bytes (FSDP2 _fsdp_param.py all_gather_inputs).
+    void fsdpGathersInParamDtype()
+    {
+        EstimateInput in = input(llama32_1b(), Method::Full, Precision::AmpBf16);
+        in.parallelism.gpus = 8;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        auto gathered = [](const EstimateInput &e) {
+            const StepModel model(e);
+            for (const TimelineTensor &t : model.timeline().tensors)
+                if (std::string(t.name) == "gathered layer parameters")
+                    return t.size.fixed * t.copies;
+            return -1.0;
+        };
+        const double fp32 = gathered(in);
+        const double layer = parameterLayout(in.arch).per_layer;
+        QCOMPARE(fp32, 4 * layer);
+        in.parallelism.fsdp_param_dtype = ParamDtype::Bf16;
+        QCOMPARE(gathered(in), 2 * layer);
     }
 
     // torchtitan's ActivationCheckpoint defaults (mode "selective", selective_ac_option "2"):
