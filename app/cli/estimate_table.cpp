@@ -5,6 +5,7 @@
 #include "advice/fit_solver.h"
 #include "advice/gpu_verdict.h"
 #include "base/time_format.h"
+#include "model/pipeline_parallel.h"
 #include "model/stack_profile.h"
 #include "model/weight_format.h"
 #include "throughput/throughput_model.h"
@@ -105,6 +106,9 @@ std::string describeTraining(const EstimateInput &in)
              + (tensorParallelPlan(in.parallelism, t.stack).sequence_parallel ? " + SP" : "");
     if (in.parallelism.context_parallel > 1)
         s += " CP" + std::to_string(in.parallelism.context_parallel);
+    if (in.parallelism.pipeline_parallel > 1)
+        s += " PP" + std::to_string(in.parallelism.pipeline_parallel) + " "
+             + pipelineScheduleName(in.parallelism.pipeline_schedule);
     return s;
 }
 
@@ -245,6 +249,9 @@ std::string estimateTable(const Scenario &scenario,
         out += std::string(", in the ") + phaseLabel(est.peak_phase) + " phase";
     out += ".\n";
     out += explainPhase(input, est, est.peak_phase, unit) + "\n";
+    if (const std::string stage = pipelineStageSummary(input.parallelism, est.derivation);
+        !stage.empty())
+        out += "Per GPU is the pipeline's " + stage + ", the stage that allocates the most.\n";
     if (est.paged_optimizer_bytes > 0)
         out += "Paged optimizer states: " + formatBytes(est.paged_optimizer_bytes, unit)
                + " per GPU in CUDA managed memory, outside the caching allocator (paged to CPU "

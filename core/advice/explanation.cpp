@@ -231,10 +231,14 @@ std::string explainComponent(
         if (bytes == 0)
             return t.mode == Mode::Inference ? "none (inference saves nothing for backward)"
                                              : "none (freed after backward)";
-        const double checkpointed = static_cast<double>(checkpointedLayers(t, in.arch.layers));
-        const double kept = static_cast<double>(in.arch.layers) - checkpointed;
-        const double everything = checkpointed * d.layer_checkpoint_bytes
-                                  + kept * d.layer_saved_bytes + d.embedding_activation_bytes;
+        // A pipeline stage runs its own layers, for every micro-batch in flight (pipeline_parallel.h).
+        const std::int64_t layers = d.pipeline_stages > 1 ? d.stage_layers : in.arch.layers;
+        const double inFlight = d.pipeline_stages > 1 ? d.pipeline_in_flight : 1.0;
+        const double checkpointed = static_cast<double>(checkpointedLayers(t, layers));
+        const double kept = static_cast<double>(layers) - checkpointed;
+        const double everything = inFlight
+                                  * (checkpointed * d.layer_checkpoint_bytes
+                                     + kept * d.layer_saved_bytes + d.embedding_activation_bytes);
         if (d.offloaded_activation_bytes > 0)
             return "layer inputs offloaded to CPU RAM (" + sized(d.offloaded_activation_bytes, unit)
                    + "); on the GPU: " + liveList(in, est, phase, c, unit) + total;
@@ -260,7 +264,10 @@ std::string explainComponent(
                                 + " B/token x s (eager softmax)"
                           : std::string())
                    + ") + ";
-        return out + sized(d.embedding_activation_bytes, unit) + " outside the layers" + total;
+        out += sized(d.embedding_activation_bytes, unit) + " outside the layers";
+        if (inFlight > 1)
+            out = num(inFlight) + " micro-batches in flight x (" + out + ")";
+        return out + total;
     }
     case Component::KvCache:
         if (bytes == 0)

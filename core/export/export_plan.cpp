@@ -112,6 +112,13 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
             + ") has no setting here: it is torchtitan's parallelism.context_parallel_degree "
               "(torch.distributed.tensor.experimental.context_parallel); these files give each "
               "process whole sequences");
+    if (s.parallelism.pipeline_parallel > 1)
+        plan.notes.push_back(
+            "pipeline parallelism (" + std::to_string(s.parallelism.pipeline_parallel) + " stages, "
+            + pipelineScheduleName(s.parallelism.pipeline_schedule)
+            + ") has no setting here: it is torchtitan's parallelism.pipeline_parallel_degree "
+              "and pipeline_parallel_schedule (torch.distributed.pipelining); these files give "
+              "each process the whole model");
     if (t.checkpointing == Checkpointing::Selective)
         plan.notes.push_back("selective (attention-only) checkpointing has no Trainer, accelerate "
                              "or DeepSpeed setting: full gradient checkpointing is written, which "
@@ -191,7 +198,9 @@ std::optional<ExportPlan> makeExportPlan(const Scenario &scenario,
     plan.scenario = scenario;
     plan.family = input->arch.family;
     plan.peakPerGpu = estimateMemory(*input).device_total;
-    plan.dataParallel = scenario.parallelism.dataParallel();
+    ParallelismConfig processes = scenario.parallelism;
+    processes.pipeline_parallel = 1; // the files run no pipeline: each process the whole model
+    plan.dataParallel = processes.dataParallel();
     findModelId(scenario, catalog, plan);
     plan.optim = optimName(scenario.training.optimizer, plan.notes);
     plan.attnImplementation = attnName(scenario.training.attention);

@@ -4,6 +4,7 @@
 #include "advice/explanation.h"
 #include "advice/fit_solver.h"
 #include "advice/gpu_verdict.h"
+#include "model/pipeline_parallel.h"
 #include "model/scenario.h"
 #include "model/stack_profile.h"
 #include "model/step_model.h"
@@ -34,7 +35,8 @@ nlohmann::json breakdownJson(const ThroughputBreakdown &b)
             {"host_wait", b.host_wait},
             {"communication", b.communication},
             {"offload", b.offload},
-            {"optimizer", b.optimizer}};
+            {"optimizer", b.optimizer},
+            {"pipeline_bubble", b.pipeline_bubble}};
 }
 
 } // namespace
@@ -176,6 +178,17 @@ nlohmann::json estimateToJson(const Scenario &scenario,
     perGpu["device_total"] = est.device_total;
     perGpu["peak_phase"] = phaseKey(est.peak_phase);
     perGpu["saved_activations"] = toBytes(est.derivation.saved_activation_bytes);
+    if (const Derivation &d = est.derivation; d.pipeline_stages > 1) {
+        const ParallelismConfig &par = input.parallelism;
+        perGpu["pipeline"] = {{"stage", d.pipeline_stage},
+                              {"stages", d.pipeline_stages},
+                              {"layers", d.stage_layers},
+                              {"in_flight_micro_batches", d.pipeline_in_flight},
+                              {"schedule", pipelineScheduleName(par.pipeline_schedule)},
+                              {"bubble_fraction",
+                               pipelineBubbleFraction(par,
+                                                      input.training.gradient_accumulation_steps)}};
+    }
     nlohmann::json moments = nlohmann::json::object();
     for (int p = 0; p < phaseCount; ++p) {
         const PeakMoment &m = est.moments[static_cast<std::size_t>(p)];

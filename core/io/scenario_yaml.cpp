@@ -274,6 +274,9 @@ bool readParallelism(YamlReader &r,
                       "loss_parallel",
                       "shard_group",
                       "context_parallel",
+                      "pipeline_parallel",
+                      "pipeline_schedule",
+                      "pipeline_virtual_stages",
                       "fsdp_param_dtype",
                       "fsdp_reduce_dtype",
                       "deepspeed",
@@ -285,6 +288,14 @@ bool readParallelism(YamlReader &r,
         || !r.getBool(p, "loss_parallel", c.loss_parallel)
         || !r.getInt(p, "shard_group", c.shard_group, 0, 1'000'000)
         || !r.getInt(p, "context_parallel", c.context_parallel, 1, 65536)
+        || !r.getInt(p, "pipeline_parallel", c.pipeline_parallel, 1, 65536)
+        || !r.getEnum(p,
+                      "pipeline_schedule",
+                      c.pipeline_schedule,
+                      parsePipelineSchedule,
+                      kPipelineScheduleNames,
+                      3)
+        || !r.getInt(p, "pipeline_virtual_stages", c.pipeline_virtual_stages, 1, 1024)
         || !r.getEnum(p, "fsdp_param_dtype", c.fsdp_param_dtype, parseParamDtype, kParamDtypeNames, 3)
         || !r.getEnum(p,
                       "fsdp_reduce_dtype",
@@ -305,10 +316,18 @@ bool readParallelism(YamlReader &r,
                       "gpus (" + std::to_string(c.gpus)
                           + ") must be a multiple of tensor_parallel x context_parallel ("
                           + std::to_string(c.tensor_parallel * c.context_parallel) + ")");
+    const std::int64_t split = c.tensor_parallel * c.context_parallel * c.pipeline_parallel;
+    if (c.gpus % split != 0)
+        return r.fail(p["pipeline_parallel"],
+                      "gpus (" + std::to_string(c.gpus)
+                          + ") must be a multiple of tensor_parallel x context_parallel x "
+                            "pipeline_parallel ("
+                          + std::to_string(split) + ")");
     if (c.shard_group > 0 && c.dataParallel() % c.shard_group != 0)
         return r.fail(p["shard_group"],
                       "shard_group (" + std::to_string(c.shard_group)
-                          + ") must divide the data-parallel GPUs (gpus / tensor_parallel = "
+                          + ") must divide the data-parallel GPUs (gpus / (tensor_parallel x "
+                            "pipeline_parallel) = "
                           + std::to_string(c.dataParallel()) + ")");
     if (!c.deepspeed_config.empty()) {
         std::string problem;
@@ -714,6 +733,13 @@ void parallelismYaml(const ParallelismConfig &p, std::string &out)
         out += "  shard_group: " + std::to_string(p.shard_group) + "\n";
     if (p.context_parallel > 1)
         out += "  context_parallel: " + std::to_string(p.context_parallel) + "\n";
+    if (p.pipeline_parallel > 1) {
+        out += "  pipeline_parallel: " + std::to_string(p.pipeline_parallel) + "\n";
+        out += std::string("  pipeline_schedule: ") + pipelineScheduleName(p.pipeline_schedule)
+               + "\n";
+        if (p.pipeline_schedule == PipelineSchedule::Interleaved1F1B)
+            out += "  pipeline_virtual_stages: " + std::to_string(p.pipeline_virtual_stages) + "\n";
+    }
     if (p.fsdp_param_dtype)
         out += std::string("  fsdp_param_dtype: ") + paramDtypeName(*p.fsdp_param_dtype) + "\n";
     if (p.fsdp_reduce_dtype)

@@ -15,9 +15,13 @@ std::string validateContextParallel(const TrainingConfig &t,
     };
     if (cp < 1)
         return problem("parallelism.context_parallel", "context_parallel must be at least 1");
-    if (p.gpus % (std::max<std::int64_t>(1, p.tensor_parallel) * cp) != 0)
+    if (p.gpus
+            % (std::max<std::int64_t>(1, p.tensor_parallel) * cp
+               * std::max<std::int64_t>(1, p.pipeline_parallel))
+        != 0)
         return problem("parallelism.context_parallel",
-                       "gpus must be a multiple of tensor_parallel x context_parallel");
+                       "gpus must be a multiple of tensor_parallel x context_parallel x "
+                       "pipeline_parallel");
     if (cp == 1)
         return {};
     if (t.mode != Mode::Train)

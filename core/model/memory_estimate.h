@@ -102,6 +102,12 @@ struct Derivation
     double cpu_offload_bytes = 0;          // per GPU
     double offloaded_activation_bytes = 0; // per GPU, in CPU RAM (activation offloading)
     std::int64_t data_parallel = 1;
+    // Pipeline parallelism (pipeline_parallel.h): the stage this GPU runs, its decoder layers, and
+    // the micro-batches whose activations it holds at once.
+    std::int64_t pipeline_stages = 1;
+    std::int64_t pipeline_stage = 0;
+    std::int64_t stage_layers = 0;
+    double pipeline_in_flight = 1;
     bool grads_live_in_forward = false; // gradient accumulation keeps gradients between micro-batches
     bool paged_optimizer = false;
 };

@@ -3,6 +3,7 @@
 
 #include "model/context_parallel.h"
 #include "model/model_states.h"
+#include "model/pipeline_parallel.h"
 #include "model/step_model.h"
 #include "model/weight_format.h"
 
@@ -165,6 +166,11 @@ std::string validateInput(const EstimateInput &in, std::string *key)
     if (const std::string bad = validateOptimizerInBackward(t, p, key); !bad.empty())
         return bad;
     if (const std::string bad = validateActivationOffloading(t, key); !bad.empty())
+        return bad;
+    if (p.pipeline_parallel < 1 || p.gpus % (p.tensor_parallel * p.pipeline_parallel) != 0)
+        return problem("parallelism.pipeline_parallel",
+                       "gpus must be a multiple of tensor_parallel x pipeline_parallel");
+    if (const std::string bad = validatePipelineParallel(in, key); !bad.empty())
         return bad;
     if (const std::string bad = validateContextParallel(t, p, key); !bad.empty())
         return bad;

@@ -14,6 +14,9 @@ struct EstimateInput
     TrainingConfig training;
     ParallelismConfig parallelism;
     OverheadConfig overheads;
+    // With pipeline parallelism, the stage this GPU runs (pipeline_parallel.h); -1: the stage that
+    // allocates the most.
+    std::int32_t pipeline_stage = -1;
 };
 
 // Per-GPU memory of one training step (or of inference), phase by phase. Pure and allocation-free:

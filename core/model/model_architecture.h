@@ -69,6 +69,12 @@ struct ModelArchitecture
     double hidden_dropout
         = 0.0; // dropout after attention and MLP outputs and embeddings (GPT-2: 0.1)
 
+    // What a pipeline stage holds of the model (pipeline_parallel.h): the first stage the
+    // embedding, the last the final norm and lm_head (a tied lm_head as its own copy of the
+    // embedding, as Megatron-LM keeps it). The whole model holds both. Not a config.json field.
+    bool holds_embedding = true;
+    bool holds_head = true;
+
     bool isMoe() const { return experts > 1; }
     bool isGatedMlp() const { return mlp == MlpKind::GatedSilu || mlp == MlpKind::GatedGelu; }
 };

@@ -30,4 +30,16 @@ OpGraph headGraph(const ModelArchitecture &arch,
                   TensorParallelPlan tensorParallel,
                   bool inputRequiresGrad);
 
+// A later pipeline stage's start (pipeline_parallel.h): the hidden states received from the stage
+// before, which require a gradient (it is sent back in backward).
+OpGraph pipelineReceiveGraph(const ModelArchitecture &arch,
+                             const TrainingConfig &training,
+                             TensorParallelPlan tensorParallel);
+
+// An earlier pipeline stage's end: its last layer's output is sent on and kept for backward, which
+// starts from the gradient the next stage sends back.
+OpGraph pipelineSendGraph(const ModelArchitecture &arch,
+                          const TrainingConfig &training,
+                          TensorParallelPlan tensorParallel);
+
 } // namespace membudget

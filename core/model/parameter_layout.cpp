@@ -54,9 +54,11 @@ ParameterLayout parameterLayout(const ModelArchitecture &arch)
     const bool fusedQkv = arch.family == ModelFamily::Gpt2 || arch.family == ModelFamily::BigCode
                           || arch.family == ModelFamily::Falcon;
 
-    b.add(TensorRole::Embedding, arch.vocab_size, h, 1, false, 0, true);
-    if (arch.positions == PositionKind::Learned)
-        b.add(TensorRole::PositionEmbedding, arch.max_position_embeddings, h, 1, false, 0, false);
+    if (arch.holds_embedding) {
+        b.add(TensorRole::Embedding, arch.vocab_size, h, 1, false, 0, true);
+        if (arch.positions == PositionKind::Learned)
+            b.add(TensorRole::PositionEmbedding, arch.max_position_embeddings, h, 1, false, 0, false);
+    }
 
     // Attention projections.
     if (fusedQkv) {
@@ -94,9 +96,11 @@ ParameterLayout parameterLayout(const ModelArchitecture &arch)
     if (parametricNorm) {
         const std::int64_t perNorm = layerNorm ? 2 * h : h;
         b.add(TensorRole::Norm, perNorm, 1, L * arch.norms_per_layer, false, 0, false);
-        b.add(TensorRole::FinalNorm, perNorm, 1, 1, false, 0, false);
+        if (arch.holds_head)
+            b.add(TensorRole::FinalNorm, perNorm, 1, 1, false, 0, false);
     }
-    if (!arch.tied_embeddings)
+    // A pipeline's last stage keeps its own copy of a tied embedding as lm_head.
+    if (arch.holds_head && (!arch.tied_embeddings || !arch.holds_embedding))
         b.add(TensorRole::LmHead, h, arch.vocab_size, 1, true, 0, true);
 
     ParameterLayout &out = b.layout;

@@ -34,6 +34,9 @@ bool operator==(const ParallelismConfig &a, const ParallelismConfig &b)
     return a.gpus == b.gpus && a.sharding == b.sharding && a.tensor_parallel == b.tensor_parallel
            && a.sequence_parallel == b.sequence_parallel && a.loss_parallel == b.loss_parallel
            && a.shard_group == b.shard_group && a.context_parallel == b.context_parallel
+           && a.pipeline_parallel == b.pipeline_parallel
+           && a.pipeline_schedule == b.pipeline_schedule
+           && a.pipeline_virtual_stages == b.pipeline_virtual_stages
            && a.fsdp_param_dtype == b.fsdp_param_dtype && a.fsdp_reduce_dtype == b.fsdp_reduce_dtype
            && a.deepspeed == b.deepspeed && a.deepspeed_config == b.deepspeed_config;
 }

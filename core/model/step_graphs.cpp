@@ -15,10 +15,12 @@ StepGraphs stepGraphs(const ModelArchitecture &arch,
     g.train = t.mode == Mode::Train;
     // HF enable_input_require_grads (called with gradient checkpointing, and by PEFT's
     // prepare_model_for_kbit_training): a frozen embedding's output requires a gradient.
+    // A later pipeline stage's input always does: its gradient goes back to the stage before.
     const bool firstInputGrad = g.train
-                                && (t.method == Method::Full
+                                && (!arch.holds_embedding || t.method == Method::Full
                                     || checkpointedLayers(t, arch.layers) > 0);
-    g.embed = embeddingGraph(arch, t, layout, tp, firstInputGrad);
+    g.embed = arch.holds_embedding ? embeddingGraph(arch, t, layout, tp, firstInputGrad)
+                                   : pipelineReceiveGraph(arch, t, tp);
     if (g.train && t.checkpointing == Checkpointing::Full && t.checkpoint_every > 1) {
         TrainingConfig plain = t;
         plain.checkpointing = Checkpointing::None;
@@ -31,7 +33,8 @@ StepGraphs stepGraphs(const ModelArchitecture &arch,
     g.first_differs = firstInputGrad != g.train && arch.layers > 1;
     if (g.first_differs)
         g.first = decoderLayerGraph(arch, t, layout, tp, firstInputGrad);
-    g.head = headGraph(arch, t, layout, tp, g.train);
+    g.head = arch.holds_head ? headGraph(arch, t, layout, tp, g.train)
+                             : pipelineSendGraph(arch, t, tp);
     return g;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/step_model.h"
 
+#include "model/pipeline_parallel.h"
 #include "model/stack_profile.h"
 #include "model/step_timeline_builder.h"
 #include "model/timeline_peaks.h"
@@ -9,8 +10,23 @@
 
 namespace membudget {
 
+namespace {
+
+// With pipeline parallelism, the input of the stage to model (pipeline_parallel.h).
+EstimateInput stageInput(const EstimateInput &input)
+{
+    const bool sliced = !input.arch.holds_embedding || !input.arch.holds_head; // a stage's own
+    if (input.parallelism.pipeline_parallel <= 1 || sliced)
+        return input;
+    const std::int64_t stage = input.pipeline_stage >= 0 ? input.pipeline_stage
+                                                         : pipelineWorstStage(input);
+    return pipelineStageInput(input, stage);
+}
+
+} // namespace
+
 StepModel::StepModel(const EstimateInput &input)
-    : m_input(resolveStackChoices(input))
+    : m_input(resolveStackChoices(stageInput(input)))
 {
     const ModelArchitecture &a = m_input.arch;
     m_valid = a.layers >= 1 && a.hidden_size >= 1 && a.head_dim >= 1 && a.attention_heads >= 1
@@ -24,6 +40,17 @@ StepModel::StepModel(const EstimateInput &input)
     m_graphs = stepGraphs(a, graphTraining, m_layout, tp);
     m_timeline = buildStepTimeline(m_input, m_states, m_graphs);
     m_profile = activationProfile(a, graphTraining, m_graphs, tp);
+    m_model = {m_layout.total, m_layout.active, m_states.trainable_all};
+    if (m_input.parallelism.pipeline_parallel > 1) {
+        const double inFlight = pipelineInFlight(m_input.parallelism,
+                                                 m_input.training.gradient_accumulation_steps,
+                                                 m_input.pipeline_stage);
+        addPipelineInFlight(m_timeline, inFlight);
+        EstimateInput whole = resolveStackChoices(input);
+        whole.pipeline_stage = -1;
+        const ParameterLayout layout = parameterLayout(whole.arch);
+        m_model = {layout.total, layout.active, modelStates(whole, layout).trainable_all};
+    }
 }
 
 StepModel::StepModel(const EstimateInput &input, double assumedReserveRatio)
@@ -123,11 +150,16 @@ void StepModel::fillDerivation(MemoryEstimate &est, double tokens, double seq) c
     const bool train = tr.mode == Mode::Train;
     const bool full = tr.method == Method::Full;
     Derivation &d = est.derivation;
-    est.parameters = toCount(m_layout.total); // saturating: past int64 the cast is undefined
-    est.trainable_parameters = toCount(st.trainable_all);
-    d.parameters = m_layout.total;
-    d.active_parameters = m_layout.active;
-    d.trainable_parameters = st.trainable_all;
+    est.parameters = toCount(m_model.parameters); // saturating: past int64 the cast is undefined
+    est.trainable_parameters = toCount(m_model.trainable);
+    d.parameters = m_model.parameters;
+    d.active_parameters = m_model.active;
+    d.trainable_parameters = m_model.trainable;
+    const ParallelismConfig &par = m_input.parallelism;
+    d.pipeline_stages = std::max<std::int64_t>(1, par.pipeline_parallel);
+    d.pipeline_stage = std::max<std::int32_t>(0, m_input.pipeline_stage);
+    d.stage_layers = m_input.arch.layers;
+    d.pipeline_in_flight = pipelineInFlight(par, tr.gradient_accumulation_steps, d.pipeline_stage);
     d.params_per_gpu = st.params;
     d.trainable_per_gpu = st.trainable;
     d.weight_bytes_full = st.weights;

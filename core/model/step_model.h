@@ -27,6 +27,8 @@ namespace membudget {
 class StepModel
 {
 public:
+    // With pipeline parallelism the model is of one stage: the input's pipeline_stage, or the one
+    // that allocates the most (input() then holds that stage's layers and ends).
     explicit StepModel(const EstimateInput &input);
     // A model that takes reserved memory as `assumedReserveRatio` times allocated at the peak
     // instead of replaying the step for it (another model's reserveRatio(): the app's figure while
@@ -84,8 +86,12 @@ private:
     void fillDerivation(MemoryEstimate &est, double tokens, double seq) const;
     double ratioOf(const StepReplay &replay, std::int64_t microBatch, std::int64_t sequence) const;
 
-    EstimateInput m_input;
+    EstimateInput m_input; // with pipeline parallelism, the stage's (pipeline_parallel.h)
     bool m_valid = false;
+    struct WholeModel
+    {
+        double parameters = 0, active = 0, trainable = 0;
+    } m_model; // what the estimate reports as the model's, whichever stage it models
     ParameterLayout m_layout;
     ModelStates m_states;
     StepGraphs m_graphs;

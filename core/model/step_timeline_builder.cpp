@@ -317,7 +317,9 @@ void StepBuilder::resident()
                      bytes(static_cast<double>(m_in.overheads.extra_resident_bytes)),
                      Component::Temporaries,
                      false));
-    const bool multiGpu = m_in.parallelism.gpus > 1;
+    // Other GPUs that hold this GPU's layers (not the other stages of a pipeline).
+    const ParallelismConfig &par = m_in.parallelism;
+    const bool multiGpu = par.gpus / std::max<std::int64_t>(1, par.pipeline_parallel) > 1;
     if (m_p.train && m_s.sharding == Sharding::None && multiGpu) // gradient_as_bucket_view=False
         alloc(root, tensor("DDP gradient buckets", bytes(m_s.grads), Component::Temporaries, false));
     if (m_p.train && m_in.training.gradient_accumulation_steps > 1) {

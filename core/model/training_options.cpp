@@ -41,6 +41,7 @@ const char *const kAttentionNames[3] = {"eager", "sdpa", "flash"};
 const char *const kBatchPaddingNames[3] = {"none", "padded", "packed"};
 const char *const kShardingNames[6]
     = {"none", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op"};
+const char *const kPipelineScheduleNames[3] = {"1f1b", "gpipe", "interleaved-1f1b"};
 const char *const kAdapterPrecisionNames[2] = {"fp32", "base"};
 const char *const kLossNames[6]
     = {"hf", "hf-legacy", "chunked", "hf-4.46", "liger-fused", "torchtune-chunked"};
@@ -148,6 +149,14 @@ const char *shardingName(Sharding v)
 bool parseSharding(const std::string &s, Sharding &v)
 {
     return parseEnumName(kShardingNames, s, v);
+}
+const char *pipelineScheduleName(PipelineSchedule v)
+{
+    return kPipelineScheduleNames[static_cast<int>(v)];
+}
+bool parsePipelineSchedule(const std::string &s, PipelineSchedule &v)
+{
+    return parseEnumName(kPipelineScheduleNames, s, v);
 }
 const char *lossName(LossImplementation v)
 {

@@ -74,6 +74,12 @@ enum class BatchPadding { None, Padded, Packed };
 
 enum class Sharding { None, Zero1, Zero2, Zero3, FsdpFull, FsdpGradOp };
 
+// The order in which a pipeline stage runs its micro-batches' forwards and backwards
+// (pipeline_parallel.h): GPipe (Huang et al. 2019) runs every forward, then every backward; 1F1B
+// (Narayanan et al. 2021, PipeDream-Flush) alternates once the pipeline is full; interleaved 1F1B
+// (Narayanan et al. 2021, section 2.2) gives each GPU several non-adjacent chunks of layers.
+enum class PipelineSchedule { OneFOneB, GPipe, Interleaved1F1B };
+
 // How the causal-LM loss is computed, which decides the size of the logits spike.
 enum class LossImplementation {
     Hf, // transformers >= 4.49 ForCausalLMLoss: fp32 upcast inside the loss, outputs dropped (Trainer)
@@ -239,10 +245,20 @@ struct ParallelismConfig
     // (context_parallel.h). They hold the same weights, so they count among the data-parallel GPUs
     // that gradients are reduced and states sharded over (torchtitan's dp_shard x cp mesh).
     std::int64_t context_parallel = 1;
-    // The GPUs that gradients are reduced and states sharded over: gpus / tensor_parallel.
+    // Pipeline parallelism: the layers are split into this many consecutive stages, one per group
+    // of GPUs; the step's micro-batches (gradient_accumulation_steps) flow through them in
+    // `pipeline_schedule` order (pipeline_parallel.h). Interleaved 1F1B gives each GPU
+    // `pipeline_virtual_stages` chunks of layers.
+    std::int64_t pipeline_parallel = 1;
+    PipelineSchedule pipeline_schedule = PipelineSchedule::OneFOneB;
+    std::int64_t pipeline_virtual_stages = 2; // interleaved-1f1b only
+    // The GPUs that gradients are reduced and states sharded over: one stage's replicas,
+    // gpus / (tensor_parallel x pipeline_parallel).
     std::int64_t dataParallel() const
     {
-        return tensor_parallel > 0 ? gpus / tensor_parallel : gpus;
+        const std::int64_t split = std::max<std::int64_t>(1, tensor_parallel)
+                                   * std::max<std::int64_t>(1, pipeline_parallel);
+        return std::max<std::int64_t>(1, gpus / split);
     }
     // The micro-batch replicas a step runs side by side: gpus / (tensor_parallel x context_parallel).
     std::int64_t batchReplicas() const
@@ -298,6 +314,8 @@ const char *batchPaddingName(BatchPadding v);
 bool parseBatchPadding(const std::string &s, BatchPadding &v);
 const char *shardingName(Sharding v);
 bool parseSharding(const std::string &s, Sharding &v);
+const char *pipelineScheduleName(PipelineSchedule v);
+bool parsePipelineSchedule(const std::string &s, PipelineSchedule &v);
 const char *lossName(LossImplementation v);
 bool parseLoss(const std::string &s, LossImplementation &v);
 const char *stackName(Stack v);
@@ -321,6 +339,7 @@ extern const char *const kCheckpointingNames[4];
 extern const char *const kAttentionNames[3];
 extern const char *const kBatchPaddingNames[3];
 extern const char *const kShardingNames[6];
+extern const char *const kPipelineScheduleNames[3];
 extern const char *const kAdapterPrecisionNames[2];
 extern const char *const kLossNames[6];
 extern const char *const kStackNames[7];

@@ -149,6 +149,21 @@ CommunicationTime communicationTime(const EstimateInput &in,
         out.exposed += accumulation * perMicroBatch;
     }
 
+    // Pipeline parallelism: a stage sends each micro-batch's output to the next stage and its
+    // gradient back (torch.distributed.pipelining's batch_isend_irecv, Megatron-LM's
+    // p2p_communication.py), waited on before the next compute: exposed. The stages are the
+    // outermost mesh dimension (torchtitan), so neighbours sit on other nodes once the job does.
+    if (train && par.pipeline_parallel > 1) {
+        const double bytes = tokensPerGpu(in) * static_cast<double>(in.arch.hidden_size)
+                             * (tr.precision == Precision::Fp32 ? 4.0 : 2.0);
+        const int ends = (in.arch.holds_embedding ? 1 : 0) + (in.arch.holds_head ? 1 : 0);
+        const double transfers = 2.0 * (2 - ends);
+        const double seconds = accumulation * transfers * bytes
+                               / collectiveBandwidth(gpu, gpus > gpu.gpus_per_node);
+        out.total += seconds;
+        out.exposed += seconds;
+    }
+
     // Context parallelism: ring attention's keys and values inside the tensor x context group,
     // laid out innermost (torchtitan's mesh [dp_replicate, dp_shard, cp, tp]).
     if (par.context_parallel > 1) {

@@ -471,6 +471,11 @@ private:
     {
         const double h = static_cast<double>(m_arch.hidden_size);
         const double V = static_cast<double>(m_arch.vocab_size) / m_t;
+        if (!m_arch.holds_head) { // an earlier pipeline stage: at most the embedding
+            if (m_train && m_full && m_arch.holds_embedding)
+                m_work.backward.elementwise += m_dev.memorySeconds(2 * 4 * V * h);
+            return;
+        }
         const Elementwise norm = normCost(m_arch.norm, h, m_tr.precision);
         const double headTokens = m_train ? m_T
                                           : m_b; // generation keeps the last position's logits
@@ -487,7 +492,7 @@ private:
             m_work.backward.host_ops += 6 + norm.ops;
             // A trainable embedding's gradient: zeroed and scattered into, V x h in fp32 or the
             // parameter dtype (embedding_dense_backward).
-            if (m_full)
+            if (m_full && m_arch.holds_embedding)
                 backwardBytes += 2 * 4 * static_cast<double>(m_arch.vocab_size) / m_t * h;
             m_work.backward.elementwise += m_dev.memorySeconds(backwardBytes);
         }

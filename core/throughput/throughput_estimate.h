@@ -16,11 +16,12 @@ struct ThroughputBreakdown
     double communication = 0; // collectives not hidden behind compute (DDP, ZeRO, FSDP, TP)
     double offload = 0;       // CPU <-> GPU copies and the CPU optimizer step not hidden
     double optimizer = 0;     // the optimizer step, gradient accumulation and clipping on the GPU
+    double pipeline_bubble = 0; // a pipeline stage idle while the pipeline fills and drains
 
     double total() const
     {
         return matmul + attention + elementwise + dequantize + host_wait + communication + offload
-               + optimizer;
+               + optimizer + pipeline_bubble;
     }
 };
 

@@ -2,6 +2,7 @@
 #include "throughput/throughput_model.h"
 
 #include "model/dataset_config.h"
+#include "model/pipeline_parallel.h"
 #include "throughput/communication.h"
 #include "throughput/context_parallel_work.h"
 #include "throughput/device_model.h"
@@ -56,7 +57,9 @@ double optimizerSeconds(const EstimateInput &in, const DeviceModel &device)
 
 } // namespace
 
-ThroughputEstimate estimateThroughput(const EstimateInput &in, const GpuPerformance &gpu)
+namespace {
+
+ThroughputEstimate stageThroughput(const EstimateInput &in, const GpuPerformance &gpu)
 {
     ThroughputEstimate out;
     const DeviceModel device(gpu, in.training.precision);
@@ -132,6 +135,49 @@ ThroughputEstimate estimateThroughput(const EstimateInput &in, const GpuPerforma
     if (!out.valid)
         out.problem = "the step time is out of range";
     return out;
+}
+
+// Pipeline parallelism: every stage runs each micro-batch once, so the step goes at the pace of the
+// slower end stage (the first holds the embedding, the last lm_head and the loss), and each stage
+// idles while the pipeline fills and drains: the bubble, (p - 1) / (v m) of its compute
+// (pipeline_parallel.h).
+ThroughputEstimate pipelineThroughput(const EstimateInput &in, const GpuPerformance &gpu)
+{
+    const std::int64_t p = in.parallelism.pipeline_parallel;
+    ThroughputEstimate out = stageThroughput(pipelineStageInput(in, 0), gpu);
+    const ThroughputEstimate last = stageThroughput(pipelineStageInput(in, p - 1), gpu);
+    if (!out.valid)
+        return out;
+    if (last.valid && last.step_seconds > out.step_seconds)
+        out = last;
+    ThroughputBreakdown &b = out.breakdown;
+    const double compute = b.matmul + b.attention + b.elementwise + b.dequantize + b.host_wait;
+    b.pipeline_bubble = compute
+                        * pipelineBubbleFraction(in.parallelism,
+                                                 in.training.gradient_accumulation_steps);
+    EstimateInput whole = in;
+    whole.parallelism.pipeline_parallel = 1;
+    const double gpus = static_cast<double>(std::max<std::int64_t>(1, in.parallelism.gpus));
+    // The whole model's work once per micro-batch replica, whichever stage sets the pace.
+    out.model_flops_per_step = stageThroughput(whole, gpu).model_flops_per_step
+                               / static_cast<double>(p);
+    out.step_seconds = b.total();
+    out.tokens_per_second = out.step_seconds > 0 ? out.tokens_per_step / out.step_seconds : 0;
+    out.tokens_per_second_per_gpu = out.tokens_per_second / gpus;
+    out.mfu = out.step_seconds > 0
+                  ? out.model_flops_per_step / (out.step_seconds * out.peak_flops_per_gpu * gpus)
+                  : 0;
+    out.valid = std::isfinite(out.step_seconds) && out.step_seconds > 0;
+    return out;
+}
+
+} // namespace
+
+ThroughputEstimate estimateThroughput(const EstimateInput &in, const GpuPerformance &gpu)
+{
+    if (in.parallelism.pipeline_parallel > 1 && in.training.mode == Mode::Train)
+        return pipelineThroughput(in, gpu);
+    return stageThroughput(in, gpu);
 }
 
 ThroughputEstimate estimateRelativeThroughput(const EstimateInput &input, const GpuPerformance &gpu)

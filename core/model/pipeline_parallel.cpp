@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "model/pipeline_parallel.h"
+
+#include "model/step_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace membudget {
+
+namespace {
+
+std::int64_t stages(const ParallelismConfig &p)
+{
+    return std::max<std::int64_t>(1, p.pipeline_parallel);
+}
+
+bool interleaved(const ParallelismConfig &p)
+{
+    return p.pipeline_schedule == PipelineSchedule::Interleaved1F1B;
+}
+
+std::int64_t chunksPerGpu(const ParallelismConfig &p)
+{
+    return interleaved(p) ? std::max<std::int64_t>(1, p.pipeline_virtual_stages) : 1;
+}
+
+} // namespace
+
+std::int64_t pipelineStageLayers(std::int64_t layers, std::int64_t stageCount, std::int64_t index)
+{
+    const std::int64_t n = std::max<std::int64_t>(1, stageCount);
+    return layers / n + (index < layers % n ? 1 : 0);
+}
+
+double pipelineInFlight(const ParallelismConfig &p, std::int64_t microBatches, std::int64_t index)
+{
+    const std::int64_t n = stages(p);
+    const std::int64_t m = std::max<std::int64_t>(1, microBatches);
+    if (n == 1)
+        return 1;
+    switch (p.pipeline_schedule) {
+    case PipelineSchedule::GPipe:
+        return static_cast<double>(m);
+    case PipelineSchedule::OneFOneB:
+        return static_cast<double>(std::min(n - index, m));
+    case PipelineSchedule::Interleaved1F1B:
+        break;
+    }
+    const std::int64_t v = chunksPerGpu(p);
+    const std::int64_t warmup = 2 * (n - index - 1) + (v - 1) * n;
+    return static_cast<double>(std::min(warmup + 1, m * v)) / static_cast<double>(v);
+}
+
+double pipelineBubbleFraction(const ParallelismConfig &p, std::int64_t microBatches)
+{
+    const std::int64_t n = stages(p);
+    if (n == 1)
+        return 0;
+    const double m = static_cast<double>(std::max<std::int64_t>(1, microBatches));
+    return static_cast<double>(n - 1) / (static_cast<double>(chunksPerGpu(p)) * m);
+}
+
+EstimateInput pipelineStageInput(const EstimateInput &input, std::int64_t index)
+{
+    EstimateInput s = input;
+    const std::int64_t n = stages(input.parallelism);
+    s.pipeline_stage = static_cast<std::int32_t>(std::clamp<std::int64_t>(index, 0, n - 1));
+    if (n == 1)
+        return s;
+    ModelArchitecture &a = s.arch;
+    a.layers = pipelineStageLayers(input.arch.layers, n, s.pipeline_stage);
+    a.holds_embedding = s.pipeline_stage == 0;
+    a.holds_head = s.pipeline_stage == n - 1;
+    if (!a.holds_embedding || !a.holds_head)
+        a.tied_embeddings = false; // each end holds its own copy
+    if (input.training.stack.name == Stack::Torchtitan
+        && s.parallelism.sharding == Sharding::FsdpFull)
+        s.parallelism.sharding = Sharding::FsdpGradOp;
+    return s;
+}
+
+std::int64_t pipelineWorstStage(const EstimateInput &input)
+{
+    const std::int64_t n = stages(input.parallelism);
+    if (n == 1)
+        return 0;
+    Bytes worst = 0;
+    std::int64_t at = 0;
+    for (const std::int64_t index : {std::int64_t{0}, n - 1}) {
+        EstimateInput stage = input;
+        stage.pipeline_stage = static_cast<std::int32_t>(index);
+        const Bytes peak = StepModel(stage).allocatedEstimate().peak_allocated;
+        if (peak > worst) {
+            worst = peak;
+            at = index;
+        }
+    }
+    return at;
+}
+
+SizeExpr forwardEndActivations(const StepTimeline &tl)
+{
+    std::vector<double> live(tl.tensors.size(), 0);
+    for (const TimelineBlock &b : tl.blocks) {
+        if (b.stage == Stage::Resident)
+            continue;
+        if (b.phase != Phase::Forward)
+            break;
+        for (const TimelineEvent &e : b.events)
+            live[static_cast<std::size_t>(e.tensor)] += e.alloc ? b.repeat : -b.repeat;
+    }
+    SizeExpr sum;
+    for (std::size_t t = 0; t < live.size(); ++t) {
+        const TimelineTensor &tensor = tl.tensors[t];
+        const bool perMicroBatch = tensor.component == Component::Activations
+                                   || tensor.component == Component::Logits;
+        if (perMicroBatch && live[t] > 0)
+            sum += tensor.size * (live[t] * tensor.copies);
+    }
+    return sum;
+}
+
+void addPipelineInFlight(StepTimeline &tl, double inFlight)
+{
+    if (inFlight <= 1)
+        return;
+    const auto forward = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
+        return b.stage != Stage::Resident;
+    });
+    const auto step = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
+        return b.phase == Phase::OptimizerStep;
+    });
+    if (forward == tl.blocks.end() || step == tl.blocks.end() || forward->repeat != 1)
+        return;
+    TimelineTensor t;
+    t.name = "activations of the other micro-batches in flight (pipeline)";
+    // As many tensors as layer-sized pieces, so that the allocator model sees pieces of the size
+    // one micro-batch's layer allocates rather than one block (they come and go layer by layer).
+    t.copies = std::max(1.0, std::round((inFlight - 1) * std::max(1, tl.layers)));
+    t.size = forwardEndActivations(tl) * ((inFlight - 1) / t.copies);
+    t.component = Component::Activations;
+    t.origin = TensorOrigin::Value;
+    const int id = tl.addTensor(t);
+    forward->events.insert(forward->events.begin(), TimelineEvent{id, 0, true, false});
+    TimelineBlock drained; // the last backward done, before the step
+    drained.stage = Stage::Backward;
+    drained.phase = Phase::Backward;
+    drained.events.push_back(TimelineEvent{id, 0, false, false});
+    tl.blocks.insert(step, std::move(drained));
+}
+
+std::string pipelineStageSummary(const ParallelismConfig &p, const Derivation &d)
+{
+    if (d.pipeline_stages <= 1)
+        return {};
+    const bool first = d.pipeline_stage == 0;
+    const bool last = d.pipeline_stage == d.pipeline_stages - 1;
+    std::string out = "stage " + std::to_string(d.pipeline_stage + 1) + " of "
+                      + std::to_string(d.pipeline_stages) + ": ";
+    out += first ? "the embedding and " : "";
+    out += std::to_string(d.stage_layers)
+           + (d.stage_layers == 1 ? " decoder layer" : " decoder layers");
+    out += last ? ", the final norm, lm_head and the loss" : "";
+    char inFlight[32];
+    std::snprintf(inFlight, sizeof inFlight, "%g", std::round(d.pipeline_in_flight * 100) / 100);
+    out += std::string(", ") + inFlight + " micro-batch"
+           + (d.pipeline_in_flight == 1 ? "'s" : "es'") + " activations at once ("
+           + pipelineScheduleName(p.pipeline_schedule);
+    if (p.pipeline_schedule == PipelineSchedule::Interleaved1F1B)
+        out += ", " + std::to_string(p.pipeline_virtual_stages) + " chunks per GPU";
+    return out + ")";
+}
+
+std::string validatePipelineParallel(const EstimateInput &in, std::string *key)
+{
+    const ParallelismConfig &p = in.parallelism;
+    if (p.pipeline_parallel <= 1)
+        return {};
+    const char *where = "parallelism.pipeline_parallel";
+    std::string problem;
+    const std::int64_t chunks = p.pipeline_parallel * chunksPerGpu(p);
+    if (in.training.mode != Mode::Train)
+        problem
+            = "pipeline parallelism is modelled for training: pipeline_parallel 1 for inference";
+    else if (in.arch.layers < chunks)
+        problem = "each pipeline stage needs at least one decoder layer per chunk: layers ("
+                  + std::to_string(in.arch.layers) + ") must be at least " + std::to_string(chunks);
+    else if (interleaved(p) && p.pipeline_virtual_stages < 2) {
+        where = "parallelism.pipeline_virtual_stages";
+        problem = "interleaved 1F1B gives each GPU at least 2 chunks of layers";
+    } else if (interleaved(p) && in.training.gradient_accumulation_steps % p.pipeline_parallel) {
+        // Megatron-LM (schedules.py) and torch's ScheduleInterleaved1F1B ask for it.
+        where = "training.gradient_accumulation_steps";
+        problem = "interleaved 1F1B runs the micro-batches in rounds of pipeline_parallel: "
+                  "gradient_accumulation_steps must be a multiple of it";
+    } else if (p.sharding == Sharding::Zero2 || p.sharding == Sharding::Zero3) {
+        // deepspeed/runtime/pipe/engine.py asserts zero_optimization_stage() < 2.
+        where = "parallelism.sharding";
+        problem = "DeepSpeed's pipeline engine runs with ZeRO-0 or ZeRO-1 only";
+    }
+    if (!problem.empty() && key)
+        *key = where;
+    return problem;
+}
+
+} // namespace membudget

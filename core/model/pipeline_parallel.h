@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+
+// Pipeline parallelism (torch.distributed.pipelining as torchtitan runs it; Megatron-LM's
+// schedules.py): the decoder layers are split into `pipeline_parallel` consecutive stages, each on
+// its own group of GPUs. The first stage also holds the embedding, the last the final norm, lm_head
+// and the loss. A step's micro-batches (gradient_accumulation_steps) flow through the stages; a
+// stage keeps the saved activations of every micro-batch whose forward it ran and whose backward it
+// has not, which the schedule decides (Korthikanti et al. 2022, arXiv:2205.05198, section 4.2.3).
+
+#include "model/memory_estimator.h"
+#include "model/size_expr.h"
+#include "model/step_timeline.h"
+
+#include <cstdint>
+#include <string>
+
+namespace membudget {
+
+// Decoder layers of stage `index` of `stages`: an even split, the first stages taking one more
+// where the layers do not divide (torchtitan's pipeline_module_split splits evenly).
+std::int64_t pipelineStageLayers(std::int64_t layers, std::int64_t stages, std::int64_t index);
+
+// Micro-batches whose activations stage `index` holds at once, in units of one micro-batch through
+// all of the stage's layers (fractional for interleaved 1F1B, whose chunks are 1/v of them):
+// GPipe m; 1F1B min(p - index, m) (PipeDream-Flush, Narayanan et al. 2021, section 2.1);
+// interleaved min(2 (p - index - 1) + (v - 1) p + 1, m v) / v chunks (Megatron-LM
+// forward_backward_pipelining_with_interleaving's warm-up count, plus the chunk in flight).
+double pipelineInFlight(const ParallelismConfig &parallelism,
+                        std::int64_t microBatches,
+                        std::int64_t index);
+
+// The stall of the pipeline's fill and drain as a fraction of the ideal step time:
+// (p - 1) / (v m) (Narayanan et al. 2021, sections 2.1 and 2.2; GPipe's is that of 1F1B).
+double pipelineBubbleFraction(const ParallelismConfig &parallelism, std::int64_t microBatches);
+
+// The input of one stage: its share of the layers, the ends it holds (model_architecture.h), and
+// the FSDP resharding the stack uses with a pipeline (torchtitan keeps each stage's units gathered
+// between micro-batches: parallelize.py, reshard_after_forward "default" is not pp_enabled).
+// `input` is the whole model's (StepModel slices it once).
+EstimateInput pipelineStageInput(const EstimateInput &input, std::int64_t index);
+
+// The stage an estimate models when the input leaves it open: the first and the last are built and
+// the one that allocates the more at its peak wins.
+std::int64_t pipelineWorstStage(const EstimateInput &input);
+
+// What the stage's other in-flight micro-batches hold: the activations live when one micro-batch's
+// forward ends (the saved tensors and the logits' chain, not the states), as a size.
+SizeExpr forwardEndActivations(const StepTimeline &timeline);
+
+// Adds the other in-flight micro-batches' activations to a stage's timeline: allocated before the
+// forward, freed before the optimizer step ((in_flight - 1) x forwardEndActivations), in pieces of
+// one layer's share.
+void addPipelineInFlight(StepTimeline &timeline, double inFlight);
+
+// For people: "stage 1 of 4: the embedding and 8 decoder layers, 4 micro-batches' activations at
+// once (1f1b)"; empty without pipeline parallelism.
+std::string pipelineStageSummary(const ParallelismConfig &parallelism, const Derivation &d);
+
+// Why the scenario cannot run with its pipeline (empty: it can); sets *key to the key at fault.
+std::string validatePipelineParallel(const EstimateInput &input, std::string *key);
+
+} // namespace membudget

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// Pipeline parallelism (core/model/pipeline_parallel.h): the stages' layers and ends, the
+// micro-batches each schedule keeps in flight, the worst stage, the bubble, the checks, the keys.
+#include "io/preset_catalog.h"
+#include "io/scenario_yaml.h"
+#include "model/memory_estimator.h"
+#include "model/parameter_layout.h"
+#include "model/pipeline_parallel.h"
+#include "model/step_model.h"
+#include "test_architectures.h"
+#include "throughput/throughput_model.h"
+
+#include <QtTest>
+
+using namespace membudget;
+using namespace membudget::testing;
+
+class TestPipelineParallel : public QObject
+{
+    Q_OBJECT
+private:
+    // Full bf16 training of Llama-3-8B, one micro-batch of 4k tokens, `m` micro-batches per step.
+    static EstimateInput input(std::int64_t stages, std::int64_t m, PipelineSchedule schedule)
+    {
+        EstimateInput in;
+        in.arch = llama3_8b();
+        in.training.precision = Precision::Bf16;
+        in.training.method = Method::Full;
+        in.training.micro_batch_size = 1;
+        in.training.sequence_length = 4096;
+        in.training.gradient_accumulation_steps = m;
+        in.training.attention = Attention::Flash;
+        in.parallelism.gpus = stages;
+        in.parallelism.pipeline_parallel = stages;
+        in.parallelism.pipeline_schedule = schedule;
+        return in;
+    }
+    static EstimateInput stage(EstimateInput in, std::int32_t index)
+    {
+        in.pipeline_stage = index;
+        return in;
+    }
+    static Bytes at(const MemoryEstimate &e, Phase p, Component c) { return e.phase(p)[c]; }
+    static const GpuPerformance &gpu(const char *id)
+    {
+        const GpuSpec *g = PresetCatalog::bundled().findGpu(id);
+        if (!g)
+            qFatal("no preset %s", id);
+        return g->performance;
+    }
+
+private slots:
+    void layersSplitEvenlyFirstStagesTakeTheRest()
+    {
+        for (std::int64_t i = 0; i < 4; ++i)
+            QCOMPARE(pipelineStageLayers(32, 4, i), std::int64_t(8));
+        QCOMPARE(pipelineStageLayers(30, 4, 0), std::int64_t(8));
+        QCOMPARE(pipelineStageLayers(30, 4, 1), std::int64_t(8));
+        QCOMPARE(pipelineStageLayers(30, 4, 2), std::int64_t(7));
+        QCOMPARE(pipelineStageLayers(30, 4, 3), std::int64_t(7));
+    }
+
+    // Narayanan et al. 2021 (1F1B: stage i holds p - i), GPipe (all m), and Megatron-LM's
+    // interleaved warm-up, which Korthikanti et al. 2022 (section 4.2.3) sum up as the first
+    // stage holding p (1 + (p - 1) / (p v)) micro-batches.
+    void inFlightMicroBatchesFollowTheSchedule()
+    {
+        ParallelismConfig p;
+        p.pipeline_parallel = 4;
+        for (std::int64_t i = 0; i < 4; ++i)
+            QCOMPARE(pipelineInFlight(p, 8, i), static_cast<double>(4 - i));
+        QCOMPARE(pipelineInFlight(p, 2, 0), 2.0); // no more than the step has
+        p.pipeline_schedule = PipelineSchedule::GPipe;
+        QCOMPARE(pipelineInFlight(p, 8, 3), 8.0);
+        p.pipeline_schedule = PipelineSchedule::Interleaved1F1B;
+        p.pipeline_virtual_stages = 2;
+        QCOMPARE(pipelineInFlight(p, 8, 0), 4 * (1 + 3.0 / 8));
+        QCOMPARE(pipelineBubbleFraction(p, 8), 3.0 / 16);
+        p.pipeline_schedule = PipelineSchedule::OneFOneB;
+        QCOMPARE(pipelineBubbleFraction(p, 8), 3.0 / 8);
+        p.pipeline_parallel = 1;
+        QCOMPARE(pipelineInFlight(p, 8, 0), 1.0);
+        QCOMPARE(pipelineBubbleFraction(p, 8), 0.0);
+    }
+
+    // The stages' parameters add up to the model's; a tied model's last stage keeps its own copy
+    // of the embedding as lm_head.
+    void stagesHoldTheModelOnce()
+    {
+        for (const bool tied : {false, true}) {
+            EstimateInput in = input(4, 8, PipelineSchedule::OneFOneB);
+            in.arch = tied ? llama32_1b() : llama3_8b();
+            const ParameterLayout whole = parameterLayout(in.arch);
+            double sum = 0;
+            for (std::int64_t i = 0; i < 4; ++i)
+                sum += parameterLayout(pipelineStageInput(in, i).arch).total;
+            const double embedding = static_cast<double>(in.arch.vocab_size)
+                                     * static_cast<double>(in.arch.hidden_size);
+            QCOMPARE(sum, whole.total + (tied ? embedding : 0.0));
+        }
+        const EstimateInput in = input(4, 8, PipelineSchedule::OneFOneB);
+        const MemoryEstimate whole = estimateMemory(stage(in, 0));
+        QCOMPARE(whole.parameters, std::int64_t(8'030'261'248)); // the model's, not the stage's
+    }
+
+    // Only the last stage computes the loss; a middle stage holds its layers and nothing else.
+    void theLastStageHoldsTheLoss()
+    {
+        const EstimateInput in = input(4, 8, PipelineSchedule::OneFOneB);
+        const MemoryEstimate first = estimateMemory(stage(in, 0));
+        const MemoryEstimate middle = estimateMemory(stage(in, 1));
+        const MemoryEstimate last = estimateMemory(stage(in, 3));
+        for (Phase p : {Phase::Forward, Phase::Backward}) {
+            QCOMPARE(at(first, p, Component::Logits), Bytes(0));
+            QCOMPARE(at(middle, p, Component::Logits), Bytes(0));
+        }
+        QVERIFY(at(last, Phase::Backward, Component::Logits) > Bytes(1) << 30);
+        const double layer = parameterLayout(in.arch).per_layer;
+        QCOMPARE(middle.derivation.params_per_gpu, 8 * layer);
+        QVERIFY(first.derivation.params_per_gpu > middle.derivation.params_per_gpu);
+        QCOMPARE(first.derivation.stage_layers, std::int64_t(8));
+        QCOMPARE(last.derivation.pipeline_stage, std::int64_t(3));
+    }
+
+    // With p micro-batches in flight the first stage saves p times one micro-batch's activations:
+    // for 1F1B about the whole model's for one micro-batch (Korthikanti et al. 2022, 4.2.3).
+    void theFirstStageKeepsEveryMicroBatchInFlight()
+    {
+        const MemoryEstimate one = estimateMemory(stage(input(4, 1, PipelineSchedule::OneFOneB), 0));
+        const MemoryEstimate four = estimateMemory(
+            stage(input(4, 8, PipelineSchedule::OneFOneB), 0));
+        QCOMPARE(one.derivation.pipeline_in_flight, 1.0);
+        QCOMPARE(four.derivation.pipeline_in_flight, 4.0);
+        const double ratio = four.derivation.saved_activation_bytes
+                             / one.derivation.saved_activation_bytes;
+        QVERIFY2(std::abs(ratio - 4) < 1e-9, QByteArray::number(ratio));
+        // Against one GPU running all 32 layers: the layers' activations agree within 1%.
+        EstimateInput single = input(1, 8, PipelineSchedule::OneFOneB);
+        const MemoryEstimate all = estimateMemory(single);
+        const double layers = all.derivation.saved_activation_bytes;
+        QVERIFY2(std::abs(four.derivation.saved_activation_bytes / layers - 1) < 0.01,
+                 QByteArray::number(four.derivation.saved_activation_bytes / layers));
+        // They are gone before the optimizer step.
+        QCOMPARE(at(four, Phase::OptimizerStep, Component::Activations), Bytes(0));
+    }
+
+    // Left open, the estimate is of the stage that allocates the most.
+    void theEstimateIsTheWorstStage()
+    {
+        for (const PipelineSchedule s : {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe}) {
+            const EstimateInput in = input(4, 8, s);
+            const MemoryEstimate worst = estimateMemory(in);
+            const Bytes first = estimateMemory(stage(in, 0)).peak_allocated;
+            const Bytes last = estimateMemory(stage(in, 3)).peak_allocated;
+            QCOMPARE(worst.peak_allocated, std::max(first, last));
+            QCOMPARE(StepModel(in).input().pipeline_stage,
+                     static_cast<std::int32_t>(first >= last ? 0 : 3));
+        }
+        // 1F1B's first stage holds 4 micro-batches, GPipe's last stage all 8 and the loss.
+        QCOMPARE(estimateMemory(input(4, 8, PipelineSchedule::OneFOneB)).derivation.pipeline_stage,
+                 std::int64_t(0));
+        QCOMPARE(estimateMemory(input(4, 8, PipelineSchedule::GPipe)).derivation.pipeline_stage,
+                 std::int64_t(3));
+    }
+
+    // The stages are not data parallel: states are sharded over the replicas of one stage.
+    void shardingIsWithinAStage()
+    {
+        EstimateInput in = input(4, 8, PipelineSchedule::OneFOneB);
+        in.parallelism.gpus = 8;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        QCOMPARE(in.parallelism.dataParallel(), std::int64_t(2));
+        const MemoryEstimate e = estimateMemory(stage(in, 1));
+        QCOMPARE(e.derivation.state_shard, 2.0);
+        QCOMPARE(e.derivation.data_parallel, std::int64_t(2));
+        // torchtitan keeps a stage's FSDP units gathered between micro-batches.
+        in.training.stack.name = Stack::Torchtitan;
+        QCOMPARE(pipelineStageInput(in, 1).parallelism.sharding, Sharding::FsdpGradOp);
+    }
+
+    void theStepWaitsForTheBubble()
+    {
+        const GpuPerformance &h100 = gpu("h100-80gb");
+        const ThroughputEstimate one = estimateThroughput(input(1, 8, PipelineSchedule::OneFOneB),
+                                                          h100);
+        const ThroughputEstimate pp = estimateThroughput(input(4, 8, PipelineSchedule::OneFOneB),
+                                                         h100);
+        QVERIFY(one.valid && pp.valid);
+        const ThroughputBreakdown &b = pp.breakdown;
+        const double compute = b.matmul + b.attention + b.elementwise + b.dequantize + b.host_wait;
+        QCOMPARE(b.pipeline_bubble, compute * 3 / 8);
+        // Four GPUs do the work of one in a bit more than a quarter of the time: the bubble, the
+        // transfers and lm_head on the last stage.
+        QVERIFY(pp.step_seconds > one.step_seconds / 4 * 1.375);
+        QVERIFY(pp.step_seconds < one.step_seconds / 2);
+        QCOMPARE(pp.tokens_per_step, one.tokens_per_step);
+        QVERIFY(std::abs(pp.model_flops_per_step / one.model_flops_per_step - 1) < 1e-9);
+        // More micro-batches per step shrink the bubble's share.
+        const ThroughputEstimate longer
+            = estimateThroughput(input(4, 32, PipelineSchedule::OneFOneB), h100);
+        QVERIFY(longer.mfu > pp.mfu);
+    }
+
+    void whatCannotRunIsRefused()
+    {
+        std::string key;
+        EstimateInput in = input(4, 8, PipelineSchedule::OneFOneB);
+        QVERIFY(validateInput(in, &key).empty());
+        in.parallelism.gpus = 6;
+        QVERIFY(!validateInput(in, &key).empty());
+        QCOMPARE(key, std::string("parallelism.pipeline_parallel"));
+        in = input(4, 8, PipelineSchedule::OneFOneB);
+        in.arch.layers = 3;
+        QVERIFY(validateInput(in, &key).find("at least 4") != std::string::npos);
+        in = input(4, 6, PipelineSchedule::Interleaved1F1B);
+        QVERIFY(!validateInput(in, &key).empty());
+        QCOMPARE(key, std::string("training.gradient_accumulation_steps"));
+        in = input(4, 8, PipelineSchedule::OneFOneB);
+        in.parallelism.gpus = 8;
+        in.parallelism.sharding = Sharding::Zero3;
+        QVERIFY(!validateInput(in, &key).empty());
+        QCOMPARE(key, std::string("parallelism.sharding"));
+        in = input(4, 8, PipelineSchedule::OneFOneB);
+        in.training.mode = Mode::Inference;
+        QVERIFY(validateInput(in, &key).find("training") != std::string::npos);
+    }
+
+    void scenarioKeys()
+    {
+        const std::string text = "format: membudget/1\n"
+                                 "model: {preset: llama-3.1-8b}\n"
+                                 "training: {method: full, precision: bf16,\n"
+                                 "           gradient_accumulation_steps: 8}\n"
+                                 "parallelism: {gpus: 8, pipeline_parallel: 4,\n"
+                                 "              pipeline_schedule: interleaved-1f1b,\n"
+                                 "              pipeline_virtual_stages: 4}\n"
+                                 "gpus: [h100-80gb]\n";
+        LoadError error;
+        const std::optional<Scenario> s = parseScenario(text, "pp.yaml", error);
+        QVERIFY2(s.has_value(), error.toString().c_str());
+        QCOMPARE(s->parallelism.pipeline_parallel, std::int64_t(4));
+        QCOMPARE(s->parallelism.pipeline_schedule, PipelineSchedule::Interleaved1F1B);
+        QCOMPARE(s->parallelism.pipeline_virtual_stages, std::int64_t(4));
+        QCOMPARE(s->parallelism.dataParallel(), std::int64_t(2));
+        const std::string yaml = scenarioToYaml(*s);
+        QVERIFY(yaml.find("pipeline_schedule: interleaved-1f1b") != std::string::npos);
+        QCOMPARE(*parseScenario(yaml, "again.yaml", error), *s);
+
+        std::string bad = text;
+        bad.replace(bad.find("interleaved-1f1b"), 16, "zero-bubble");
+        QVERIFY(!parseScenario(bad, "bad.yaml", error).has_value());
+        QCOMPARE(error.line, 6);
+        QVERIFY(error.message.find("gpipe") != std::string::npos);
+        bad = text;
+        bad.replace(bad.find("gpus: 8"), 7, "gpus: 6");
+        QVERIFY(!parseScenario(bad, "bad.yaml", error).has_value());
+        QCOMPARE(error.line, 5);
+        QVERIFY(error.message.find("pipeline_parallel") != std::string::npos);
+    }
+};
+
+QTEST_APPLESS_MAIN(TestPipelineParallel)
+#include "tst_pipeline_parallel.moc"
