@@ -84,12 +84,15 @@ QString shortSummary(const Scenario &scenario)
     parts << QStringLiteral("%1\u00a0×\u00a0%2")
                  .arg(t.micro_batch_size)
                  .arg(count(t.sequence_length));
-    if (scenario.parallelism.gpus > 1)
-        parts << (scenario.parallelism.context_parallel > 1
-                      ? tr("%1 GPUs CP%2")
-                            .arg(scenario.parallelism.gpus)
-                            .arg(scenario.parallelism.context_parallel)
-                      : tr("%1 GPUs").arg(scenario.parallelism.gpus));
+    const ParallelismConfig &par = scenario.parallelism;
+    if (par.gpus > 1) {
+        QString g = tr("%1 GPUs").arg(par.gpus);
+        if (par.context_parallel > 1)
+            g += QStringLiteral(" CP%1").arg(par.context_parallel);
+        if (par.pipeline_parallel > 1)
+            g += QStringLiteral(" PP%1").arg(par.pipeline_parallel);
+        parts << g;
+    }
     return parts.join(QStringLiteral(" · "));
 }
 
@@ -141,6 +144,8 @@ QString scenarioDifferences(const Scenario &a, const Scenario &b, int limit)
             p += QStringLiteral(" TP%1").arg(a.parallelism.tensor_parallel);
         if (a.parallelism.context_parallel > 1)
             p += QStringLiteral(" CP%1").arg(a.parallelism.context_parallel);
+        if (a.parallelism.pipeline_parallel > 1)
+            p += QStringLiteral(" PP%1").arg(a.parallelism.pipeline_parallel);
         d << p;
     }
     if (!(a.overheads == b.overheads))
@@ -182,12 +187,21 @@ QString scenarioCaption(const Scenario &scenario,
             g += QStringLiteral(" TP%1").arg(p.tensor_parallel);
         if (p.context_parallel > 1)
             g += QStringLiteral(" CP%1").arg(p.context_parallel);
+        if (p.pipeline_parallel > 1)
+            g += QStringLiteral(" PP%1 (%2)")
+                     .arg(p.pipeline_parallel)
+                     .arg(QString::fromUtf8(pipelineScheduleName(p.pipeline_schedule)));
         parts << g;
     } else {
         parts << tr("1 GPU");
     }
     return parts.join(QStringLiteral(", ")) + QStringLiteral(". ")
-           + tr("Per-GPU estimate by MemBudget %1.").arg(QStringLiteral(MEMBUDGET_VERSION));
+           + (estimate.derivation.pipeline_stages > 1
+                  ? tr("Per-GPU estimate of pipeline stage %1 of %2 by MemBudget %3.")
+                        .arg(estimate.derivation.pipeline_stage + 1)
+                        .arg(estimate.derivation.pipeline_stages)
+                        .arg(QStringLiteral(MEMBUDGET_VERSION))
+                  : tr("Per-GPU estimate by MemBudget %1.").arg(QStringLiteral(MEMBUDGET_VERSION)));
 }
 
 QString verdictText(const GpuVerdict &v, const MemoryEstimate &estimate, ByteUnit unit)

@@ -4,6 +4,7 @@
 #include "advice/explanation.h"
 #include "charts/chart_theme.h"
 #include "document/scenario_document.h"
+#include "model/pipeline_parallel.h"
 
 #include <QHeaderView>
 #include <QLabel>
@@ -101,7 +102,11 @@ void BreakdownView::update(const ScenarioDocument &doc, ByteUnit unit)
         [](const Breakdown &b) { return b.total(); },
         tr("Allocated plus the CUDA context, NCCL buffers and the allocator's reserve"),
         true);
-    m_summary->setText(QString::fromStdString(explainPhase(doc.input(), est, est.peak_phase, unit)));
+    std::string summary = explainPhase(doc.input(), est, est.peak_phase, unit);
+    if (const std::string stage = pipelineStageSummary(doc.input().parallelism, est.derivation);
+        !stage.empty())
+        summary += " Per GPU is the pipeline's " + stage + ".";
+    m_summary->setText(QString::fromStdString(summary));
 }
 
 } // namespace membudget

@@ -136,6 +136,10 @@ const EnumLabel kShardingLabels[]
        {"zero3", QT_TRANSLATE_NOOP("Controls", "ZeRO-3 (+ parameters)")},
        {"fsdp-full", QT_TRANSLATE_NOOP("Controls", "FSDP full shard")},
        {"fsdp-grad-op", QT_TRANSLATE_NOOP("Controls", "FSDP shard grad op")}};
+const EnumLabel kPipelineScheduleLabels[] = {{"1f1b", QT_TRANSLATE_NOOP("Controls", "1F1B")},
+                                             {"gpipe", QT_TRANSLATE_NOOP("Controls", "GPipe")},
+                                             {"interleaved-1f1b",
+                                              QT_TRANSLATE_NOOP("Controls", "Interleaved 1F1B")}};
 const EnumLabel kAdapterLabels[] = {{"fp32", QT_TRANSLATE_NOOP("Controls", "fp32 (PEFT default)")},
                                     {"base", QT_TRANSLATE_NOOP("Controls", "Training precision")}};
 
@@ -343,6 +347,55 @@ void ControlsPanel::edit(const QString &text,
     if (m_syncing)
         return;
     m_doc->edit(text, change, fromSlider ? m_dragToken : 0);
+}
+
+// Pipeline parallelism: stages, the schedule, and chunks per GPU for interleaved 1F1B.
+void ControlsPanel::addPipelineRow(QFormLayout *form)
+{
+    m_pipelineParallel = new SteppedSpinBox;
+    m_pipelineParallel->setObjectName(QStringLiteral("pipelineParallel"));
+    m_pipelineParallel->setRange(1, 1024);
+    m_pipelineParallel->setKeyboardTracking(false);
+    m_pipelineParallel->setSuffix(tr(" stages"));
+    m_pipelineParallel->setSpecialValueText(tr("1 stage"));
+    m_pipelineParallel->setToolTip(
+        tr("Pipeline parallelism: the layers are split into this many stages, each on its own "
+           "GPUs; the first also holds the embedding, the last lm_head and the loss. The step's "
+           "micro-batches (gradient accumulation) flow through them, and the figures are those "
+           "of the stage that allocates the most."));
+    connect(m_pipelineParallel, &QSpinBox::valueChanged, this, [this](int v) {
+        edit(tr("Change pipeline parallelism"),
+             [v](Scenario &s) { s.parallelism.pipeline_parallel = v; });
+    });
+    m_pipelineSchedule = enumCombo(
+        "pipelineSchedule",
+        kPipelineScheduleLabels,
+        tr("The order of forwards and backwards. GPipe runs every micro-batch forward before "
+           "any backward, so each stage holds all of their activations; 1F1B alternates once "
+           "the pipeline is full (the first stage holds as many micro-batches as there are "
+           "stages); interleaved 1F1B gives each GPU several chunks of layers for a smaller "
+           "bubble at a little more memory."));
+    connect(m_pipelineSchedule, &QComboBox::activated, this, [this] {
+        const std::string name = comboName(m_pipelineSchedule);
+        edit(tr("Change pipeline schedule"),
+             [name](Scenario &s) { parsePipelineSchedule(name, s.parallelism.pipeline_schedule); });
+    });
+    m_pipelineChunks = intSpin("pipelineChunks",
+                               2,
+                               64,
+                               tr("Interleaved 1F1B: chunks of layers (virtual stages) per GPU."));
+    m_pipelineChunks->setSuffix(tr(" chunks"));
+    connect(m_pipelineChunks, &QSpinBox::valueChanged, this, [this](int v) {
+        edit(tr("Change pipeline chunks"),
+             [v](Scenario &s) { s.parallelism.pipeline_virtual_stages = v; });
+    });
+    auto *row = new QHBoxLayout;
+    row->addWidget(m_pipelineParallel, 1);
+    row->addWidget(m_pipelineSchedule, 2);
+    row->addWidget(m_pipelineChunks, 1);
+    auto *label = new QLabel(tr("&Pipeline:"));
+    label->setBuddy(m_pipelineParallel);
+    form->addRow(label, row);
 }
 
 void ControlsPanel::connectSlider(LogSliderSpin *slider,
@@ -950,6 +1003,7 @@ QWidget *ControlsPanel::buildParallelGroup()
     tpOptions->addWidget(m_lossParallel);
     tpOptions->addStretch(1);
     form->addRow(QString(), tpOptions);
+    addPipelineRow(form);
 
     m_sharding = enumCombo(
         "sharding",
@@ -1351,10 +1405,26 @@ void ControlsPanel::syncFromDocument()
     m_lossParallel->setEnabled(s.parallelism.tensor_parallel > 1);
     // Arrows offer only what the core accepts: GPU counts in multiples of the tensor-parallel degree,
     // degrees that divide both the GPU count and the attention heads.
-    m_gpuCount->setSingleStep(static_cast<int>(
-        std::clamp<std::int64_t>(s.parallelism.tensor_parallel * s.parallelism.context_parallel,
-                                 1,
-                                 1024)));
+    const ParallelismConfig &par = s.parallelism;
+    const std::int64_t split = par.tensor_parallel * par.context_parallel * par.pipeline_parallel;
+    m_gpuCount->setSingleStep(static_cast<int>(std::clamp<std::int64_t>(split, 1, 1024)));
+    m_pipelineParallel->setValue(static_cast<int>(par.pipeline_parallel));
+    m_pipelineParallel->setEnabled(train || par.pipeline_parallel > 1);
+    {
+        std::vector<int> degrees; // those the GPUs left by TP and CP divide into
+        const std::int64_t rest = std::max<std::int64_t>(1,
+                                                         par.tensor_parallel * par.context_parallel);
+        for (int d = 1; d <= 1024; ++d)
+            if (par.gpus % (rest * d) == 0)
+                degrees.push_back(d);
+        m_pipelineParallel->setSteps(std::move(degrees));
+    }
+    selectName(m_pipelineSchedule, pipelineScheduleName(par.pipeline_schedule));
+    m_pipelineSchedule->setEnabled(par.pipeline_parallel > 1);
+    m_pipelineChunks->setValue(
+        static_cast<int>(std::clamp<std::int64_t>(par.pipeline_virtual_stages, 2, 64)));
+    m_pipelineChunks->setEnabled(par.pipeline_parallel > 1
+                                 && par.pipeline_schedule == PipelineSchedule::Interleaved1F1B);
     m_contextParallel->setValue(static_cast<int>(s.parallelism.context_parallel));
     m_contextParallel->setEnabled(train || s.parallelism.context_parallel > 1);
     {

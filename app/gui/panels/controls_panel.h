@@ -76,6 +76,7 @@ private:
     QWidget *buildBatchGroup();
     QWidget *buildTechniquesGroup();
     QWidget *buildParallelGroup();
+    void addPipelineRow(QFormLayout *form);
     QWidget *buildOverheadGroup();
     void connectSlider(LogSliderSpin *slider,
                        const QString &text,
@@ -154,6 +155,9 @@ private:
     QComboBox *m_sharding = nullptr;
     SteppedSpinBox *m_tensorParallel = nullptr;
     SteppedSpinBox *m_contextParallel = nullptr;
+    SteppedSpinBox *m_pipelineParallel = nullptr;
+    QComboBox *m_pipelineSchedule = nullptr;
+    QSpinBox *m_pipelineChunks = nullptr;
     QCheckBox *m_sequenceParallel = nullptr;
     QCheckBox *m_lossParallel = nullptr;
     SteppedSpinBox *m_shardGroup = nullptr;

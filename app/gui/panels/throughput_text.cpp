@@ -90,6 +90,7 @@ QString speedToolTip(const GpuSpeed &speed, const GpuSpec &gpu, const EstimateIn
     part(tr("communication"), b.communication);
     part(tr("offload"), b.offload);
     part(tr("optimizer step"), b.optimizer);
+    part(tr("pipeline bubble"), b.pipeline_bubble);
     if (speed.run.valid) {
         text += QStringLiteral("<br>")
                 + tr("Run: %1, %2 GPU-hours")

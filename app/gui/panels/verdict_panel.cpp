@@ -5,6 +5,7 @@
 #include "advice/gpu_verdict.h"
 #include "charts/chart_theme.h"
 #include "document/scenario_document.h"
+#include "model/pipeline_parallel.h"
 #include "panels/breakdown_table.h"
 #include "panels/throughput_text.h"
 
@@ -332,6 +333,11 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
                      .arg(QString::fromStdString(formatCount(static_cast<double>(est.parameters))),
                           QString::fromStdString(
                               formatCount(static_cast<double>(est.trainable_parameters))));
+    if (const std::string stage = pipelineStageSummary(doc.input().parallelism, est.derivation);
+        !stage.empty())
+        summary += QStringLiteral("<br>")
+                   + tr("Per GPU: the pipeline's %1, the stage that allocates the most.")
+                         .arg(QString::fromStdString(stage).toHtmlEscaped());
     if (est.cpu_offload_total > 0)
         summary += QStringLiteral("<br>")
                    + tr("CPU offload needs <b>%1</b> of CPU RAM (%2 per GPU).")
