@@ -357,35 +357,42 @@ OpGraph headGraph(const ModelArchitecture &arch,
     return g;
 }
 
-// torch.distributed.pipelining's stage (stage.py, _RecvInfo / forward_one_chunk) receives into a
-// buffer per micro-batch and marks it requires_grad; Megatron-LM's p2p_communication.py likewise.
+// A pipeline stage's boundary, b x s x h hidden states. Received (torch.distributed.pipelining's
+// stage.py, _RecvInfo and forward_one_chunk; Megatron-LM's p2p_communication.py): a buffer per
+// micro-batch that requires a gradient, sent back in backward. Sent: the last layer's output goes
+// out by isend and stays in the stage's forward cache until its backward (fwd_cache,
+// stage_backward), which begins with the gradient the next stage sends back.
+static OpGraph stageBoundaryGraph(const ModelArchitecture &arch,
+                                  const TrainingConfig &training,
+                                  TensorParallelPlan tensorParallel,
+                                  bool received)
+{
+    OpGraph g;
+    GraphBuilder b(g);
+    const GraphPrecision p = graphPrecision(training);
+    const double h = static_cast<double>(arch.hidden_size) * tensorParallel.sequenceShare();
+    if (received) {
+        const int buffer = b.shared("pipeline receive", p.train);
+        g.output = b.copy(buffer, tok(h), p.stream, "received hidden states");
+    } else {
+        g.input = b.input("last layer output", tok(h), p.stream, p.train);
+        g.output = g.input;
+    }
+    return g;
+}
+
 OpGraph pipelineReceiveGraph(const ModelArchitecture &arch,
                              const TrainingConfig &training,
                              TensorParallelPlan tensorParallel)
 {
-    OpGraph g;
-    GraphBuilder b(g);
-    const GraphPrecision p = graphPrecision(training);
-    const double h = static_cast<double>(arch.hidden_size) * tensorParallel.sequenceShare();
-    const int buffer = b.shared("pipeline receive", p.train);
-    g.output = b.copy(buffer, tok(h), p.stream, "received hidden states");
-    return g;
+    return stageBoundaryGraph(arch, training, tensorParallel, true);
 }
 
-// The output goes out by isend and stays in the stage's forward cache until its backward
-// (stage.py fwd_cache; stage_backward); backward begins with the received output gradient.
 OpGraph pipelineSendGraph(const ModelArchitecture &arch,
                           const TrainingConfig &training,
                           TensorParallelPlan tensorParallel)
 {
-    OpGraph g;
-    GraphBuilder b(g);
-    const GraphPrecision p = graphPrecision(training);
-    const double h = static_cast<double>(arch.hidden_size) * tensorParallel.sequenceShare();
-    const int x = b.input("last layer output", tok(h), p.stream, p.train);
-    g.input = x;
-    g.output = x;
-    return g;
+    return stageBoundaryGraph(arch, training, tensorParallel, false);
 }
 
 } // namespace membudget

@@ -8,6 +8,7 @@
 #include "model/memory_estimator.h"
 #include "model/step_model.h"
 #include "test_architectures.h"
+#include "test_presets.h"
 #include "throughput/throughput_model.h"
 
 #include <QtTest>
@@ -49,13 +50,6 @@ private:
             if (std::strcmp(t.name, name) == 0)
                 return t.size.at(T, s);
         return -1;
-    }
-    static const GpuPerformance &gpu(const char *id)
-    {
-        const GpuSpec *g = PresetCatalog::bundled().findGpu(id);
-        if (!g)
-            qFatal("no preset %s", id);
-        return g->performance;
     }
 
 private slots:
@@ -160,8 +154,8 @@ private slots:
     {
         const EstimateInput whole = input(1, 32768);
         const EstimateInput shared = input(2, 32768);
-        const ThroughputEstimate a = estimateThroughput(whole, gpu("h100-80gb"));
-        const ThroughputEstimate b = estimateThroughput(shared, gpu("h100-80gb"));
+        const ThroughputEstimate a = estimateThroughput(whole, bundledGpu("h100-80gb"));
+        const ThroughputEstimate b = estimateThroughput(shared, bundledGpu("h100-80gb"));
         QVERIFY(a.valid && b.valid);
         QCOMPARE(a.tokens_per_step, 8 * 32768.0);
         QCOMPARE(b.tokens_per_step, 4 * 32768.0);

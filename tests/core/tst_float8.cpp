@@ -6,6 +6,7 @@
 #include "model/memory_estimator.h"
 #include "model/step_model.h"
 #include "test_architectures.h"
+#include "test_presets.h"
 #include "throughput/throughput_model.h"
 
 #include <QtTest>
@@ -31,13 +32,6 @@ private:
         in.training.sequence_length = 2048;
         in.training.float8 = float8;
         return in;
-    }
-    static const GpuPerformance &gpu(const char *id)
-    {
-        const GpuSpec *g = PresetCatalog::bundled().findGpu(id);
-        if (!g)
-            qFatal("no preset %s", id);
-        return g->performance;
     }
 
 private slots:
@@ -97,15 +91,15 @@ private slots:
     // the casts add element-wise time; a GPU without FP8 tensor cores cannot run it.
     void matmulsOnFp8TensorCores()
     {
-        const ThroughputEstimate a = estimateThroughput(input(false), gpu("h100-80gb"));
-        const ThroughputEstimate b = estimateThroughput(input(true), gpu("h100-80gb"));
+        const ThroughputEstimate a = estimateThroughput(input(false), bundledGpu("h100-80gb"));
+        const ThroughputEstimate b = estimateThroughput(input(true), bundledGpu("h100-80gb"));
         QVERIFY(a.valid && b.valid);
         QVERIFY(b.breakdown.matmul < 0.75 * a.breakdown.matmul);
         QVERIFY(b.breakdown.matmul > 0.5 * a.breakdown.matmul);
         QVERIFY(b.breakdown.elementwise > a.breakdown.elementwise);
         QVERIFY(b.tokens_per_second > a.tokens_per_second);
         QCOMPARE(b.model_flops_per_step, a.model_flops_per_step);
-        const ThroughputEstimate ampere = estimateThroughput(input(true), gpu("a100-80gb"));
+        const ThroughputEstimate ampere = estimateThroughput(input(true), bundledGpu("a100-80gb"));
         QVERIFY(!ampere.valid);
         QVERIFY(QString::fromStdString(ampere.problem).contains(QStringLiteral("FP8")));
     }

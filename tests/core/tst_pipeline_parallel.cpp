@@ -8,6 +8,7 @@
 #include "model/pipeline_parallel.h"
 #include "model/step_model.h"
 #include "test_architectures.h"
+#include "test_presets.h"
 #include "throughput/throughput_model.h"
 
 #include <QtTest>
@@ -41,13 +42,6 @@ private:
         return in;
     }
     static Bytes at(const MemoryEstimate &e, Phase p, Component c) { return e.phase(p)[c]; }
-    static const GpuPerformance &gpu(const char *id)
-    {
-        const GpuSpec *g = PresetCatalog::bundled().findGpu(id);
-        if (!g)
-            qFatal("no preset %s", id);
-        return g->performance;
-    }
 
 private slots:
     void layersSplitEvenlyFirstStagesTakeTheRest()
@@ -180,7 +174,7 @@ private slots:
 
     void theStepWaitsForTheBubble()
     {
-        const GpuPerformance &h100 = gpu("h100-80gb");
+        const GpuPerformance &h100 = bundledGpu("h100-80gb");
         const ThroughputEstimate one = estimateThroughput(input(1, 8, PipelineSchedule::OneFOneB),
                                                           h100);
         const ThroughputEstimate pp = estimateThroughput(input(4, 8, PipelineSchedule::OneFOneB),

@@ -5,6 +5,7 @@
 #include "model/parameter_layout.h"
 #include "model/scenario.h"
 #include "test_architectures.h"
+#include "test_presets.h"
 #include "throughput/device_model.h"
 #include "throughput/step_work.h"
 #include "throughput/throughput_model.h"
@@ -18,14 +19,6 @@ class TestThroughput : public QObject
 {
     Q_OBJECT
 private:
-    static const GpuPerformance &gpu(const char *id)
-    {
-        const GpuSpec *g = PresetCatalog::bundled().findGpu(id);
-        if (!g)
-            qFatal("no preset %s", id);
-        return g->performance;
-    }
-
     static EstimateInput fullTraining(const ModelArchitecture &arch)
     {
         EstimateInput in;
@@ -55,7 +48,7 @@ private slots:
     void denseTrainingIsSixNPlusAttention()
     {
         const EstimateInput in = fullTraining(llama2_7b());
-        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        const DeviceModel device(bundledGpu("a100-80gb"), in.training.precision);
         const MicroBatchWork w = microBatchWork(in.arch, in.training, 1, device);
         const double T = 4.0 * 2048;
         const double sixN = 6 * linearParameters(in.arch) * T;
@@ -70,7 +63,7 @@ private slots:
     void loraSkipsTheWeightGradient()
     {
         EstimateInput in = fullTraining(llama2_7b());
-        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        const DeviceModel device(bundledGpu("a100-80gb"), in.training.precision);
         const double full = microBatchWork(in.arch, in.training, 1, device).model_flops;
         in.training.method = Method::Lora;
         in.training.lora.rank = 16;
@@ -84,7 +77,7 @@ private slots:
     void checkpointingRecomputesTheForward()
     {
         EstimateInput in = fullTraining(llama2_7b());
-        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        const DeviceModel device(bundledGpu("a100-80gb"), in.training.precision);
         const MicroBatchWork none = microBatchWork(in.arch, in.training, 1, device);
         in.training.checkpointing = Checkpointing::Full;
         const MicroBatchWork full = microBatchWork(in.arch, in.training, 1, device);
@@ -92,8 +85,8 @@ private slots:
         QVERIFY(full.recompute.matmul < none.forward.matmul);
         QCOMPARE(full.model_flops, none.model_flops); // recomputation is not model FLOPs
         const double slower
-            = estimateThroughput(in, gpu("a100-80gb")).step_seconds
-              / estimateThroughput(fullTraining(llama2_7b()), gpu("a100-80gb")).step_seconds;
+            = estimateThroughput(in, bundledGpu("a100-80gb")).step_seconds
+              / estimateThroughput(fullTraining(llama2_7b()), bundledGpu("a100-80gb")).step_seconds;
         QVERIFY2(slower > 1.15 && slower < 1.45, qPrintable(QString::number(slower)));
     }
 
@@ -107,12 +100,12 @@ private slots:
         QVERIFY(microBatchWork(in.arch,
                                in.training,
                                1,
-                               DeviceModel(gpu("a100-80gb"), in.training.precision))
+                               DeviceModel(bundledGpu("a100-80gb"), in.training.precision))
                     .recompute.attention
                 > 0);
         in.training.attention = Attention::Sdpa;
         in.training.checkpointing = Checkpointing::None;
-        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        const DeviceModel device(bundledGpu("a100-80gb"), in.training.precision);
         const MicroBatchWork none = microBatchWork(in.arch, in.training, 1, device);
         in.training.checkpointing = Checkpointing::OpSelective;
         const MicroBatchWork op = microBatchWork(in.arch, in.training, 1, device);
@@ -134,9 +127,9 @@ private slots:
         EstimateInput in = fullTraining(llama2_7b());
         in.training.micro_batch_size = 1;
         in.training.sequence_length = 8192;
-        const double flash = estimateThroughput(in, gpu("a100-80gb")).step_seconds;
+        const double flash = estimateThroughput(in, bundledGpu("a100-80gb")).step_seconds;
         in.training.attention = Attention::Eager;
-        const double eager = estimateThroughput(in, gpu("a100-80gb")).step_seconds;
+        const double eager = estimateThroughput(in, bundledGpu("a100-80gb")).step_seconds;
         QVERIFY(eager > 1.2 * flash);
     }
 
@@ -144,7 +137,7 @@ private slots:
     void moeCountsActiveExpertsOnly()
     {
         EstimateInput in = fullTraining(mixtral_8x7b());
-        const DeviceModel device(gpu("h100-80gb"), in.training.precision);
+        const DeviceModel device(bundledGpu("h100-80gb"), in.training.precision);
         const MicroBatchWork w = microBatchWork(in.arch, in.training, 1, device);
         const double T = 4.0 * 2048;
         const double active = parameterLayout(in.arch).active;
@@ -160,15 +153,15 @@ private slots:
         in.training.mode = Mode::Inference;
         in.training.micro_batch_size = 1;
         in.training.sequence_length = 512;
-        const ThroughputEstimate one = estimateThroughput(in, gpu("a100-80gb"));
+        const ThroughputEstimate one = estimateThroughput(in, bundledGpu("a100-80gb"));
         QVERIFY(one.valid);
         QVERIFY(one.decode_tokens_per_second < 151);
         QVERIFY(one.decode_tokens_per_second > 30);
         in.training.micro_batch_size = 16;
-        const ThroughputEstimate sixteen = estimateThroughput(in, gpu("a100-80gb"));
+        const ThroughputEstimate sixteen = estimateThroughput(in, bundledGpu("a100-80gb"));
         QVERIFY(sixteen.decode_tokens_per_second > 8 * one.decode_tokens_per_second);
         // 4-bit weights: a quarter of the bytes to read per step.
-        const DeviceModel device(gpu("a100-80gb"), in.training.precision);
+        const DeviceModel device(bundledGpu("a100-80gb"), in.training.precision);
         in.training.micro_batch_size = 1;
         const double bf16 = decodeStepWork(in.arch, in.training, 1, 512, device).gpuSeconds();
         in.training.quantization = Quantization::Nf4;
@@ -182,12 +175,12 @@ private slots:
     {
         EstimateInput in = fullTraining(llama2_7b());
         in.training.micro_batch_size = 1;
-        const double one = estimateThroughput(in, gpu("a100-80gb")).tokens_per_second;
+        const double one = estimateThroughput(in, bundledGpu("a100-80gb")).tokens_per_second;
         in.parallelism.gpus = 8;
         in.parallelism.sharding = Sharding::FsdpFull;
-        const ThroughputEstimate nvlink = estimateThroughput(in, gpu("a100-80gb"));
+        const ThroughputEstimate nvlink = estimateThroughput(in, bundledGpu("a100-80gb"));
         QVERIFY(nvlink.tokens_per_second > 7 * one);
-        const ThroughputEstimate pcie = estimateThroughput(in, gpu("l40s"));
+        const ThroughputEstimate pcie = estimateThroughput(in, bundledGpu("l40s"));
         QVERIFY(pcie.breakdown.communication > 0.2 * pcie.step_seconds);
     }
 
@@ -201,13 +194,13 @@ private slots:
         double last = 0;
         for (std::int64_t b : {1, 2, 4, 8, 16}) {
             in.training.micro_batch_size = b;
-            const ThroughputEstimate t = estimateThroughput(in, gpu("h100-80gb"));
+            const ThroughputEstimate t = estimateThroughput(in, bundledGpu("h100-80gb"));
             QVERIFY(t.tokens_per_second > last);
             QVERIFY(t.mfu > 0 && t.mfu < 1);
             last = t.tokens_per_second;
         }
         in.training.micro_batch_size = 1;
-        QVERIFY(estimateThroughput(in, gpu("h100-80gb")).breakdown.host_wait > 0);
+        QVERIFY(estimateThroughput(in, bundledGpu("h100-80gb")).breakdown.host_wait > 0);
     }
 
     void qloraDequantizesAndOffloadCopies()
@@ -215,16 +208,16 @@ private slots:
         EstimateInput in = fullTraining(llama2_7b());
         in.training.method = Method::Lora;
         in.training.checkpointing = Checkpointing::Full;
-        const ThroughputEstimate lora = estimateThroughput(in, gpu("rtx-4090"));
+        const ThroughputEstimate lora = estimateThroughput(in, bundledGpu("rtx-4090"));
         in.training.method = Method::Qlora;
         in.training.quantization = Quantization::Nf4;
-        const ThroughputEstimate qlora = estimateThroughput(in, gpu("rtx-4090"));
+        const ThroughputEstimate qlora = estimateThroughput(in, bundledGpu("rtx-4090"));
         QVERIFY(qlora.breakdown.dequantize > 0);
         QVERIFY(qlora.step_seconds > lora.step_seconds);
         EstimateInput full = fullTraining(llama2_7b());
-        const ThroughputEstimate resident = estimateThroughput(full, gpu("a100-80gb"));
+        const ThroughputEstimate resident = estimateThroughput(full, bundledGpu("a100-80gb"));
         full.training.offload.optimizer = true;
-        const ThroughputEstimate offloaded = estimateThroughput(full, gpu("a100-80gb"));
+        const ThroughputEstimate offloaded = estimateThroughput(full, bundledGpu("a100-80gb"));
         QVERIFY(offloaded.breakdown.offload > 0);
         QCOMPARE(offloaded.breakdown.optimizer, 0.0);
         QVERIFY(offloaded.step_seconds > resident.step_seconds);
@@ -247,7 +240,7 @@ private slots:
         in.training.sequence_length = 1024;
         in.training.micro_batch_size = 8;
         in.parallelism.gpus = 2;
-        const ThroughputEstimate t = estimateThroughput(in, gpu("a100-80gb"));
+        const ThroughputEstimate t = estimateThroughput(in, bundledGpu("a100-80gb"));
         const DatasetConfig data{10000, 1024, 1.0};
         const RunEstimate run = estimateRun(t, in, data, 2.0);
         QVERIFY(run.valid && run.has_price);
