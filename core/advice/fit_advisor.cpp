@@ -174,7 +174,18 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                            0,
                            true}});
     }
-    if (in.parallelism.gpus > 1 && in.parallelism.sharding == Sharding::None) {
+    // GPipe keeps every micro-batch's activations; 1F1B at most one per stage, for the same
+    // bubble (pipeline_parallel.h).
+    if (in.parallelism.pipeline_parallel > 1
+        && in.parallelism.pipeline_schedule == PipelineSchedule::GPipe)
+        groups.push_back(
+            {{"pipeline schedule: 1f1b (the same bubble, fewer micro-batches in flight)",
+              [](EstimateInput &e, std::int64_t) {
+                  e.parallelism.pipeline_schedule = PipelineSchedule::OneFOneB;
+              },
+              0}});
+    // Sharding divides over one stage's replicas, not over a pipeline's stages.
+    if (in.parallelism.dataParallel() > 1 && in.parallelism.sharding == Sharding::None) {
         groups.push_back(
             {{"sharding: zero2",
               [](EstimateInput &e, std::int64_t) { e.parallelism.sharding = Sharding::Zero2; },

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Pipeline parallelism (core/model/pipeline_parallel.h): the stages' layers and ends, the
 // micro-batches each schedule keeps in flight, the worst stage, the bubble, the checks, the keys.
+#include "advice/fit_advisor.h"
 #include "io/preset_catalog.h"
 #include "io/scenario_yaml.h"
 #include "model/memory_estimator.h"
@@ -193,6 +194,27 @@ private slots:
         const ThroughputEstimate longer
             = estimateThroughput(input(4, 32, PipelineSchedule::OneFOneB), h100);
         QVERIFY(longer.mfu > pp.mfu);
+    }
+
+    // Make It Fit offers 1F1B for a GPipe pipeline that does not fit, and no sharding over the
+    // stages of a pipeline without data parallelism.
+    void makeItFitOffersOneFOneB()
+    {
+        const EstimateInput in = input(4, 8, PipelineSchedule::GPipe);
+        const GpuSpec gpu = *PresetCatalog::bundled().findGpu("h100-80gb");
+        QVERIFY(estimateMemory(in).device_total > gpu.memory_bytes);
+        bool offered = false, sharded = false;
+        for (const FitSuggestion &f : suggestFits(in, gpu, 20))
+            for (const std::string &c : f.changes) {
+                if (c.rfind("pipeline schedule: 1f1b", 0) == 0 && f.changes.size() == 1) {
+                    offered = true;
+                    QVERIFY(f.input.parallelism.pipeline_schedule == PipelineSchedule::OneFOneB);
+                    QVERIFY(f.device_total < gpu.memory_bytes);
+                }
+                sharded = sharded || c.rfind("sharding", 0) == 0;
+            }
+        QVERIFY(offered);
+        QVERIFY(!sharded);
     }
 
     void whatCannotRunIsRefused()
