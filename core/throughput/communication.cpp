@@ -57,6 +57,23 @@ double storedWeightBytes(const ModelArchitecture &arch, const TrainingConfig &t)
     return isMixedMaster(t.precision) ? 2.0 : weightBytes(t.precision);
 }
 
+// FSDP's MixedPrecision gathers the parameters in param_dtype and reduce-scatters the gradients in
+// reduce_dtype (FSDP2 MixedPrecisionPolicy; the stack's choice, stack_profile.h): bf16 weights on
+// the wire under accelerate's and torchtitan's AMP rather than the stored fp32.
+void fsdpWireBytes(const EstimateInput &input, double &weight, double &gradient)
+{
+    const EstimateInput in = resolveStackChoices(input);
+    const ParallelismConfig &p = in.parallelism;
+    const bool fsdp = p.sharding == Sharding::FsdpFull || p.sharding == Sharding::FsdpGradOp;
+    if (!fsdp || p.gpus < 2 || in.training.quantization != Quantization::None)
+        return;
+    auto size = [](ParamDtype d) { return d == ParamDtype::Fp32 ? 4.0 : 2.0; };
+    if (graphTrainingConfig(in).precision != in.training.precision)
+        weight = size(*p.fsdp_param_dtype);
+    if (p.fsdp_reduce_dtype && isAmp(in.training.precision))
+        gradient = size(*p.fsdp_reduce_dtype);
+}
+
 // Activation offloading (torchtune's OffloadActivations with streams): each checkpointed layer's
 // input goes to pinned CPU RAM on a side stream in forward and comes back in backward, each copy
 // overlapping the next layer's compute; what a layer's compute does not cover waits, and the first
@@ -176,8 +193,9 @@ CommunicationTime communicationTime(const EstimateInput &in,
 
     const double weights = rankParameters(in.arch, par.tensor_parallel);
     const double trainable = rankTrainableParameters(in);
-    const double wBytes = storedWeightBytes(in.arch, tr);
-    const double gBytes = gradientBytes(tr.precision);
+    double wBytes = storedWeightBytes(in.arch, tr);
+    double gBytes = gradientBytes(tr.precision);
+    fsdpWireBytes(in, wBytes, gBytes);
     if (train && dp > 1) {
         const double bw = collectiveBandwidth(gpu, gpus > gpu.gpus_per_node);
         // Hybrid sharding: the sharded collectives stay in the shard group (on one node when it
