@@ -54,6 +54,21 @@ double pipelineInFlight(const ParallelismConfig &p, std::int64_t microBatches, s
     return static_cast<double>(std::min(warmup + 1, m * v)) / static_cast<double>(v);
 }
 
+bool pipelineGradientsInForward(const ParallelismConfig &p,
+                                std::int64_t microBatches,
+                                std::int64_t index)
+{
+    const std::int64_t n = stages(p);
+    const std::int64_t m = std::max<std::int64_t>(1, microBatches);
+    if (n == 1)
+        return m > 1;
+    if (p.pipeline_schedule == PipelineSchedule::GPipe)
+        return false;
+    const std::int64_t v = chunksPerGpu(p);
+    const std::int64_t warmup = interleaved(p) ? 2 * (n - index - 1) + (v - 1) * n : n - index - 1;
+    return m * v - std::min(warmup, m * v) >= 2;
+}
+
 double pipelineBubbleFraction(const ParallelismConfig &p, std::int64_t microBatches)
 {
     const std::int64_t n = stages(p);

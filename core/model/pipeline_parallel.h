@@ -30,6 +30,15 @@ double pipelineInFlight(const ParallelismConfig &parallelism,
                         std::int64_t microBatches,
                         std::int64_t index);
 
+// Whether stage `index` runs a forward after one of its backwards within a step, so that the
+// gradients exist while it holds its micro-batches in flight: not with GPipe, nor when the warm-up
+// forwards take all micro-batches but one (zero_grad(set_to_none=True) leaves none before the
+// step's first backward). Without, the stage's peaks are those of one micro-batch whose gradients
+// are born in its backward.
+bool pipelineGradientsInForward(const ParallelismConfig &parallelism,
+                                std::int64_t microBatches,
+                                std::int64_t index);
+
 // The stall of the pipeline's fill and drain as a fraction of the ideal step time:
 // (p - 1) / (v m) (Narayanan et al. 2021, sections 2.1 and 2.2; GPipe's is that of 1F1B).
 double pipelineBubbleFraction(const ParallelismConfig &parallelism, std::int64_t microBatches);

@@ -12,21 +12,34 @@ namespace membudget {
 
 namespace {
 
-// With pipeline parallelism, the input of the stage to model (pipeline_parallel.h).
-EstimateInput stageInput(const EstimateInput &input)
+// With pipeline parallelism, the input of the stage to model (pipeline_parallel.h), and the
+// micro-batches whose activations it holds at once.
+std::pair<EstimateInput, double> stageInput(const EstimateInput &input)
 {
     const bool sliced = !input.arch.holds_embedding || !input.arch.holds_head; // a stage's own
     if (input.parallelism.pipeline_parallel <= 1 || sliced)
-        return input;
+        return {input, 1.0};
     const std::int64_t stage = input.pipeline_stage >= 0 ? input.pipeline_stage
                                                          : pipelineWorstStage(input);
-    return pipelineStageInput(input, stage);
+    EstimateInput s = pipelineStageInput(input, stage);
+    const std::int64_t m = input.training.gradient_accumulation_steps;
+    const double inFlight = pipelineInFlight(input.parallelism, m, stage);
+    // No gradients of earlier micro-batches while it runs forward: the step's peaks are those of
+    // one micro-batch whose gradients are born in its backward (gradient accumulation off).
+    if (!pipelineGradientsInForward(input.parallelism, m, stage))
+        s.training.gradient_accumulation_steps = 1;
+    return {s, inFlight};
 }
 
 } // namespace
 
 StepModel::StepModel(const EstimateInput &input)
-    : m_input(resolveStackChoices(stageInput(input)))
+    : StepModel(stageInput(input), input)
+{}
+
+StepModel::StepModel(std::pair<EstimateInput, double> stage, const EstimateInput &whole)
+    : m_input(resolveStackChoices(stage.first))
+    , m_inFlight(stage.second)
 {
     const ModelArchitecture &a = m_input.arch;
     m_valid = a.layers >= 1 && a.hidden_size >= 1 && a.head_dim >= 1 && a.attention_heads >= 1
@@ -42,14 +55,10 @@ StepModel::StepModel(const EstimateInput &input)
     m_profile = activationProfile(a, graphTraining, m_graphs, tp);
     m_model = {m_layout.total, m_layout.active, m_states.trainable_all};
     if (m_input.parallelism.pipeline_parallel > 1) {
-        const double inFlight = pipelineInFlight(m_input.parallelism,
-                                                 m_input.training.gradient_accumulation_steps,
-                                                 m_input.pipeline_stage);
-        addPipelineInFlight(m_timeline, inFlight);
-        EstimateInput whole = resolveStackChoices(input);
-        whole.pipeline_stage = -1;
-        const ParameterLayout layout = parameterLayout(whole.arch);
-        m_model = {layout.total, layout.active, modelStates(whole, layout).trainable_all};
+        addPipelineInFlight(m_timeline, m_inFlight);
+        const EstimateInput model = resolveStackChoices(whole);
+        const ParameterLayout layout = parameterLayout(model.arch);
+        m_model = {layout.total, layout.active, modelStates(model, layout).trainable_all};
     }
 }
 
@@ -159,7 +168,7 @@ void StepModel::fillDerivation(MemoryEstimate &est, double tokens, double seq) c
     d.pipeline_stages = std::max<std::int64_t>(1, par.pipeline_parallel);
     d.pipeline_stage = std::max<std::int32_t>(0, m_input.pipeline_stage);
     d.stage_layers = m_input.arch.layers;
-    d.pipeline_in_flight = pipelineInFlight(par, tr.gradient_accumulation_steps, d.pipeline_stage);
+    d.pipeline_in_flight = m_inFlight;
     d.params_per_gpu = st.params;
     d.trainable_per_gpu = st.trainable;
     d.weight_bytes_full = st.weights;

@@ -80,6 +80,7 @@ public:
     const ResidentAllocatorState &resident(const AllocatorSettings &settings) const;
 
 private:
+    StepModel(std::pair<EstimateInput, double> stage, const EstimateInput &whole);
     MemoryEstimate estimateWithRatio(std::int64_t microBatch,
                                      std::int64_t sequence,
                                      double ratio) const;
@@ -91,7 +92,8 @@ private:
     struct WholeModel
     {
         double parameters = 0, active = 0, trainable = 0;
-    } m_model; // what the estimate reports as the model's, whichever stage it models
+    } m_model;             // what the estimate reports as the model's, whichever stage it models
+    double m_inFlight = 1; // micro-batches whose activations the stage holds at once
     ParameterLayout m_layout;
     ModelStates m_states;
     StepGraphs m_graphs;

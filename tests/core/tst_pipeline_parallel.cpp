@@ -78,6 +78,29 @@ private slots:
         QCOMPARE(pipelineBubbleFraction(p, 8), 0.0);
     }
 
+    // zero_grad(set_to_none=True) leaves no gradients before a step's first backward: a stage
+    // holds them while it runs forward only when a forward follows one of its backwards.
+    void gradientsExistInForwardOnlyAfterABackward()
+    {
+        ParallelismConfig p;
+        p.pipeline_parallel = 4;
+        QVERIFY(pipelineGradientsInForward(p, 8, 0));  // F F F F B F ...
+        QVERIFY(!pipelineGradientsInForward(p, 4, 0)); // F F F F B B B B
+        QVERIFY(pipelineGradientsInForward(p, 2, 3));  // F B F B
+        QVERIFY(!pipelineGradientsInForward(p, 1, 3));
+        p.pipeline_schedule = PipelineSchedule::GPipe;
+        QVERIFY(!pipelineGradientsInForward(p, 8, 3));
+        // GPipe's last stage: no gradients while its 8 micro-batches are held, so its forward
+        // peak has none (the CPU harness measures the same, tools/measure/compare_pipeline.py).
+        const MemoryEstimate gpipe = estimateMemory(stage(input(4, 8, PipelineSchedule::GPipe), 3));
+        QCOMPARE(at(gpipe, Phase::Forward, Component::Gradients), Bytes(0));
+        QVERIFY(at(gpipe, Phase::OptimizerStep, Component::Gradients) > 0);
+        const MemoryEstimate oneF = estimateMemory(
+            stage(input(4, 8, PipelineSchedule::OneFOneB), 3));
+        QCOMPARE(at(oneF, Phase::Forward, Component::Gradients),
+                 at(oneF, Phase::OptimizerStep, Component::Gradients));
+    }
+
     // The stages' parameters add up to the model's; a tied model's last stage keeps its own copy
     // of the embedding as lm_head.
     void stagesHoldTheModelOnce()
