@@ -299,6 +299,15 @@ class LlamaModel(nn.Module):
             del inputs_embeds
             self.offload.exempt = [t for t in (causal_mask, position_ids, cache_position,
                                                *position_embeddings) if t is not None]
+        held = [hidden_states]
+        del hidden_states  # no name in this frame keeps layer 0's input (see run_layers)
+        return self.norm(self.run_layers(held, causal_mask, position_ids, cache_position,
+                                         position_embeddings))
+
+    def run_layers(self, held, causal_mask, position_ids, cache_position, position_embeddings):
+        """The decoder layers, each checkpointed as the model is set up. `held` is a one-element
+        list the input is taken from, so that the caller keeps no reference to it."""
+        hidden_states = held.pop()
         self.policy_kept = []
         for i, layer in enumerate(self.layers):
             if self.gradient_checkpointing and self.training and self.op_selective:
@@ -314,7 +323,7 @@ class LlamaModel(nn.Module):
             else:
                 hidden_states = layer(hidden_states, causal_mask, position_ids, cache_position,
                                       position_embeddings)
-        return self.norm(hidden_states)
+        return hidden_states
 
 
 def causal_lm_loss(logits, labels, vocab_size):

@@ -21,7 +21,9 @@ AMP_DTYPES = {"amp-bf16": torch.bfloat16, "amp-fp16": torch.float16}
 class Setup:
     """Everything a step needs."""
 
-    def __init__(self, scenario, device, seed, foreach=None):
+    def __init__(self, scenario, device, seed, foreach=None, prune=None):
+        """prune(model): applied once the model is built, before the optimizer takes its
+        parameters (pipeline_stage.py drops the modules another stage holds)."""
         tr = scenario.training
         arch = scenario.arch
         self.scenario = scenario
@@ -65,6 +67,8 @@ class Setup:
         if tr.activation_offloading:
             model.model.offload = activation_offload.OffloadActivations()
         model.train()
+        if prune is not None:
+            prune(model)
         self.model = model
         trainable = [p for p in model.parameters() if p.requires_grad]
         if tr.optimizer_in_backward:

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""A pipeline stage's memory against PyTorch on CPU.
+
+For every case under cases/pipeline/ (or the files given): `membudget estimate --json` names the
+stage it models (the one that allocates the most) and the micro-batches that stage holds at once;
+pipeline_stage.py builds that stage and runs its schedule over two steps; the second step's forward
+and backward peaks (live CPU storages, parameters, gradients and optimizer states included) must
+agree within 3% with the estimate's allocated bytes of those phases, once torch 1.13's mean()
+copies are added to the estimate: an fp32 x^2 of 4 x hidden bytes per token for each RMSNorm whose
+input needs a gradient (two per layer, and the final norm on the last stage), for every micro-batch
+in flight (compare.py's cpu_mean_extra; the cases are full fine-tuning without checkpointing or
+dropout, where that count holds).
+Exit status 1 when a case misses, 77 when torch is missing.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOLERANCE = 0.03
+
+
+def mean_extra(scenario, layers, last, torch_version):
+    """torch 1.x's mean() copies held for one micro-batch of the stage."""
+    if not torch_version.startswith("1."):
+        return 0
+    tr = scenario["training"]
+    tokens = tr["micro_batch_size"] * tr["sequence_length"]
+    return (2 * layers + (1 if last else 0)) * 4 * scenario["model"]["hidden_size"] * tokens
+
+
+def compare(case, membudget, python):
+    with open(case, encoding="utf-8") as fh:
+        scenario = yaml.safe_load(fh)
+    tr = scenario.get("training", {})
+    if (tr.get("method", "full") != "full" or tr.get("gradient_checkpointing", "none") != "none"
+            or scenario["model"].get("hidden_dropout", 0) or scenario["model"].get("attention_dropout", 0)):
+        raise SystemExit("%s: the cases are full fine-tuning without checkpointing or dropout" % case)
+    estimate = json.loads(subprocess.run([membudget, "estimate", case, "--json"], check=True,
+                                         capture_output=True, text=True).stdout)
+    pipeline = estimate["per_gpu"]["pipeline"]
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "stage.json")
+        subprocess.run([python, os.path.join(HERE, "pipeline_stage.py"), case, "--stage",
+                        str(pipeline["stage"]), "-o", out], check=True, capture_output=True, text=True)
+        with open(out, encoding="utf-8") as fh:
+            measured = json.load(fh)
+    last = pipeline["stage"] == pipeline["stages"] - 1
+    extra = pipeline["in_flight_micro_batches"] * mean_extra(scenario, pipeline["layers"], last,
+                                                             measured["torch_version"])
+    rows = []
+    for phase in ("forward", "backward"):
+        got = measured["memory"]["phases"][phase]["peak_bytes"]
+        want = estimate["per_gpu"]["phases"][phase]["allocated"] + extra
+        error = (want - got) / got
+        rows.append((phase + " peak", got, want, error, abs(error) <= TOLERANCE))
+    return pipeline, measured, rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*", help="scenario files (default: cases/pipeline/*.yaml)")
+    parser.add_argument("--membudget", default=os.environ.get("MEMBUDGET", "membudget"))
+    parser.add_argument("--python", default=sys.executable, help="python with torch")
+    args = parser.parse_args()
+    try:
+        subprocess.run([args.python, "-c", "import torch"], check=True, capture_output=True)
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        print("torch is not installed for this python (Debian: apt-get install python3-torch); skipped")
+        return 77
+    folder = os.path.join(HERE, "cases", "pipeline")
+    cases = args.cases or sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".yaml"))
+    failures = 0
+    for case in cases:
+        pipeline, measured, rows = compare(case, args.membudget, args.python)
+        print("%s: stage %d of %d (%s, %g micro-batches in flight; torch %s)"
+              % (os.path.basename(case), pipeline["stage"] + 1, pipeline["stages"], pipeline["schedule"],
+                 pipeline["in_flight_micro_batches"], measured["torch_version"]))
+        for what, got, want, error, ok in rows:
+            print("  %-16s measured %12s  estimated %12s  %+7.2f%%  %s"
+                  % (what, format(got, ","), format(int(want), ","), 100 * error, "ok" if ok else "MISS"))
+            failures += 0 if ok else 1
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""One stage of a pipeline-parallel training step, measured on one process.
+
+The scenario's `parallelism.pipeline_parallel` splits the decoder layers into stages as MemBudget
+does (an even split, the first stages taking the remainder); `--stage N` builds stage N alone: the
+first with the embedding, the last with the final norm, lm_head and the loss. Its micro-batches
+(gradient_accumulation_steps) run in the order the schedule gives that stage: GPipe every forward
+then every backward; 1F1B min(p - N - 1, m) forwards, then one forward and one backward (the oldest)
+in turn, then the remaining backwards (torch.distributed.pipelining's Schedule1F1B, Megatron-LM's
+forward_backward_pipelining_without_interleaving). What the neighbouring stages send is stood in for
+by tensors of the same shape: the hidden states received in forward (a leaf that requires a
+gradient) and the output's gradient received in backward. Two steps run; the second is measured on
+the CPU with the harness's op tracker (memory_tracker.py): live storages per phase, the model's
+parameters, gradients and optimizer states included, as `measure.py` reports them.
+
+Usage: pipeline_stage.py SCENARIO.yaml --stage N [-o OUT.json]
+"""
+import argparse
+import dataclasses
+import gc
+import json
+import sys
+
+import torch
+import yaml
+
+import llama_model
+import scenario as scenario_mod
+import torch_compat
+from memory_tracker import OpTracker, PhaseMeter
+from training import Setup
+
+SCHEDULES = ("1f1b", "gpipe")
+
+
+def stage_layers(layers, stages, index):
+    return layers // stages + (1 if index < layers % stages else 0)
+
+
+def load(path):
+    """The scenario without its parallelism (which the harness refuses), and the pipeline's."""
+    with open(path, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh)
+    par = dict(doc.pop("parallelism", None) or {})
+    stages = int(par.get("pipeline_parallel", 1))
+    schedule = par.get("pipeline_schedule", "1f1b")
+    if schedule not in SCHEDULES:
+        raise scenario_mod.Unsupported("%s: pipeline_schedule %s is not measured here (%s)"
+                                       % (path, schedule, ", ".join(SCHEDULES)))
+    if (par.get("gpus", stages) != stages or par.get("sharding", "none") != "none"
+            or par.get("tensor_parallel", 1) != 1 or par.get("context_parallel", 1) != 1):
+        raise scenario_mod.Unsupported("%s: one GPU per stage, without sharding, tensor or context "
+                                       "parallelism" % path)
+    return scenario_mod.parse(doc, path), stages, schedule
+
+
+def stage_scenario(sc, stages, index):
+    """The stage's own architecture: its layers, and no tie between ends it does not both hold."""
+    first, last = index == 0, index == stages - 1
+    arch = dataclasses.replace(sc.arch, layers=stage_layers(sc.arch.layers, stages, index))
+    if not (first and last):
+        arch = dataclasses.replace(arch, tied_embeddings=False)
+    return dataclasses.replace(sc, arch=arch)
+
+
+def pruner(first, last):
+    def prune(model):
+        if not first:
+            model.model.embed_tokens = None
+        if not last:
+            model.model.norm = None
+            model.lm_head = None
+    return prune
+
+
+class Stage:
+    def __init__(self, setup, stages, index, schedule):
+        self.setup = setup
+        self.stages, self.index, self.schedule = stages, index, schedule
+        self.first, self.last = index == 0, index == stages - 1
+        self.pending = []
+
+    def forward(self, batch, meter):
+        setup, m = self.setup, self.setup.model.model
+        ids, mask, labels = batch
+        tr = setup.scenario.training
+        meter.begin("forward")
+        received = None
+        if not self.first:  # the previous stage's output arrives in a buffer of its own
+            shape = (tr.micro_batch_size, tr.sequence_length, setup.scenario.arch.hidden_size)
+            received = torch.randn(shape, dtype=setup.param_dtype, device=setup.device,
+                                   requires_grad=True)
+        with setup.autocast():
+            x = m.embed_tokens(ids) if self.first else received
+            cache_position = torch.arange(0, x.shape[1], device=x.device)
+            position_ids = cache_position.unsqueeze(0)
+            causal_mask = m._mask(mask, x)
+            position_embeddings = m.rotary_emb(x, position_ids)
+            out = m.run_layers([x], causal_mask, position_ids, cache_position, position_embeddings)
+            del x
+            if self.last:
+                logits = setup.model.lm_head(m.norm(out))
+                out = llama_model.causal_lm_loss(logits, labels, setup.scenario.arch.vocab_size)
+                del logits
+        del causal_mask, position_embeddings, position_ids, cache_position
+        meter.end("forward")
+        self.pending.append((out, received))
+
+    def backward(self, meter):
+        out, received = self.pending.pop(0)
+        meter.begin("backward")
+        if self.last:
+            (out / len(self.setup.batches)).backward()
+        else:  # the next stage's gradient of this output arrives
+            grad = torch.randn_like(out)
+            torch.autograd.backward(out, grad)
+            del grad
+        del out, received  # the input's gradient is sent back and dropped
+        meter.end("backward")
+
+    def step(self, meter):
+        batches = self.setup.batches
+        m = len(batches)
+        warm = m if self.schedule == "gpipe" else min(self.stages - self.index - 1, m)
+        for i in range(warm):
+            self.forward(batches[i], meter)
+        for i in range(warm, m):
+            self.forward(batches[i], meter)
+            self.backward(meter)
+        while self.pending:
+            self.backward(meter)
+        meter.begin("optimizer_step")
+        self.setup.optimizer.step()
+        meter.end("optimizer_step")
+        self.setup.optimizer.zero_grad(set_to_none=True)
+
+
+class NullMeter:
+    def begin(self, phase):
+        pass
+
+    def end(self, phase):
+        pass
+
+
+def run(path, index, seed=1234):
+    sc, stages, schedule = load(path)
+    if not 0 <= index < stages:
+        raise scenario_mod.ScenarioError("--stage %d: the pipeline has stages 0 to %d" % (index, stages - 1))
+    if OpTracker is None:
+        raise scenario_mod.Unsupported("torch %s has no TorchDispatchMode" % torch.__version__)
+    own = stage_scenario(sc, stages, index)
+    setup = Setup(own, "cpu", seed, prune=pruner(index == 0, index == stages - 1))
+    stage = Stage(setup, stages, index, schedule)
+    stage.step(NullMeter())  # the optimizer makes its states
+    gc.collect()
+    model = setup.model
+    params = list(model.parameters())
+    tracker = OpTracker([torch_compat.storage_key(p)[0] for p in params], track_live=True)
+    meter = PhaseMeter("cpu", tracker)
+    baseline = params + list(model.buffers()) + setup.state_tensors()
+    for batch in setup.batches:
+        baseline += list(batch)
+    with tracker:
+        tracker.register(baseline)
+        start = tracker.live_bytes
+        stage.step(meter)
+    mem = meter.summary()
+    mem["baseline_bytes"] = start
+    return {"torch_version": torch.__version__, "stage": index, "stages": stages,
+            "schedule": schedule, "layers": own.arch.layers,
+            "micro_batches": len(setup.batches), "memory": mem}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenario")
+    parser.add_argument("--stage", type=int, required=True)
+    parser.add_argument("-o", "--output")
+    args = parser.parse_args(argv)
+    try:
+        result = run(args.scenario, args.stage)
+    except scenario_mod.Unsupported as err:
+        print("pipeline_stage: %s" % err, file=sys.stderr)
+        return 3
+    except scenario_mod.ScenarioError as err:
+        print("pipeline_stage: %s" % err, file=sys.stderr)
+        return 1
+    text = json.dumps(result, indent=2) + "\n"
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
