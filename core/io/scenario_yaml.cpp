@@ -733,13 +733,16 @@ void parallelismYaml(const ParallelismConfig &p, std::string &out)
         out += "  shard_group: " + std::to_string(p.shard_group) + "\n";
     if (p.context_parallel > 1)
         out += "  context_parallel: " + std::to_string(p.context_parallel) + "\n";
-    if (p.pipeline_parallel > 1) {
+    // Every setting that is not the default, also those a single stage leaves unused, so that
+    // what is saved loads back the same.
+    const ParallelismConfig defaults;
+    if (p.pipeline_parallel > 1)
         out += "  pipeline_parallel: " + std::to_string(p.pipeline_parallel) + "\n";
+    if (p.pipeline_parallel > 1 || p.pipeline_schedule != defaults.pipeline_schedule)
         out += std::string("  pipeline_schedule: ") + pipelineScheduleName(p.pipeline_schedule)
                + "\n";
-        if (p.pipeline_schedule == PipelineSchedule::Interleaved1F1B)
-            out += "  pipeline_virtual_stages: " + std::to_string(p.pipeline_virtual_stages) + "\n";
-    }
+    if (p.pipeline_virtual_stages != defaults.pipeline_virtual_stages)
+        out += "  pipeline_virtual_stages: " + std::to_string(p.pipeline_virtual_stages) + "\n";
     if (p.fsdp_param_dtype)
         out += std::string("  fsdp_param_dtype: ") + paramDtypeName(*p.fsdp_param_dtype) + "\n";
     if (p.fsdp_reduce_dtype)

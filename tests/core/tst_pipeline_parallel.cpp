@@ -285,6 +285,12 @@ private slots:
         QVERIFY(yaml.find("pipeline_schedule: interleaved-1f1b") != std::string::npos);
         QCOMPARE(*parseScenario(yaml, "again.yaml", error), *s);
 
+        // Settings a single stage leaves unused are kept (the app may set them before the stages).
+        Scenario single = *s;
+        single.parallelism.pipeline_parallel = 1;
+        single.parallelism.pipeline_schedule = PipelineSchedule::GPipe;
+        QCOMPARE(*parseScenario(scenarioToYaml(single), "single.yaml", error), single);
+
         std::string bad = text;
         bad.replace(bad.find("interleaved-1f1b"), 16, "zero-bubble");
         QVERIFY(!parseScenario(bad, "bad.yaml", error).has_value());
