@@ -27,6 +27,26 @@ std::int64_t chunksPerGpu(const ParallelismConfig &p)
     return interleaved(p) ? std::max<std::int64_t>(1, p.pipeline_virtual_stages) : 1;
 }
 
+// Forwards (chunk forwards with interleaving) stage `index` runs before its first backward, not
+// counting the one in flight: 1F1B p - index - 1; interleaved Megatron-LM's 2 (p - index - 1) +
+// (v - 1) p (forward_backward_pipelining_with_interleaving); GPipe every one.
+std::int64_t warmupForwards(const ParallelismConfig &p,
+                            std::int64_t microBatches,
+                            std::int64_t index)
+{
+    const std::int64_t n = stages(p);
+    const std::int64_t all = microBatches * chunksPerGpu(p);
+    switch (p.pipeline_schedule) {
+    case PipelineSchedule::GPipe:
+        return all;
+    case PipelineSchedule::OneFOneB:
+        return std::min(n - index - 1, all);
+    case PipelineSchedule::Interleaved1F1B:
+        break;
+    }
+    return std::min(2 * (n - index - 1) + (chunksPerGpu(p) - 1) * n, all);
+}
+
 } // namespace
 
 std::int64_t pipelineStageLayers(std::int64_t layers, std::int64_t stageCount, std::int64_t index)
@@ -37,36 +57,23 @@ std::int64_t pipelineStageLayers(std::int64_t layers, std::int64_t stageCount, s
 
 double pipelineInFlight(const ParallelismConfig &p, std::int64_t microBatches, std::int64_t index)
 {
-    const std::int64_t n = stages(p);
     const std::int64_t m = std::max<std::int64_t>(1, microBatches);
-    if (n == 1)
+    if (stages(p) == 1)
         return 1;
-    switch (p.pipeline_schedule) {
-    case PipelineSchedule::GPipe:
-        return static_cast<double>(m);
-    case PipelineSchedule::OneFOneB:
-        return static_cast<double>(std::min(n - index, m));
-    case PipelineSchedule::Interleaved1F1B:
-        break;
-    }
+    // The warm-up forwards and the one in flight, in units of the stage's whole share of layers.
     const std::int64_t v = chunksPerGpu(p);
-    const std::int64_t warmup = 2 * (n - index - 1) + (v - 1) * n;
-    return static_cast<double>(std::min(warmup + 1, m * v)) / static_cast<double>(v);
+    const std::int64_t held = std::min(warmupForwards(p, m, index) + 1, m * v);
+    return static_cast<double>(held) / static_cast<double>(v);
 }
 
 bool pipelineGradientsInForward(const ParallelismConfig &p,
                                 std::int64_t microBatches,
                                 std::int64_t index)
 {
-    const std::int64_t n = stages(p);
     const std::int64_t m = std::max<std::int64_t>(1, microBatches);
-    if (n == 1)
+    if (stages(p) == 1)
         return m > 1;
-    if (p.pipeline_schedule == PipelineSchedule::GPipe)
-        return false;
-    const std::int64_t v = chunksPerGpu(p);
-    const std::int64_t warmup = interleaved(p) ? 2 * (n - index - 1) + (v - 1) * n : n - index - 1;
-    return m * v - std::min(warmup, m * v) >= 2;
+    return m * chunksPerGpu(p) - warmupForwards(p, m, index) >= 2;
 }
 
 double pipelineBubbleFraction(const ParallelismConfig &p, std::int64_t microBatches)
