@@ -149,6 +149,29 @@ bool checkSnapshotFile(const std::string &file, LoadError &error)
     return true;
 }
 
+// --stage N (1-based) picks the pipeline stage the estimate shows: kExitOk, or kExitUsage after
+// printing why the scenario has no such stage.
+int choosePipelineStage(int stage, EstimateInput &input)
+{
+    if (stage <= 0)
+        return kExitOk;
+    const std::int64_t stages = input.parallelism.pipeline_parallel;
+    if (stages <= 1) {
+        print(std::cerr,
+              "membudget: --stage " + std::to_string(stage)
+                  + ": the scenario runs no pipeline (parallelism.pipeline_parallel is 1)\n");
+        return kExitUsage;
+    }
+    if (stage > stages) {
+        print(std::cerr,
+              "membudget: --stage " + std::to_string(stage) + ": the pipeline has stages 1 to "
+                  + std::to_string(stages) + "\n");
+        return kExitUsage;
+    }
+    input.pipeline_stage = stage - 1;
+    return kExitOk;
+}
+
 } // namespace
 
 int runEstimate(const EstimateOptions &o)
@@ -162,6 +185,8 @@ int runEstimate(const EstimateOptions &o)
         return kExitBadInput;
     std::vector<GpuSpec> gpus;
     if (const int rc = collectGpus(catalog, o.gpus.empty() ? scenario.gpus : o.gpus, gpus))
+        return rc;
+    if (const int rc = choosePipelineStage(o.stage, input))
         return rc;
     const MemoryEstimate est = estimateMemory(input);
     if (o.json)

@@ -24,6 +24,7 @@ struct EstimateOptions
     std::vector<std::string> gpus; // override / extend the scenario's GPUs
     ByteUnit unit = ByteUnit::GiB;
     bool timeline = false; // --json: add every allocation and free of the step
+    int stage = 0;         // pipeline stage to show, 1-based; 0: the one that allocates the most
 };
 int runEstimate(const EstimateOptions &options);
 

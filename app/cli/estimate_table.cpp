@@ -27,6 +27,20 @@ std::string padded(const std::string &text, std::size_t width, bool right)
 
 namespace {
 
+// "Per GPU is the pipeline's stage 1 of 4: …" and every stage's allocated peak on one line.
+std::string pipelineStagesText(const EstimateInput &input, const std::string &stage, ByteUnit unit)
+{
+    std::string out = "Per GPU is the pipeline's " + stage
+                      + (input.pipeline_stage >= 0 ? ", as --stage asks"
+                                                   : ", the stage that allocates the most")
+                      + ".\nAllocated peak by stage:";
+    const std::vector<PipelineStagePeak> peaks = pipelineStagePeaks(input);
+    for (const PipelineStagePeak &p : peaks)
+        out += std::string(p.stage ? "," : "") + " " + std::to_string(p.stage + 1) + ": "
+               + formatBytes(p.peak_allocated, unit);
+    return out + ".\n";
+}
+
 // ": optimizer adamw-fused, loss hf" - the choices the stack made (none for plain-torch).
 std::string stackDefaultsText(const EstimateInput &in)
 {
@@ -251,7 +265,7 @@ std::string estimateTable(const Scenario &scenario,
     out += explainPhase(input, est, est.peak_phase, unit) + "\n";
     if (const std::string stage = pipelineStageSummary(input.parallelism, est.derivation);
         !stage.empty())
-        out += "Per GPU is the pipeline's " + stage + ", the stage that allocates the most.\n";
+        out += pipelineStagesText(input, stage, unit);
     if (est.paged_optimizer_bytes > 0)
         out += "Paged optimizer states: " + formatBytes(est.paged_optimizer_bytes, unit)
                + " per GPU in CUDA managed memory, outside the caching allocator (paged to CPU "

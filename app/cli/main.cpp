@@ -58,6 +58,12 @@ int main(int argc, char **argv)
     estimate->add_flag("--timeline",
                        est.timeline,
                        "With --json: every allocation and free of the step, in order");
+    estimate
+        ->add_option("--stage",
+                     est.stage,
+                     "With pipeline parallelism: the stage to show (1 = first; default: the stage "
+                     "that allocates the most)")
+        ->check(CLI::Range(1, 1 << 16));
 
     FitOptions fit;
     auto *fitCmd = app.add_subcommand(

@@ -188,6 +188,13 @@ nlohmann::json estimateToJson(const Scenario &scenario,
                               {"bubble_fraction",
                                pipelineBubbleFraction(par,
                                                       input.training.gradient_accumulation_steps)}};
+        nlohmann::json each = nlohmann::json::array();
+        for (const PipelineStagePeak &s : pipelineStagePeaks(input))
+            each.push_back({{"stage", s.stage},
+                            {"layers", s.layers},
+                            {"in_flight_micro_batches", s.in_flight},
+                            {"peak_allocated", s.peak_allocated}});
+        perGpu["pipeline"]["each_stage"] = each;
     }
     nlohmann::json moments = nlohmann::json::object();
     for (int p = 0; p < phaseCount; ++p) {

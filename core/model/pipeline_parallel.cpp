@@ -123,31 +123,113 @@ std::int64_t pipelineWorstStage(const EstimateInput &input)
     return at;
 }
 
-SizeExpr forwardEndActivations(const StepTimeline &tl)
+std::vector<PipelineStagePeak> pipelineStagePeaks(const EstimateInput &input)
+{
+    const std::int64_t n = stages(input.parallelism);
+    std::vector<PipelineStagePeak> out;
+    for (std::int64_t index = 0; n > 1 && index < n; ++index) {
+        EstimateInput stage = input;
+        stage.pipeline_stage = static_cast<std::int32_t>(index);
+        const MemoryEstimate est = StepModel(stage).allocatedEstimate();
+        out.push_back({index,
+                       est.derivation.stage_layers,
+                       est.derivation.pipeline_in_flight,
+                       est.peak_allocated});
+    }
+    return out;
+}
+
+ForwardEndParts forwardEndParts(const StepTimeline &tl)
 {
     std::vector<double> live(tl.tensors.size(), 0);
+    std::vector<bool> byLoss(tl.tensors.size(), false);
     for (const TimelineBlock &b : tl.blocks) {
         if (b.stage == Stage::Resident)
             continue;
         if (b.phase != Phase::Forward)
             break;
-        for (const TimelineEvent &e : b.events)
-            live[static_cast<std::size_t>(e.tensor)] += e.alloc ? b.repeat : -b.repeat;
+        for (const TimelineEvent &e : b.events) {
+            const auto t = static_cast<std::size_t>(e.tensor);
+            live[t] += e.alloc ? b.repeat : -b.repeat;
+            if (e.alloc && b.stage == Stage::Loss)
+                byLoss[t] = true;
+        }
     }
-    SizeExpr sum;
+    ForwardEndParts parts;
     for (std::size_t t = 0; t < live.size(); ++t) {
         const TimelineTensor &tensor = tl.tensors[t];
         const bool perMicroBatch = tensor.component == Component::Activations
                                    || tensor.component == Component::Logits;
-        if (perMicroBatch && live[t] > 0)
-            sum += tensor.size * (live[t] * tensor.copies);
+        if (!perMicroBatch || live[t] <= 0)
+            continue;
+        const SizeExpr bytes = tensor.size * (live[t] * tensor.copies);
+        (byLoss[t] ? parts.head : tensor.per_layer ? parts.layers : parts.pass) += bytes;
     }
-    return sum;
+    return parts;
 }
 
-void addPipelineInFlight(StepTimeline &tl, double inFlight)
+std::vector<std::vector<std::int64_t>> interleavedHeldPasses(const ParallelismConfig &p,
+                                                             std::int64_t microBatches,
+                                                             std::int64_t index)
 {
-    if (inFlight <= 1)
+    const std::int64_t n = stages(p), v = chunksPerGpu(p);
+    const std::int64_t total = std::max<std::int64_t>(1, microBatches) * v;
+    const std::int64_t warm = warmupForwards(p, microBatches, index);
+    const auto forwardChunk = [&](std::int64_t k) { return (k % (n * v)) / n; };
+    std::vector<std::int64_t> held(static_cast<std::size_t>(v), 0);
+    std::vector<std::vector<std::int64_t>> out;
+    const auto forward = [&](std::int64_t k) {
+        ++held[static_cast<std::size_t>(forwardChunk(k))];
+        if (std::find(out.begin(), out.end(), held) == out.end())
+            out.push_back(held);
+    };
+    for (std::int64_t k = 0; k < warm; ++k)
+        forward(k);
+    for (std::int64_t k = warm; k < total; ++k) { // then one forward, one backward
+        forward(k);
+        --held[static_cast<std::size_t>(v - 1 - forwardChunk(k - warm))];
+    }
+    return out;
+}
+
+SizeExpr pipelineInFlightExtra(const StepTimeline &tl,
+                               const EstimateInput &stage,
+                               std::int64_t microBatches,
+                               double inFlight,
+                               const SizeExpr &boundary)
+{
+    const ForwardEndParts parts = forwardEndParts(tl);
+    const SizeExpr one = parts.layers + parts.pass + parts.head;
+    const ParallelismConfig &p = stage.parallelism;
+    if (!interleaved(p))
+        return one * std::max(0.0, inFlight - 1);
+    const std::int64_t v = chunksPerGpu(p), layers = std::max<std::int64_t>(1, stage.arch.layers);
+    const double tokens = static_cast<double>(stage.training.micro_batch_size)
+                          * static_cast<double>(stage.training.sequence_length);
+    const double seq = static_cast<double>(stage.training.sequence_length);
+    SizeExpr most = one;
+    for (const std::vector<std::int64_t> &held :
+         interleavedHeldPasses(p, microBatches, stage.pipeline_stage)) {
+        SizeExpr sum;
+        for (std::int64_t c = 0; c < v; ++c) {
+            const double share = static_cast<double>(pipelineStageLayers(layers, v, c))
+                                 / static_cast<double>(layers);
+            const double n = static_cast<double>(held[static_cast<std::size_t>(c)]);
+            // A chunk's output is its own tensor, kept for its backward; inside the whole stage
+            // it is the next layer's saved input, in parts.layers.
+            sum += (parts.layers * share + parts.pass + boundary * (1 - share)) * n;
+        }
+        if (stage.arch.holds_head) // the loss runs in the last chunk only
+            sum += parts.head * static_cast<double>(held.back());
+        if (sum.at(tokens, seq) > most.at(tokens, seq))
+            most = sum;
+    }
+    return most - one;
+}
+
+void addPipelineInFlight(StepTimeline &tl, const SizeExpr &extra, double inFlight)
+{
+    if (inFlight <= 1 || extra.isZero())
         return;
     const auto forward = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
         return b.stage != Stage::Resident;
@@ -162,7 +244,7 @@ void addPipelineInFlight(StepTimeline &tl, double inFlight)
     // As many tensors as layer-sized pieces, so that the allocator model sees pieces of the size
     // one micro-batch's layer allocates rather than one block (they come and go layer by layer).
     t.copies = std::max(1.0, std::round((inFlight - 1) * std::max(1, tl.layers)));
-    t.size = forwardEndActivations(tl) * ((inFlight - 1) / t.copies);
+    t.size = extra * (1.0 / t.copies);
     t.component = Component::Activations;
     t.origin = TensorOrigin::Value;
     const int id = tl.addTensor(t);

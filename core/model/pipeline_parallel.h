@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace membudget {
 
@@ -53,14 +54,54 @@ EstimateInput pipelineStageInput(const EstimateInput &input, std::int64_t index)
 // the one that allocates the more at its peak wins.
 std::int64_t pipelineWorstStage(const EstimateInput &input);
 
-// What the stage's other in-flight micro-batches hold: the activations live when one micro-batch's
-// forward ends (the saved tensors and the logits' chain, not the states), as a size.
-SizeExpr forwardEndActivations(const StepTimeline &timeline);
+// One stage of a pipeline as its own estimate builds it: its decoder layers, the micro-batches it
+// holds at once and its allocated peak.
+struct PipelineStagePeak
+{
+    std::int64_t stage = 0; // 0-based
+    std::int64_t layers = 0;
+    double in_flight = 1;
+    Bytes peak_allocated = 0;
+};
 
-// Adds the other in-flight micro-batches' activations to a stage's timeline: allocated before the
-// forward, freed before the optimizer step ((in_flight - 1) x forwardEndActivations), in pieces of
-// one layer's share.
-void addPipelineInFlight(StepTimeline &timeline, double inFlight);
+// Every stage of the input's pipeline, first to last (empty without one), each built alone; the
+// command line's per-stage table (the app and the verdict build only the first and the last).
+std::vector<PipelineStagePeak> pipelineStagePeaks(const EstimateInput &input);
+
+// What one micro-batch holds when its forward through the stage ends (the saved tensors and the
+// logits' chain, not the states), in three parts: the decoder layers' own tensors, what each pass
+// through a run of layers makes once (its input, received or embedded, the mask and rotary tables),
+// and what the loss keeps (final norm, lm_head, logits; last stage only).
+struct ForwardEndParts
+{
+    SizeExpr layers;
+    SizeExpr pass;
+    SizeExpr head;
+};
+ForwardEndParts forwardEndParts(const StepTimeline &timeline);
+
+// Interleaved 1F1B: how many passes of each of its v chunks stage `index` holds, at each forward's
+// end, over Megatron-LM's order of its m v chunk passes (forward k: chunk (k % pv) / p; backward
+// k: chunk v - 1 - (k % pv) / p); the distinct counts, each a vector of v.
+std::vector<std::vector<std::int64_t>> interleavedHeldPasses(const ParallelismConfig &parallelism,
+                                                             std::int64_t microBatches,
+                                                             std::int64_t index);
+
+// What stage `stage.pipeline_stage`'s other in-flight micro-batches hold beyond the one its
+// timeline models: (in_flight - 1) x forwardEndParts for GPipe and 1F1B; with interleaving, the
+// chunk passes held at once that hold the most at the input's shape (each pass its chunk's share
+// of the layers, a pass's own tensors and its output, `boundary`, the hidden states between
+// stages; the loss's only in the last stage's last chunk), less the modelled micro-batch.
+// `microBatches` is the step's.
+SizeExpr pipelineInFlightExtra(const StepTimeline &timeline,
+                               const EstimateInput &stage,
+                               std::int64_t microBatches,
+                               double inFlight,
+                               const SizeExpr &boundary);
+
+// Adds the other in-flight micro-batches' activations (`extra`) to a stage's timeline: allocated
+// before the forward, freed before the optimizer step, in (in_flight - 1) x layers pieces.
+void addPipelineInFlight(StepTimeline &timeline, const SizeExpr &extra, double inFlight);
 
 // For people: "stage 1 of 4: the embedding and 8 decoder layers, 4 micro-batches' activations at
 // once (1f1b)"; empty without pipeline parallelism.

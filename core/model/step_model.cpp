@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/step_model.h"
 
+#include "model/graph_precision.h"
 #include "model/pipeline_parallel.h"
 #include "model/stack_profile.h"
 #include "model/step_timeline_builder.h"
@@ -31,6 +32,15 @@ std::pair<EstimateInput, double> stageInput(const EstimateInput &input)
     return {s, inFlight};
 }
 
+// The hidden states one stage sends the next (model_ends_graph.cpp, stageBoundaryGraph).
+SizeExpr stageBoundary(const ModelArchitecture &a,
+                       const TrainingConfig &training,
+                       const TensorParallelPlan &tp)
+{
+    return SizeExpr::perToken(static_cast<double>(a.hidden_size) * tp.sequenceShare()
+                              * graphPrecision(training).stream);
+}
+
 } // namespace
 
 StepModel::StepModel(const EstimateInput &input)
@@ -55,7 +65,13 @@ StepModel::StepModel(std::pair<EstimateInput, double> stage, const EstimateInput
     m_profile = activationProfile(a, graphTraining, m_graphs, tp);
     m_model = {m_layout.total, m_layout.active, m_states.trainable_all};
     if (m_input.parallelism.pipeline_parallel > 1) {
-        addPipelineInFlight(m_timeline, m_inFlight);
+        addPipelineInFlight(m_timeline,
+                            pipelineInFlightExtra(m_timeline,
+                                                  m_input,
+                                                  whole.training.gradient_accumulation_steps,
+                                                  m_inFlight,
+                                                  stageBoundary(a, graphTraining, tp)),
+                            m_inFlight);
         const EstimateInput model = resolveStackChoices(whole);
         const ParameterLayout layout = parameterLayout(model.arch);
         m_model = {layout.total, layout.active, modelStates(model, layout).trainable_all};

@@ -625,6 +625,40 @@ private slots:
         QVERIFY(perGpu["components"].toObject()["kv_cache"].toDouble()
                 > 2.0 * 32 * 32 * 4096 * 2048);
     }
+
+    // A pipeline's estimate names its stage and lists every stage's peak; --stage N shows stage N
+    // (the JSON's each_stage gives the same peaks), and a stage the scenario lacks is a usage error.
+    void estimatePipelineStages()
+    {
+        const QString file = QStringLiteral(
+            MEMBUDGET_SOURCE_DIR "/presets/scenarios/full-llama-3.1-8b-4x-rtx-4090-pipeline.yaml");
+        Result r = run({"estimate", file, "--json"});
+        QCOMPARE(r.code, 0);
+        const QJsonObject worst
+            = QJsonDocument::fromJson(r.out).object()["per_gpu"].toObject()["pipeline"].toObject();
+        const QJsonArray each = worst["each_stage"].toArray();
+        QCOMPARE(each.size(), 4);
+        r = run({"estimate", file, "--json", "--stage", "2"});
+        QCOMPARE(r.code, 0);
+        const QJsonObject second = QJsonDocument::fromJson(r.out).object()["per_gpu"].toObject();
+        QCOMPARE(second["pipeline"].toObject()["stage"].toInt(), 1);
+        QCOMPARE(second["peak_allocated"].toDouble(),
+                 each[1].toObject()["peak_allocated"].toDouble());
+        QCOMPARE(each[1].toObject()["in_flight_micro_batches"].toDouble(), 3.0);
+        QVERIFY(each[1].toObject()["peak_allocated"].toDouble()
+                != each[worst["stage"].toInt()].toObject()["peak_allocated"].toDouble());
+        r = run({"estimate", file, "--stage", "2"});
+        QCOMPARE(r.code, 0);
+        QVERIFY(r.out.contains("stage 2 of 4"));
+        QVERIFY(r.out.contains("as --stage asks"));
+        QVERIFY(r.out.contains("Allocated peak by stage: 1: "));
+        r = run({"estimate", file, "--stage", "5"});
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.err.contains("the pipeline has stages 1 to 4"));
+        r = run({"estimate", "full-gpt2-amp-16gb", "--stage", "1"});
+        QCOMPARE(r.code, 2);
+        QVERIFY(r.err.contains("runs no pipeline"));
+    }
 };
 
 QTEST_GUILESS_MAIN(TestCli)

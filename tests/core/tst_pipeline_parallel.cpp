@@ -162,6 +162,58 @@ private slots:
         QCOMPARE(at(four, Phase::OptimizerStep, Component::Activations), Bytes(0));
     }
 
+    // Megatron-LM's interleaved order, 4 stages of 2 chunks, 8 micro-batches: the first stage's
+    // 11 warm-up passes (7 + 4 or 8 + 3 of each chunk at its peaks), the last stage's 5 (at most
+    // one pass of its last chunk, the one with the loss, with 4 of the first).
+    void interleavedStagesHoldChunkPasses()
+    {
+        EstimateInput in = input(4, 8, PipelineSchedule::Interleaved1F1B);
+        in.parallelism.pipeline_virtual_stages = 2;
+        const auto held = [&](std::int64_t index) {
+            return interleavedHeldPasses(in.parallelism, 8, index);
+        };
+        using Held = std::vector<std::int64_t>;
+        const auto has = [](const std::vector<Held> &all, const Held &h) {
+            return std::find(all.begin(), all.end(), h) != all.end();
+        };
+        QVERIFY(has(held(0), Held{7, 4}) && has(held(0), Held{8, 3}));
+        for (std::int64_t i = 0; i < 4; ++i)
+            for (const Held &h : held(i))
+                QVERIFY(h[0] + h[1] <= 2 * (3 - i) + 4 + 1);
+        for (const Held &h : held(3))
+            QVERIFY(h[1] <= 1);
+        QVERIFY(has(held(3), Held{4, 1}));
+        // So the last stage holds one loss's logits, not 2.5 micro-batches' worth.
+        const MemoryEstimate last = estimateMemory(stage(in, 3));
+        QCOMPARE(last.derivation.pipeline_in_flight, 2.5);
+        const MemoryEstimate oneFOneB = estimateMemory(
+            stage(input(4, 8, PipelineSchedule::OneFOneB), 3));
+        const Bytes logits = at(oneFOneB, Phase::Forward, Component::Logits);
+        QVERIFY(logits > Bytes(1) << 30);
+        const Bytes extra = last.peak_allocated - oneFOneB.peak_allocated;
+        const Bytes layerActs = at(oneFOneB, Phase::Forward, Component::Activations);
+        QVERIFY2(extra < Bytes(1.6 * static_cast<double>(layerActs)), QByteArray::number(extra));
+        QVERIFY(extra > Bytes(1.4 * static_cast<double>(layerActs)));
+    }
+
+    // pipelineStagePeaks builds every stage: the first and last agree with their estimates, and
+    // with 1F1B's shrinking in-flight count the middle stages allocate less than the first.
+    void everyStageHasItsPeak()
+    {
+        const EstimateInput in = input(4, 8, PipelineSchedule::OneFOneB);
+        const std::vector<PipelineStagePeak> peaks = pipelineStagePeaks(in);
+        QCOMPARE(peaks.size(), std::size_t(4));
+        for (std::int32_t i = 0; i < 4; ++i) {
+            QCOMPARE(peaks[static_cast<std::size_t>(i)].stage, std::int64_t(i));
+            QCOMPARE(peaks[static_cast<std::size_t>(i)].peak_allocated,
+                     estimateMemory(stage(in, i)).peak_allocated);
+            QCOMPARE(peaks[static_cast<std::size_t>(i)].in_flight, static_cast<double>(4 - i));
+        }
+        QVERIFY(peaks[1].peak_allocated < peaks[0].peak_allocated);
+        QVERIFY(peaks[2].peak_allocated < peaks[1].peak_allocated);
+        QVERIFY(pipelineStagePeaks(input(1, 8, PipelineSchedule::OneFOneB)).empty());
+    }
+
     // Left open, the estimate is of the stage that allocates the most.
     void theEstimateIsTheWorstStage()
     {

@@ -304,12 +304,16 @@ class LlamaModel(nn.Module):
         return self.norm(self.run_layers(held, causal_mask, position_ids, cache_position,
                                          position_embeddings))
 
-    def run_layers(self, held, causal_mask, position_ids, cache_position, position_embeddings):
-        """The decoder layers, each checkpointed as the model is set up. `held` is a one-element
-        list the input is taken from, so that the caller keeps no reference to it."""
+    def run_layers(self, held, causal_mask, position_ids, cache_position, position_embeddings,
+                   span=None):
+        """The decoder layers (those of `span`, a (start, stop) pair, when given), each checkpointed
+        as the model is set up. `held` is a one-element list the input is taken from, so that the
+        caller keeps no reference to it."""
         hidden_states = held.pop()
         self.policy_kept = []
-        for i, layer in enumerate(self.layers):
+        start, stop = span if span is not None else (0, len(self.layers))
+        for i in range(start, stop):
+            layer = self.layers[i]
             if self.gradient_checkpointing and self.training and self.op_selective:
                 with self.layer_scope(i):
                     hidden_states = op_selective.checkpoint(
