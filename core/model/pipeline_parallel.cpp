@@ -185,7 +185,9 @@ std::vector<std::vector<std::int64_t>> interleavedHeldPasses(const ParallelismCo
     };
     for (std::int64_t k = 0; k < warm; ++k)
         forward(k);
-    for (std::int64_t k = warm; k < total; ++k) { // then one forward, one backward
+    // Then one forward and one backward in turn. Both orders repeat every p v passes and a period
+    // runs each chunk p times either way, so the counts repeat after one period.
+    for (std::int64_t k = warm; k < std::min(total, warm + n * v); ++k) {
         forward(k);
         --held[static_cast<std::size_t>(v - 1 - forwardChunk(k - warm))];
     }

@@ -243,9 +243,9 @@ void TestControlsPanel::gpuListFollowsTheUnitRoundedDown()
         return QString();
     };
     // GiB by default: 46,068 MiB is 44.99 GiB, shown as 44.9 (never 45 GiB it does not have).
-    QVERIFY2(textOf("l40s").endsWith(QStringLiteral("— 44.9 GiB")), qPrintable(textOf("l40s")));
-    QVERIFY2(textOf("a100-40gb").endsWith(QStringLiteral("— 40 GiB")),
-             qPrintable(textOf("a100-40gb")));
+    QVERIFY2(textOf("l40").endsWith(QStringLiteral("— 44.9 GiB")), qPrintable(textOf("l40")));
+    QVERIFY2(textOf("v100-16gb").endsWith(QStringLiteral("— 16 GiB")),
+             qPrintable(textOf("v100-16gb")));
     // Where CUDA's lower total is known, that is what a process gets and what is shown: the RTX
     // 4090's 24,212 of the driver's 24,564 MiB; the tooltip says which figure it is.
     QVERIFY2(textOf("rtx-4090").endsWith(QStringLiteral("— 23.6 GiB")),
@@ -255,7 +255,7 @@ void TestControlsPanel::gpuListFollowsTheUnitRoundedDown()
     QVERIFY2(tip.contains(QStringLiteral("23.64 GiB usable, the total CUDA reports; the driver "
                                          "reports 23.98 GiB")),
              qPrintable(tip));
-    QVERIFY(list->findItems(QStringLiteral("L40S"), Qt::MatchContains)
+    QVERIFY(list->findItems(QStringLiteral("NVIDIA L40 48GB"), Qt::MatchContains)
                 .front()
                 ->toolTip()
                 .contains(QStringLiteral("CUDA's usable total is not known")));

@@ -183,6 +183,9 @@ private slots:
         for (const Held &h : held(3))
             QVERIFY(h[1] <= 1);
         QVERIFY(has(held(3), Held{4, 1}));
+        // The steady state repeats every p v passes: a million micro-batches hold what 80 do.
+        QCOMPARE(interleavedHeldPasses(in.parallelism, 1'000'000, 0),
+                 interleavedHeldPasses(in.parallelism, 80, 0));
         // So the last stage holds one loss's logits, not 2.5 micro-batches' worth.
         const MemoryEstimate last = estimateMemory(stage(in, 3));
         QCOMPARE(last.derivation.pipeline_in_flight, 2.5);
