@@ -7,6 +7,7 @@
 #include "charts/budget_chart.h"
 #include "charts/chart_theme.h"
 #include "document/scenario_document.h"
+#include "model/pipeline_parallel.h"
 #include "model/step_model.h"
 #include "panels/verdict_panel.h"
 #include "workers/fit_limits_worker.h"
@@ -37,6 +38,7 @@ private Q_SLOTS:
     void exactLimitsReplaceTheEstimate();
     void staleAnswersAreDropped();
     void chartDrawsTheBand();
+    void pipelineStagesListed();
 };
 
 void TestVerdictView::threeStatesInColourAndWords()
@@ -225,6 +227,44 @@ void TestVerdictView::chartDrawsTheBand()
     QVERIFY(inLegend);
     QVERIFY(
         chart.segmentToolTip(0, Component::Activations).contains(QStringLiteral("On the device")));
+}
+
+// A pipeline's summary names its stage and lists every stage's allocated peak, as the command line
+// does (pipelineStagePeaks); while a slider drags, the stages are not built again.
+void TestVerdictView::pipelineStagesListed()
+{
+    ScenarioDocument doc(PresetCatalog::bundled());
+    doc.reset(doc.catalog().findScenario("full-llama-3.1-8b-4x-rtx-4090-pipeline")->scenario);
+    QVERIFY(doc.valid());
+    VerdictPanel panel;
+    panel.update(doc, ByteUnit::GiB);
+    const QString text = panel.summaryText();
+    QString expected = QStringLiteral("Allocated peak by stage: ");
+    const std::vector<PipelineStagePeak> peaks = pipelineStagePeaks(doc.input());
+    QCOMPARE(peaks.size(), std::size_t(4));
+    for (const PipelineStagePeak &p : peaks)
+        expected += QStringLiteral("%1: %2%3")
+                        .arg(p.stage + 1)
+                        .arg(QString::fromStdString(formatBytes(p.peak_allocated, ByteUnit::GiB)))
+                        .arg(p.stage == 3 ? QStringLiteral(".") : QStringLiteral(", "));
+    QVERIFY2(text.contains(expected), qPrintable(text));
+    QVERIFY(text.contains(QStringLiteral("stage 4 of 4")));
+    // A drag's provisional estimate of another scenario leaves the line out until it settles.
+    doc.setDragging(true);
+    doc.edit(QStringLiteral("training.sequence_length"),
+             [](Scenario &s) { s.training.sequence_length = 2048; });
+    panel.update(doc, ByteUnit::GiB);
+    QVERIFY(doc.isProvisional());
+    QVERIFY(!panel.summaryText().contains(QStringLiteral("Allocated peak by stage")));
+    doc.setDragging(false);
+    QVERIFY(!doc.isProvisional());
+    panel.update(doc, ByteUnit::GiB);
+    QVERIFY(panel.summaryText().contains(QStringLiteral("Allocated peak by stage: 1: ")));
+    QVERIFY(panel.summaryText() != text); // shorter sequences, smaller stages
+    // Without a pipeline there is no such line.
+    openTightScenario(doc);
+    panel.update(doc, ByteUnit::GiB);
+    QVERIFY(!panel.summaryText().contains(QStringLiteral("by stage")));
 }
 
 QTEST_MAIN(TestVerdictView)

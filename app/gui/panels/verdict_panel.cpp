@@ -305,6 +305,24 @@ void VerdictPanel::setSummary(const QString &html)
     m_summary->setHtml(html);
 }
 
+QString VerdictPanel::stagePeaksLine(const ScenarioDocument &doc, ByteUnit unit)
+{
+    if (!(m_stagePeaksScenario && *m_stagePeaksScenario == doc.scenario())) {
+        m_stagePeaks.clear();
+        m_stagePeaksScenario.reset();
+        if (doc.isProvisional())
+            return {};
+        m_stagePeaks = pipelineStagePeaks(doc.input());
+        m_stagePeaksScenario = doc.scenario();
+    }
+    QStringList peaks;
+    for (const PipelineStagePeak &p : m_stagePeaks)
+        peaks << tr("%1: %2").arg(p.stage + 1).arg(bytes(p.peak_allocated, unit));
+    return peaks.isEmpty() ? QString()
+                           : QStringLiteral("<br>")
+                                 + tr("Allocated peak by stage: %1.").arg(peaks.join(tr(", ")));
+}
+
 void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
 {
     m_doc = &doc;
@@ -337,7 +355,8 @@ void VerdictPanel::update(const ScenarioDocument &doc, ByteUnit unit)
         !stage.empty())
         summary += QStringLiteral("<br>")
                    + tr("Per GPU: the pipeline's %1, the stage that allocates the most.")
-                         .arg(QString::fromStdString(stage).toHtmlEscaped());
+                         .arg(QString::fromStdString(stage).toHtmlEscaped())
+                   + stagePeaksLine(doc, unit);
     if (est.cpu_offload_total > 0)
         summary += QStringLiteral("<br>")
                    + tr("CPU offload needs <b>%1</b> of CPU RAM (%2 per GPU).")

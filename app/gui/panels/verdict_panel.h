@@ -7,6 +7,7 @@
 
 #include "advice/gpu_verdict.h"
 #include "base/byte_format.h"
+#include "model/pipeline_parallel.h"
 #include "model/scenario.h"
 #include "panels/throughput_text.h"
 #include "workers/fit_limits_worker.h"
@@ -86,6 +87,10 @@ private:
     std::vector<std::int64_t> m_estimatedLimits;
     std::vector<std::int64_t> m_exactLimits;
     quint64 m_limitsGeneration = 0;
+    // A pipeline's every stage, built when an estimate settles (not while a slider drags).
+    QString stagePeaksLine(const ScenarioDocument &document, ByteUnit unit);
+    std::optional<Scenario> m_stagePeaksScenario;
+    std::vector<PipelineStagePeak> m_stagePeaks;
     const ScenarioDocument *m_doc = nullptr; // shown last, for a recolour
     ByteUnit m_unit = ByteUnit::GiB;
 };
