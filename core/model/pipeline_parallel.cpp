@@ -168,30 +168,41 @@ ForwardEndParts forwardEndParts(const StepTimeline &tl)
     return parts;
 }
 
-std::vector<std::vector<std::int64_t>> interleavedHeldPasses(const ParallelismConfig &p,
-                                                             std::int64_t microBatches,
-                                                             std::int64_t index)
+std::vector<std::int64_t> interleavedPeakPasses(const ParallelismConfig &p,
+                                                std::int64_t microBatches,
+                                                std::int64_t index,
+                                                const std::vector<double> &weight)
 {
     const std::int64_t n = stages(p), v = chunksPerGpu(p);
     const std::int64_t total = std::max<std::int64_t>(1, microBatches) * v;
     const std::int64_t warm = warmupForwards(p, microBatches, index);
-    const auto forwardChunk = [&](std::int64_t k) { return (k % (n * v)) / n; };
+    const auto chunk = [&](std::int64_t k) { return static_cast<std::size_t>((k % (n * v)) / n); };
+    // The warm-up only adds passes, so its end holds the most of it: whole rounds of p passes per
+    // chunk, then the part round.
     std::vector<std::int64_t> held(static_cast<std::size_t>(v), 0);
-    std::vector<std::vector<std::int64_t>> out;
-    const auto forward = [&](std::int64_t k) {
-        ++held[static_cast<std::size_t>(forwardChunk(k))];
-        if (std::find(out.begin(), out.end(), held) == out.end())
-            out.push_back(held);
-    };
-    for (std::int64_t k = 0; k < warm; ++k)
-        forward(k);
-    // Then one forward and one backward in turn. Both orders repeat every p v passes and a period
-    // runs each chunk p times either way, so the counts repeat after one period.
-    for (std::int64_t k = warm; k < std::min(total, warm + n * v); ++k) {
-        forward(k);
-        --held[static_cast<std::size_t>(v - 1 - forwardChunk(k - warm))];
+    double value = 0;
+    for (std::int64_t c = 0; c < v; ++c) {
+        const std::int64_t part = std::clamp<std::int64_t>(warm % (n * v) - c * n, 0, n);
+        held[static_cast<std::size_t>(c)] = warm / (n * v) * n + part;
+        value += static_cast<double>(held[static_cast<std::size_t>(c)])
+                 * weight[static_cast<std::size_t>(c)];
     }
-    return out;
+    std::vector<std::int64_t> most = held;
+    double mostValue = value;
+    // Then one forward and one backward in turn. Both orders repeat every p v passes and a period
+    // runs each chunk p times either way, so what is held repeats after one period.
+    for (std::int64_t k = warm; k < std::min(total, warm + n * v); ++k) {
+        const std::size_t f = chunk(k), b = static_cast<std::size_t>(v - 1) - chunk(k - warm);
+        ++held[f];
+        value += weight[f];
+        if (value > mostValue) {
+            mostValue = value;
+            most = held;
+        }
+        --held[b];
+        value -= weight[b];
+    }
+    return most;
 }
 
 SizeExpr pipelineInFlightExtra(const StepTimeline &tl,
@@ -206,27 +217,29 @@ SizeExpr pipelineInFlightExtra(const StepTimeline &tl,
     if (!interleaved(p))
         return one * std::max(0.0, inFlight - 1);
     const std::int64_t v = chunksPerGpu(p), layers = std::max<std::int64_t>(1, stage.arch.layers);
+    // One pass of each chunk: its share of the layers, a pass's own tensors and its output (a
+    // chunk's output is its own tensor, kept for its backward; inside the whole stage it is the
+    // next layer's saved input, in parts.layers); the loss only in the last stage's last chunk.
+    std::vector<SizeExpr> pass;
+    std::vector<double> weight;
     const double tokens = static_cast<double>(stage.training.micro_batch_size)
                           * static_cast<double>(stage.training.sequence_length);
     const double seq = static_cast<double>(stage.training.sequence_length);
-    SizeExpr most = one;
-    for (const std::vector<std::int64_t> &held :
-         interleavedHeldPasses(p, microBatches, stage.pipeline_stage)) {
-        SizeExpr sum;
-        for (std::int64_t c = 0; c < v; ++c) {
-            const double share = static_cast<double>(pipelineStageLayers(layers, v, c))
-                                 / static_cast<double>(layers);
-            const double n = static_cast<double>(held[static_cast<std::size_t>(c)]);
-            // A chunk's output is its own tensor, kept for its backward; inside the whole stage
-            // it is the next layer's saved input, in parts.layers.
-            sum += (parts.layers * share + parts.pass + boundary * (1 - share)) * n;
-        }
-        if (stage.arch.holds_head) // the loss runs in the last chunk only
-            sum += parts.head * static_cast<double>(held.back());
-        if (sum.at(tokens, seq) > most.at(tokens, seq))
-            most = sum;
+    for (std::int64_t c = 0; c < v; ++c) {
+        const double share = static_cast<double>(pipelineStageLayers(layers, v, c))
+                             / static_cast<double>(layers);
+        SizeExpr bytes = parts.layers * share + parts.pass + boundary * (1 - share);
+        if (stage.arch.holds_head && c == v - 1)
+            bytes += parts.head;
+        pass.push_back(bytes);
+        weight.push_back(bytes.at(tokens, seq));
     }
-    return most - one;
+    const std::vector<std::int64_t> held
+        = interleavedPeakPasses(p, microBatches, stage.pipeline_stage, weight);
+    SizeExpr sum;
+    for (std::size_t c = 0; c < pass.size(); ++c)
+        sum += pass[c] * static_cast<double>(held[c]);
+    return sum - one;
 }
 
 void addPipelineInFlight(StepTimeline &tl, const SizeExpr &extra, double inFlight)

@@ -80,12 +80,14 @@ struct ForwardEndParts
 };
 ForwardEndParts forwardEndParts(const StepTimeline &timeline);
 
-// Interleaved 1F1B: how many passes of each of its v chunks stage `index` holds, at each forward's
-// end, over Megatron-LM's order of its m v chunk passes (forward k: chunk (k % pv) / p; backward
-// k: chunk v - 1 - (k % pv) / p); the distinct counts, each a vector of v.
-std::vector<std::vector<std::int64_t>> interleavedHeldPasses(const ParallelismConfig &parallelism,
-                                                             std::int64_t microBatches,
-                                                             std::int64_t index);
+// Interleaved 1F1B: how many passes of each of its v chunks stage `index` holds at the forward's
+// end that holds the most, each pass of chunk c weighing weight[c], over Megatron-LM's order of its
+// m v chunk passes (forward pass k: chunk (k % pv) / p; backward pass k: chunk v - 1 - (k % pv) /
+// p; 2 (p - index - 1) + (v - 1) p warm-up forwards).
+std::vector<std::int64_t> interleavedPeakPasses(const ParallelismConfig &parallelism,
+                                                std::int64_t microBatches,
+                                                std::int64_t index,
+                                                const std::vector<double> &weight);
 
 // What stage `stage.pipeline_stage`'s other in-flight micro-batches hold beyond the one its
 // timeline models: (in_flight - 1) x forwardEndParts for GPipe and 1F1B; with interleaving, the

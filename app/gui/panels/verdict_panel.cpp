@@ -310,7 +310,9 @@ QString VerdictPanel::stagePeaksLine(const ScenarioDocument &doc, ByteUnit unit)
     if (!(m_stagePeaksScenario && *m_stagePeaksScenario == doc.scenario())) {
         m_stagePeaks.clear();
         m_stagePeaksScenario.reset();
-        if (doc.isProvisional())
+        // Each stage is an estimate of its own: not during a drag, and not for hundreds of them.
+        constexpr std::int64_t kMaxListedStages = 64;
+        if (doc.isProvisional() || doc.input().parallelism.pipeline_parallel > kMaxListedStages)
             return {};
         m_stagePeaks = pipelineStagePeaks(doc.input());
         m_stagePeaksScenario = doc.scenario();
