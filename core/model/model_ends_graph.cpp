@@ -370,15 +370,27 @@ static OpGraph stageBoundaryGraph(const ModelArchitecture &arch,
     OpGraph g;
     GraphBuilder b(g);
     const GraphPrecision p = graphPrecision(training);
-    const double h = static_cast<double>(arch.hidden_size) * tensorParallel.sequenceShare();
+    const SizeExpr size = tok(pipelineBoundaryWidth(arch, tensorParallel));
     if (received) {
         const int buffer = b.shared("pipeline receive", p.train);
-        g.output = b.copy(buffer, tok(h), p.stream, "received hidden states");
+        g.output = b.copy(buffer, size, p.stream, "received hidden states");
     } else {
-        g.input = b.input("last layer output", tok(h), p.stream, p.train);
+        g.input = b.input("last layer output", size, p.stream, p.train);
         g.output = g.input;
     }
     return g;
+}
+
+double pipelineBoundaryWidth(const ModelArchitecture &arch, TensorParallelPlan tensorParallel)
+{
+    return static_cast<double>(arch.hidden_size) * tensorParallel.sequenceShare();
+}
+
+SizeExpr pipelineBoundaryBytes(const ModelArchitecture &arch,
+                               const TrainingConfig &training,
+                               TensorParallelPlan tensorParallel)
+{
+    return tok(pipelineBoundaryWidth(arch, tensorParallel) * graphPrecision(training).stream);
 }
 
 OpGraph pipelineReceiveGraph(const ModelArchitecture &arch,

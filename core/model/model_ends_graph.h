@@ -36,6 +36,14 @@ OpGraph pipelineReceiveGraph(const ModelArchitecture &arch,
                              const TrainingConfig &training,
                              TensorParallelPlan tensorParallel);
 
+// The hidden states a stage sends the next: b x s x h elements (h shared out when sequence
+// parallelism splits the sequence) in the residual stream's dtype. The boundary graphs below and
+// the pipeline's in-flight count (pipeline_parallel.h) both take it from here.
+double pipelineBoundaryWidth(const ModelArchitecture &arch, TensorParallelPlan tensorParallel);
+SizeExpr pipelineBoundaryBytes(const ModelArchitecture &arch,
+                               const TrainingConfig &training,
+                               TensorParallelPlan tensorParallel);
+
 // An earlier pipeline stage's end: its last layer's output is sent on and kept for backward, which
 // starts from the gradient the next stage sends back.
 OpGraph pipelineSendGraph(const ModelArchitecture &arch,

@@ -495,9 +495,9 @@ std::string describeStack(const StackConfig &s)
     out += " ";
     if (s.version.empty()) {
         const LibraryVersion v = newestKnownVersion(s.name);
-        out += std::to_string(v.major) + "." + std::to_string(v.minor);
+        out.append(std::to_string(v.major)).append(".").append(std::to_string(v.minor));
         if (v.patch)
-            out += "." + std::to_string(v.patch);
+            out.append(".").append(std::to_string(v.patch));
         out += ", the newest known";
     } else {
         out += s.version;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/step_model.h"
 
-#include "model/graph_precision.h"
+#include "model/model_ends_graph.h"
 #include "model/pipeline_parallel.h"
 #include "model/stack_profile.h"
 #include "model/step_timeline_builder.h"
@@ -30,15 +30,6 @@ std::pair<EstimateInput, double> stageInput(const EstimateInput &input)
     if (!pipelineGradientsInForward(input.parallelism, m, stage))
         s.training.gradient_accumulation_steps = 1;
     return {s, inFlight};
-}
-
-// The hidden states one stage sends the next (model_ends_graph.cpp, stageBoundaryGraph).
-SizeExpr stageBoundary(const ModelArchitecture &a,
-                       const TrainingConfig &training,
-                       const TensorParallelPlan &tp)
-{
-    return SizeExpr::perToken(static_cast<double>(a.hidden_size) * tp.sequenceShare()
-                              * graphPrecision(training).stream);
 }
 
 } // namespace
@@ -70,7 +61,7 @@ StepModel::StepModel(std::pair<EstimateInput, double> stage, const EstimateInput
                                                   m_input,
                                                   whole.training.gradient_accumulation_steps,
                                                   m_inFlight,
-                                                  stageBoundary(a, graphTraining, tp)),
+                                                  pipelineBoundaryBytes(a, graphTraining, tp)),
                             m_inFlight);
         const EstimateInput model = resolveStackChoices(whole);
         const ParameterLayout layout = parameterLayout(model.arch);

@@ -31,7 +31,11 @@ std::string ratioText(double r)
 
 std::string confText(const std::string &text)
 {
-    return text.empty() ? std::string("PyTorch's defaults") : "'" + oneLine(text, 200) + "'";
+    if (text.empty())
+        return "PyTorch's defaults";
+    std::string quoted(1, '\'');
+    quoted.append(oneLine(text, 200)).push_back('\'');
+    return quoted;
 }
 
 CalibrationItem allocatorConf(OverheadConfig &o, const MemorySnapshot &snapshot)

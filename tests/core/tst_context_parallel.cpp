@@ -89,7 +89,7 @@ private slots:
         const double groupedKv = localTokens * 2 * 8 * 128 * 2; // 8 KV heads, bf16
         const char *name = "ring attention: gathered and local k, v";
         QCOMPARE(tensorBytes(in, name), (4 + 2) * groupedKv);
-        in.training.stack = {Stack::Torchtitan, "0.2.1"};
+        in.training.stack = {Stack::Torchtitan, "0.2.1", ""};
         QCOMPARE(tensorBytes(in, name), (4 + 2) * groupedKv * 4); // 32 query heads
         in.training.stack.version = "0.2.2";                      // enable_gqa since
         QCOMPARE(tensorBytes(in, name), (4 + 2) * groupedKv);

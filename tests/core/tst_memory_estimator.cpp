@@ -433,7 +433,7 @@ private slots:
         // quanto 4-bit, groups of 64 with a bf16 scale and zero: 0.5 + 4/64 B per value.
         EstimateInput q = generation(KvCacheKind::Quantized, 0);
         QCOMPARE(at(estimateMemory(q), Phase::Forward, Component::KvCache),
-                 static_cast<qint64>(model * (0.5 + 4.0 / 64) / 2));
+                 static_cast<qint64>(static_cast<double>(model) * (0.5 + 4.0 / 64) / 2));
         // Decoding dequantizes the layer's cache and cats it: temporaries during the decode.
         q.training.inference.generated_tokens = 4096;
         const MemoryEstimate d = estimateMemory(q);

@@ -60,7 +60,7 @@ private slots:
         s.training.ia3.targets = TargetUp | TargetGate;
         s.training.batch_padding = BatchPadding::Packed;
         s.training.inference = {512, KvCacheKind::Quantized, KvCacheDtype::Fp8, 8192, 2, 32, 64};
-        s.overheads = {123456789, 987654321, 0.25};
+        s.overheads = {123456789, 987654321, 0.25, "", 0};
         s.gpus = {"h100-80gb", "rtx-4090"};
         s.dataset = DatasetConfig{10000, 1024, 2.5};
         s.prices = {{"h100-80gb", 2.25}, {"rtx-4090", 0.3}};
