@@ -14,6 +14,8 @@
 #include "model/stack_profile.h"
 
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace membudget {
 
@@ -259,6 +261,29 @@ bool readDeepSpeedKeys(YamlReader &r, const YAML::Node &d, DeepSpeedConfig &c)
            && r.getBool(d, "overlap_comm", c.overlap_comm);
 }
 
+// parallelism.pipeline_layers: decoder layers per stage, first to last ([7, 9, 9, 7]). That it
+// matches pipeline_parallel and the model's layers is the estimate's check
+// (validatePipelineParallel), which knows the model.
+bool readPipelineLayers(YamlReader &r, const YAML::Node &list, std::vector<std::int64_t> &out)
+{
+    if (!list.IsDefined() || list.IsNull())
+        return true;
+    constexpr std::size_t kMaxStages = 65536; // pipeline_parallel's own limit
+    if (!list.IsSequence() || list.size() == 0 || list.size() > kMaxStages)
+        return r.fail(list,
+                      "'pipeline_layers' must be a list of decoder layers per stage, first to "
+                      "last, such as [7, 9, 9, 7] (at most 65536 stages)");
+    std::vector<std::int64_t> layers;
+    for (const YAML::Node &item : list) {
+        std::int64_t n = 0;
+        if (!r.toInt(item, "pipeline_layers", n, 1, 1'000'000))
+            return false;
+        layers.push_back(n);
+    }
+    out = std::move(layers);
+    return true;
+}
+
 bool readParallelism(YamlReader &r,
                      const YAML::Node &p,
                      ParallelismConfig &c,
@@ -277,6 +302,7 @@ bool readParallelism(YamlReader &r,
                       "pipeline_parallel",
                       "pipeline_schedule",
                       "pipeline_virtual_stages",
+                      "pipeline_layers",
                       "fsdp_param_dtype",
                       "fsdp_reduce_dtype",
                       "deepspeed",
@@ -306,6 +332,8 @@ bool readParallelism(YamlReader &r,
         || !r.getString(p, "deepspeed_config", c.deepspeed_config))
         return false;
     if (const YAML::Node d = p["deepspeed"]; d.IsDefined() && !readDeepSpeedKeys(r, d, c.deepspeed))
+        return false;
+    if (!readPipelineLayers(r, p["pipeline_layers"], c.pipeline_layers))
         return false;
     if (c.gpus % c.tensor_parallel != 0)
         return r.fail(p,
@@ -743,6 +771,12 @@ void parallelismYaml(const ParallelismConfig &p, std::string &out)
                + "\n";
     if (p.pipeline_virtual_stages != defaults.pipeline_virtual_stages)
         out += "  pipeline_virtual_stages: " + std::to_string(p.pipeline_virtual_stages) + "\n";
+    if (!p.pipeline_layers.empty()) {
+        out += "  pipeline_layers: [";
+        for (std::size_t i = 0; i < p.pipeline_layers.size(); ++i)
+            out += (i ? ", " : "") + std::to_string(p.pipeline_layers[i]);
+        out += "]\n";
+    }
     if (p.fsdp_param_dtype)
         out += std::string("  fsdp_param_dtype: ") + paramDtypeName(*p.fsdp_param_dtype) + "\n";
     if (p.fsdp_reduce_dtype)

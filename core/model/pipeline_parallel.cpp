@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 namespace membudget {
@@ -55,6 +56,15 @@ std::int64_t pipelineStageLayers(std::int64_t layers, std::int64_t stageCount, s
     return layers / n + (index < layers % n ? 1 : 0);
 }
 
+std::int64_t pipelineStageLayers(const EstimateInput &input, std::int64_t index)
+{
+    const ParallelismConfig &p = input.parallelism;
+    const std::vector<std::int64_t> &set = p.pipeline_layers;
+    if (static_cast<std::int64_t>(set.size()) == stages(p) && index >= 0 && index < stages(p))
+        return set[static_cast<std::size_t>(index)];
+    return pipelineStageLayers(input.arch.layers, stages(p), index);
+}
+
 double pipelineInFlight(const ParallelismConfig &p, std::int64_t microBatches, std::int64_t index)
 {
     const std::int64_t m = std::max<std::int64_t>(1, microBatches);
@@ -93,7 +103,7 @@ EstimateInput pipelineStageInput(const EstimateInput &input, std::int64_t index)
     if (n == 1)
         return s;
     ModelArchitecture &a = s.arch;
-    a.layers = pipelineStageLayers(input.arch.layers, n, s.pipeline_stage);
+    a.layers = pipelineStageLayers(input, s.pipeline_stage);
     a.holds_embedding = s.pipeline_stage == 0;
     a.holds_head = s.pipeline_stage == n - 1;
     if (!a.holds_embedding || !a.holds_head)
@@ -111,7 +121,15 @@ std::int64_t pipelineWorstStage(const EstimateInput &input)
         return 0;
     Bytes worst = 0;
     std::int64_t at = 0;
-    for (const std::int64_t index : {std::int64_t{0}, n - 1}) {
+    // An even split gives the first stages the most layers and the most in flight, the last the
+    // loss: one of the two ends allocates the most. A split set by hand may put it anywhere.
+    std::vector<std::int64_t> candidates{0, n - 1};
+    if (!input.parallelism.pipeline_layers.empty()) {
+        candidates.resize(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i)
+            candidates[static_cast<std::size_t>(i)] = i;
+    }
+    for (const std::int64_t index : candidates) {
         EstimateInput stage = input;
         stage.pipeline_stage = static_cast<std::int32_t>(index);
         const Bytes peak = StepModel(stage).allocatedEstimate().peak_allocated;
@@ -293,6 +311,36 @@ std::string pipelineStageSummary(const ParallelismConfig &p, const Derivation &d
     return out + ")";
 }
 
+namespace {
+
+// What is wrong with a split set by hand: a count per stage, each stage at least a layer per
+// chunk, and the model's layers in all.
+std::string handSplitProblem(const EstimateInput &in)
+{
+    const ParallelismConfig &p = in.parallelism;
+    const std::vector<std::int64_t> &set = p.pipeline_layers;
+    if (set.empty())
+        return {};
+    if (static_cast<std::int64_t>(set.size()) != stages(p))
+        return "pipeline_layers gives " + std::to_string(set.size()) + " stage"
+               + (set.size() == 1 ? "" : "s") + " for pipeline_parallel "
+               + std::to_string(stages(p)) + ": one count per stage, first to last";
+    std::int64_t sum = 0;
+    for (std::size_t i = 0; i < set.size(); ++i) {
+        if (set[i] < chunksPerGpu(p))
+            return "pipeline_layers: stage " + std::to_string(i + 1) + " has "
+                   + std::to_string(set[i]) + " layers; each stage needs at least "
+                   + std::to_string(chunksPerGpu(p)) + " (one per chunk)";
+        sum += set[i];
+    }
+    if (sum != in.arch.layers)
+        return "pipeline_layers adds up to " + std::to_string(sum) + " layers; the model has "
+               + std::to_string(in.arch.layers);
+    return {};
+}
+
+} // namespace
+
 std::string validatePipelineParallel(const EstimateInput &in, std::string *key)
 {
     const ParallelismConfig &p = in.parallelism;
@@ -304,7 +352,10 @@ std::string validatePipelineParallel(const EstimateInput &in, std::string *key)
     if (in.training.mode != Mode::Train)
         problem
             = "pipeline parallelism is modelled for training: pipeline_parallel 1 for inference";
-    else if (in.arch.layers < chunks)
+    else if (std::string hand = handSplitProblem(in); !hand.empty()) {
+        where = "parallelism.pipeline_layers";
+        problem = std::move(hand);
+    } else if (in.arch.layers < chunks)
         problem = "each pipeline stage needs at least one decoder layer per chunk: layers ("
                   + std::to_string(in.arch.layers) + ") must be at least " + std::to_string(chunks);
     else if (interleaved(p) && p.pipeline_virtual_stages < 2) {

@@ -21,6 +21,9 @@ namespace membudget {
 // Decoder layers of stage `index` of `stages`: an even split, the first stages taking one more
 // where the layers do not divide (torchtitan's pipeline_module_split splits evenly).
 std::int64_t pipelineStageLayers(std::int64_t layers, std::int64_t stages, std::int64_t index);
+// Decoder layers of stage `index` of the input's pipeline: `pipeline_layers` where it is set for
+// every stage (validatePipelineParallel checks that it adds up), else the even split above.
+std::int64_t pipelineStageLayers(const EstimateInput &input, std::int64_t index);
 
 // Micro-batches whose activations stage `index` holds at once, in units of one micro-batch through
 // all of the stage's layers (fractional for interleaved 1F1B, whose chunks are 1/v of them):

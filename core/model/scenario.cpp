@@ -37,8 +37,9 @@ bool operator==(const ParallelismConfig &a, const ParallelismConfig &b)
            && a.pipeline_parallel == b.pipeline_parallel
            && a.pipeline_schedule == b.pipeline_schedule
            && a.pipeline_virtual_stages == b.pipeline_virtual_stages
-           && a.fsdp_param_dtype == b.fsdp_param_dtype && a.fsdp_reduce_dtype == b.fsdp_reduce_dtype
-           && a.deepspeed == b.deepspeed && a.deepspeed_config == b.deepspeed_config;
+           && a.pipeline_layers == b.pipeline_layers && a.fsdp_param_dtype == b.fsdp_param_dtype
+           && a.fsdp_reduce_dtype == b.fsdp_reduce_dtype && a.deepspeed == b.deepspeed
+           && a.deepspeed_config == b.deepspeed_config;
 }
 bool operator==(const OverheadConfig &a, const OverheadConfig &b)
 {

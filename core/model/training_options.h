@@ -252,6 +252,9 @@ struct ParallelismConfig
     std::int64_t pipeline_parallel = 1;
     PipelineSchedule pipeline_schedule = PipelineSchedule::OneFOneB;
     std::int64_t pipeline_virtual_stages = 2; // interleaved-1f1b only
+    // Decoder layers of each stage, first to last, where the split is set by hand (Megatron-LM's
+    // --decoder-first/last-pipeline-num-layers, torchtitan's split points); empty: an even split.
+    std::vector<std::int64_t> pipeline_layers;
     // The GPUs that gradients are reduced and states sharded over: one stage's replicas,
     // gpus / (tensor_parallel x pipeline_parallel).
     std::int64_t dataParallel() const

@@ -86,6 +86,7 @@ private Q_SLOTS:
     void aHuggingFaceIdGetsAHint();
     void torchReleasePickerFollowsTheScenario();
     void sequenceParallelFollowsTheStackUntilSet();
+    void pipelineLayersSetByHand();
     void checkpointEveryShowsWithFullCheckpointing();
     void shardGroupStepsThroughDivisors();
     void optimizerInBackwardFreesTheGradients();
@@ -340,7 +341,7 @@ void TestControlsPanel::sequenceParallelFollowsTheStackUntilSet()
     QVERIFY(sp);
     QVERIFY(!sp->isEnabled()); // one GPU: nothing to shard
     doc->edit(QStringLiteral("TP 2"), [](Scenario &s) {
-        s.training.stack = {Stack::Torchtitan, ""};
+        s.training.stack = StackConfig{Stack::Torchtitan, "", ""};
         s.parallelism.gpus = 2;
         s.parallelism.tensor_parallel = 2;
     });
@@ -364,6 +365,43 @@ void TestControlsPanel::sequenceParallelFollowsTheStackUntilSet()
     lossParallel->click();
     QCOMPARE(doc->scenario().parallelism.loss_parallel, std::optional<bool>(false));
     QVERIFY(logits() > split);
+}
+
+// Stage layers: typed as a list, undone in one step, cleared when the stage count changes.
+void TestControlsPanel::pipelineLayersSetByHand()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *layers = m_window->findChild<QLineEdit *>(QStringLiteral("pipelineLayers"));
+    auto *stages = m_window->findChild<QSpinBox *>(QStringLiteral("pipelineParallel"));
+    QVERIFY(layers && stages);
+    QVERIFY(!layers->isEnabled()); // one stage
+    doc->edit(QStringLiteral("PP 4"), [](Scenario &s) {
+        s.training.method = Method::Full;
+        s.training.gradient_accumulation_steps = 8;
+        s.parallelism.gpus = 4;
+        s.parallelism.pipeline_parallel = 4;
+    });
+    QVERIFY(layers->isEnabled());
+    QVERIFY(layers->text().isEmpty());
+    const Bytes even = doc->estimate().peak_allocated;
+    const int edits = doc->undoStack()->count();
+    layers->setFocus();
+    QTest::keyClicks(layers, QStringLiteral("7, 9, 9, 7"));
+    QTest::keyClick(layers, Qt::Key_Return);
+    QCOMPARE(doc->scenario().parallelism.pipeline_layers, (std::vector<std::int64_t>{7, 9, 9, 7}));
+    QCOMPARE(doc->undoStack()->count(), edits + 1);
+    QCOMPARE(doc->estimate().derivation.stage_layers, std::int64_t(7)); // the first stage, lighter
+    QVERIFY(doc->estimate().peak_allocated < even);
+    QTest::keyClick(layers, Qt::Key_Return); // the same list again: no edit
+    QCOMPARE(doc->undoStack()->count(), edits + 1);
+
+    stages->setFocus();
+    stages->setValue(2);
+    QVERIFY(doc->scenario().parallelism.pipeline_layers.empty());
+    QVERIFY(layers->text().isEmpty());
+    doc->undoStack()->undo();
+    QCOMPARE(doc->scenario().parallelism.pipeline_parallel, std::int64_t(4));
+    QCOMPARE(layers->text(), QStringLiteral("7, 9, 9, 7"));
 }
 
 void TestControlsPanel::checkpointEveryShowsWithFullCheckpointing()

@@ -241,6 +241,57 @@ private slots:
                  std::int64_t(3));
     }
 
+    // Layers per stage set by hand (Megatron-LM's first/last-stage counts): each stage takes its
+    // own, the estimate is of whichever stage allocates the most and the step goes at the pace
+    // of the slowest.
+    void aSplitSetByHand()
+    {
+        EstimateInput in = input(4, 8, PipelineSchedule::OneFOneB);
+        in.parallelism.pipeline_layers = {7, 9, 9, 7};
+        std::string key;
+        QVERIFY(validateInput(in, &key).empty());
+        for (std::int32_t i = 0; i < 4; ++i) {
+            const std::int64_t want = in.parallelism.pipeline_layers[static_cast<std::size_t>(i)];
+            QCOMPARE(pipelineStageLayers(in, i), want);
+            QCOMPARE(estimateMemory(stage(in, i)).derivation.stage_layers, want);
+        }
+        // The first stage loses two layers' activations of four micro-batches, and some weights.
+        QVERIFY(estimateMemory(stage(in, 0)).peak_allocated
+                < estimateMemory(stage(input(4, 8, PipelineSchedule::OneFOneB), 0)).peak_allocated);
+        // Most layers on the second stage: it holds 3 micro-batches of 26 layers, more than the
+        // first's 4 of 2, so the estimate is of a middle stage, which neither end would show.
+        in.parallelism.pipeline_layers = {2, 26, 2, 2};
+        const std::vector<PipelineStagePeak> peaks = pipelineStagePeaks(in);
+        const auto most = std::max_element(peaks.begin(), peaks.end(), [](auto &a, auto &b) {
+            return a.peak_allocated < b.peak_allocated;
+        });
+        QCOMPARE(most->stage, std::int64_t(1));
+        const MemoryEstimate worst = estimateMemory(in);
+        QCOMPARE(worst.derivation.pipeline_stage, std::int64_t(1));
+        QCOMPARE(worst.peak_allocated, most->peak_allocated);
+        // ... and the step waits for it.
+        const GpuPerformance &h100 = bundledGpu("h100-80gb");
+        const double even
+            = estimateThroughput(input(4, 8, PipelineSchedule::OneFOneB), h100).step_seconds;
+        QVERIFY(estimateThroughput(in, h100).step_seconds > 2.5 * even);
+
+        // One count per stage, a layer per chunk at least, the model's layers in all.
+        in.parallelism.pipeline_layers = {8, 8, 16};
+        QVERIFY(validateInput(in, &key).find("one count per stage") != std::string::npos);
+        QCOMPARE(key, std::string("parallelism.pipeline_layers"));
+        in.parallelism.pipeline_layers = {8, 8, 8, 9};
+        QVERIFY(validateInput(in, &key).find("adds up to 33") != std::string::npos);
+        QCOMPARE(key, std::string("parallelism.pipeline_layers"));
+        in = input(4, 8, PipelineSchedule::Interleaved1F1B);
+        in.parallelism.pipeline_layers = {1, 11, 10, 10};
+        QVERIFY(validateInput(in, &key).find("stage 1 has 1 layers") != std::string::npos);
+        in.parallelism.pipeline_layers = {6, 10, 10, 6};
+        QVERIFY(validateInput(in, &key).empty());
+        QCOMPARE(estimateMemory(in).derivation.stage_layers,
+                 in.parallelism.pipeline_layers[static_cast<std::size_t>(
+                     estimateMemory(in).derivation.pipeline_stage)]);
+    }
+
     // The stages are not data parallel: states are sharded over the replicas of one stage.
     void shardingIsWithinAStage()
     {
@@ -350,6 +401,25 @@ private slots:
         single.parallelism.pipeline_parallel = 1;
         single.parallelism.pipeline_schedule = PipelineSchedule::GPipe;
         QCOMPARE(*parseScenario(scenarioToYaml(single), "single.yaml", error), single);
+
+        // A split by hand: kept as written, refused where it is not a list of whole counts.
+        std::string hand = text;
+        hand.replace(hand.find("pipeline_virtual_stages: 4}"),
+                     27,
+                     "pipeline_virtual_stages: 4,\n              pipeline_layers: [7, 9, 9, 7]}");
+        const std::optional<Scenario> split = parseScenario(hand, "hand.yaml", error);
+        QVERIFY2(split.has_value(), error.toString().c_str());
+        QCOMPARE(split->parallelism.pipeline_layers, (std::vector<std::int64_t>{7, 9, 9, 7}));
+        QVERIFY(scenarioToYaml(*split).find("pipeline_layers: [7, 9, 9, 7]") != std::string::npos);
+        QCOMPARE(*parseScenario(scenarioToYaml(*split), "again.yaml", error), *split);
+        for (const char *wrong : {"[7, 9, nine, 7]", "[7, 9, 0, 7]", "7", "[]"}) {
+            std::string bad = hand;
+            bad.replace(bad.find("[7, 9, 9, 7]"), 12, wrong);
+            QVERIFY2(!parseScenario(bad, "bad.yaml", error).has_value(), wrong);
+            QCOMPARE(error.line, 8);
+            QVERIFY2(error.message.find("pipeline_layers") != std::string::npos,
+                     error.message.c_str());
+        }
 
         std::string bad = text;
         bad.replace(bad.find("interleaved-1f1b"), 16, "zero-bubble");

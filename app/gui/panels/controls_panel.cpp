@@ -31,6 +31,7 @@
 #include <QLocale>
 #include <QPushButton>
 #include <QRegularExpression>
+#include <QRegularExpressionValidator>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSignalBlocker>
@@ -364,8 +365,10 @@ void ControlsPanel::addPipelineRow(QFormLayout *form)
            "micro-batches (gradient accumulation) flow through them, and the figures are those "
            "of the stage that allocates the most."));
     connect(m_pipelineParallel, &QSpinBox::valueChanged, this, [this](int v) {
-        edit(tr("Change pipeline parallelism"),
-             [v](Scenario &s) { s.parallelism.pipeline_parallel = v; });
+        edit(tr("Change pipeline parallelism"), [v](Scenario &s) {
+            s.parallelism.pipeline_parallel = v;
+            s.parallelism.pipeline_layers.clear(); // a split by hand is for its own stage count
+        });
     });
     m_pipelineSchedule = enumCombo(
         "pipelineSchedule",
@@ -396,6 +399,48 @@ void ControlsPanel::addPipelineRow(QFormLayout *form)
     auto *label = new QLabel(tr("&Pipeline:"));
     label->setBuddy(m_pipelineParallel);
     form->addRow(label, row);
+    addPipelineLayersRow(form);
+}
+
+// Decoder layers per stage set by hand ("7, 9, 9, 7"); empty for the even split.
+void ControlsPanel::addPipelineLayersRow(QFormLayout *form)
+{
+    m_pipelineLayers = new QLineEdit;
+    m_pipelineLayers->setObjectName(QStringLiteral("pipelineLayers"));
+    m_pipelineLayers->setPlaceholderText(tr("even split"));
+    m_pipelineLayers->setClearButtonEnabled(true);
+    m_pipelineLayers->setValidator(
+        new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9 ,]*")),
+                                        m_pipelineLayers));
+    m_pipelineLayers->setToolTip(
+        tr("Decoder layers of each stage, first to last, where the split is not even, e.g. "
+           "Megatron-LM's first and last stages with fewer layers: 7, 9, 9, 7. One count per "
+           "stage, adding up to the model's layers. Empty: an even split."));
+    connect(m_pipelineLayers, &QLineEdit::editingFinished, this, [this] {
+        std::vector<std::int64_t> layers;
+        for (const QString &part :
+             m_pipelineLayers->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
+            bool ok = false;
+            const qlonglong n = part.trimmed().toLongLong(&ok);
+            if (ok && n > 0)
+                layers.push_back(n);
+        }
+        if (layers == m_doc->scenario().parallelism.pipeline_layers)
+            return;
+        edit(tr("Change layers per pipeline stage"),
+             [layers](Scenario &s) { s.parallelism.pipeline_layers = layers; });
+    });
+    auto *label = new QLabel(tr("Stage &layers:"));
+    label->setBuddy(m_pipelineLayers);
+    form->addRow(label, m_pipelineLayers);
+}
+
+QString ControlsPanel::pipelineLayersText(const std::vector<std::int64_t> &layers)
+{
+    QStringList parts;
+    for (const std::int64_t n : layers)
+        parts << QString::number(n);
+    return parts.join(QStringLiteral(", "));
 }
 
 void ControlsPanel::connectSlider(LogSliderSpin *slider,
@@ -1425,6 +1470,9 @@ void ControlsPanel::syncFromDocument()
         static_cast<int>(std::clamp<std::int64_t>(par.pipeline_virtual_stages, 2, 64)));
     m_pipelineChunks->setEnabled(par.pipeline_parallel > 1
                                  && par.pipeline_schedule == PipelineSchedule::Interleaved1F1B);
+    if (!m_pipelineLayers->hasFocus())
+        m_pipelineLayers->setText(pipelineLayersText(par.pipeline_layers));
+    m_pipelineLayers->setEnabled(par.pipeline_parallel > 1);
     m_contextParallel->setValue(static_cast<int>(s.parallelism.context_parallel));
     m_contextParallel->setEnabled(train || s.parallelism.context_parallel > 1);
     {

@@ -10,6 +10,7 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -77,6 +78,8 @@ private:
     QWidget *buildTechniquesGroup();
     QWidget *buildParallelGroup();
     void addPipelineRow(QFormLayout *form);
+    void addPipelineLayersRow(QFormLayout *form);
+    static QString pipelineLayersText(const std::vector<std::int64_t> &layers);
     QWidget *buildOverheadGroup();
     void connectSlider(LogSliderSpin *slider,
                        const QString &text,
@@ -158,6 +161,7 @@ private:
     SteppedSpinBox *m_pipelineParallel = nullptr;
     QComboBox *m_pipelineSchedule = nullptr;
     QSpinBox *m_pipelineChunks = nullptr;
+    QLineEdit *m_pipelineLayers = nullptr;
     QCheckBox *m_sequenceParallel = nullptr;
     QCheckBox *m_lossParallel = nullptr;
     SteppedSpinBox *m_shardGroup = nullptr;
