@@ -111,6 +111,24 @@ void mergeFirstStep(StepReplay &into, const StepReplay &first)
     }
 }
 
+// The next step starts where the timeline's resident blocks say a step starts: what the step freed
+// of them comes back. The gradients of earlier micro-batches, which zero_grad(set_to_none=True)
+// frees at the step's end, exist again before the modelled (last) micro-batch of the next step;
+// left freed, a replay of that step counted no gradients in its forward.
+bool remakeFreedResidents(const StepTimeline &tl,
+                          const std::vector<ExpandedEvent> &resident,
+                          ResidentAllocatorState &s,
+                          StepReplay &r)
+{
+    std::vector<ExpandedEvent> freed;
+    for (const ExpandedEvent &e : resident) {
+        const auto i = static_cast<std::size_t>(e.instance);
+        if (e.alloc && (i >= s.live.size() || s.live[i].isNull()))
+            freed.push_back(e);
+    }
+    return play(tl, freed, s, r);
+}
+
 } // namespace
 
 ResidentAllocatorState firstStep(const StepTimeline &tl,
@@ -123,8 +141,8 @@ ResidentAllocatorState firstStep(const StepTimeline &tl,
     std::vector<ExpandedEvent> loaded, states;
     for (const ExpandedEvent &e : expandTimeline(tl, 0, 1, 0, residentBlocks(tl)))
         (isOptimizerState(tl, e) ? states : loaded).push_back(e);
-    if (play(tl, loaded, s, r))
-        playWithStatesMadeInStep(tl, stepEvents, states, s, r);
+    if (play(tl, loaded, s, r) && playWithStatesMadeInStep(tl, stepEvents, states, s, r))
+        remakeFreedResidents(tl, loaded, s, r);
     return s;
 }
 

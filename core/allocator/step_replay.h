@@ -45,8 +45,9 @@ ResidentAllocatorState residentState(const StepTimeline &timeline,
 // (StepTimeline::lazy_optimizer_states): the loaded weights, then the step's `stepEvents` with the
 // states allocated where the optimizer step begins. Its forward and backward leave cached blocks
 // that the states then split, the layout every later step starts from: on an H100 this decided
-// whether an 8B full fine-tune near 80 GB ran (docs/accuracy.md, section 7). `r` gets its peaks,
-// or where it failed.
+// whether an 8B full fine-tune near 80 GB ran (docs/accuracy.md, section 7). Then what the step
+// freed of the resident tensors is made again, as the next step starts (the gradients of earlier
+// micro-batches). `r` gets its peaks, or where it failed.
 ResidentAllocatorState firstStep(const StepTimeline &timeline,
                                  const std::vector<ExpandedEvent> &stepEvents,
                                  const AllocatorSettings &settings,

@@ -170,6 +170,7 @@ private:
                && !m_in.training.optimizer_in_backward;
     }
     bool stepsInBackward() const { return m_p.train && m_in.training.optimizer_in_backward; }
+    bool accumulates() const { return m_p.train && m_in.training.gradient_accumulation_steps > 1; }
     // Every layer's input offloaded to CPU RAM (validateInput: full checkpointing on every layer).
     bool offloadsActivations() const
     {
@@ -219,8 +220,9 @@ private:
         m_mask = -1;
     int m_gathered = -1, m_rootGathered = -1, m_unitGrad = -1, m_gradShard = -1;
     int m_rootGradShard = -1, m_bucket = -1, m_lossGrad = -1;
-    int m_accumulated = -1; // gradients kept from earlier micro-batches
-    int m_partition = -1;   // ZeRO-2's partitioned gradient buffer
+    int m_accumulated = -1;      // gradients kept from earlier micro-batches: outside the layers
+    int m_accumulatedLayer = -1; // ... of each decoder layer
+    int m_partition = -1;        // ZeRO-2's partitioned gradient buffer
     std::vector<int> m_rootShards;
     std::vector<TimelineEvent> m_deferredSteps; // the tied lm_head: stepped after the embedding
     std::map<int, int> m_stepWorkspace;         // a gradient's tensor -> its step's temporaries
@@ -289,6 +291,19 @@ void StepBuilder::resident()
                      Component::OptimizerStates,
                      true,
                      m_s.trainable_layer_tensors));
+    // With gradient accumulation the modelled (last) micro-batch starts with the .grad tensors of
+    // the earlier ones: one per trainable tensor as autograd made them (a flat one per unit when
+    // sharded), which the allocator places one by one.
+    const double layerAccumulated = m_s.resident_grads
+                                    * (m_s.layer_grads / std::max(1.0, m_s.grads));
+    if (accumulates() && layerAccumulated > 0) {
+        m_accumulatedLayer = tensor("gradients of earlier micro-batches",
+                                    bytes(layerAccumulated / L),
+                                    Component::Gradients,
+                                    true,
+                                    flat ? 1 : m_s.trainable_layer_tensors);
+        alloc(b, m_accumulatedLayer);
+    }
 
     TimelineBlock &root = m_tl.addBlock(Stage::Resident, Phase::Forward);
     alloc(root,
@@ -322,11 +337,12 @@ void StepBuilder::resident()
     const bool multiGpu = par.gpus / std::max<std::int64_t>(1, par.pipeline_parallel) > 1;
     if (m_p.train && m_s.sharding == Sharding::None && multiGpu) // gradient_as_bucket_view=False
         alloc(root, tensor("DDP gradient buckets", bytes(m_s.grads), Component::Temporaries, false));
-    if (m_p.train && m_in.training.gradient_accumulation_steps > 1) {
+    if (accumulates()) {
         m_accumulated = tensor("gradients of earlier micro-batches",
-                               bytes(m_s.resident_grads),
+                               bytes(m_s.resident_grads - layerAccumulated),
                                Component::Gradients,
-                               false);
+                               false,
+                               flat ? 1 : std::max(1.0, m_s.trainable_root_tensors));
         alloc(root, m_accumulated);
     } else if (m_p.train && m_s.sharding == Sharding::Zero2 && multiGpu) {
         m_partition = tensor("partitioned gradients",
@@ -953,6 +969,9 @@ void StepBuilder::zeroGrad(TimelineBlock &root)
 {
     if (m_accumulated >= 0) {
         release(root, m_accumulated);
+        if (m_accumulatedLayer >= 0)
+            release(m_tl.addBlock(Stage::OptimizerStep, Phase::OptimizerStep, 0, 1, m_layers),
+                    m_accumulatedLayer);
         return;
     }
     if (m_partition >= 0)

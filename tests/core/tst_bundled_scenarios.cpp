@@ -96,6 +96,7 @@ private slots:
                                         &PresetCatalog::bundled());
         QVERIFY2(back, error.toString().c_str());
         QCOMPARE(back->expected_fits, preset->scenario.expected_fits);
+        QCOMPARE(back->expected_tight, preset->scenario.expected_tight);
         QCOMPARE(back->expected_not_fits, preset->scenario.expected_not_fits);
         QVERIFY(*back == preset->scenario);
 
