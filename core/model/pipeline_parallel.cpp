@@ -289,6 +289,40 @@ void addPipelineInFlight(StepTimeline &tl, const SizeExpr &extra, double inFligh
     tl.blocks.insert(step, std::move(drained));
 }
 
+std::int64_t pipelineReceiveBufferCount(const EstimateInput &stage, std::int64_t microBatches)
+{
+    const ParallelismConfig &p = stage.parallelism;
+    if (stage.training.stack.name != Stack::Torchtitan || stages(p) == 1)
+        return 0;
+    const std::int64_t v = chunksPerGpu(p), index = stage.pipeline_stage;
+    // Stage objects index + c p: the pipeline's first (0) receives no activations, its last
+    // (p v - 1) no gradients.
+    const std::int64_t activations = v - (index == 0 ? 1 : 0);
+    const std::int64_t gradients = v - (index == stages(p) - 1 ? 1 : 0);
+    return std::max<std::int64_t>(1, microBatches) * (activations + gradients);
+}
+
+void addPipelineReceiveBuffers(StepTimeline &tl, const SizeExpr &boundary, std::int64_t count)
+{
+    if (count < 1 || boundary.isZero())
+        return;
+    const auto forward = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
+        return b.stage != Stage::Resident;
+    });
+    if (forward == tl.blocks.end())
+        return;
+    TimelineTensor t;
+    t.name = "pipeline receive buffers (torch.distributed.pipelining)";
+    t.copies = static_cast<double>(count);
+    t.size = boundary;
+    t.component = Component::Temporaries;
+    t.origin = TensorOrigin::Value;
+    const int id = tl.addTensor(t);
+    forward->events.insert(forward->events.begin(), TimelineEvent{id, 0, true, false});
+    TimelineBlock &last = tl.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
+    last.events.push_back(TimelineEvent{id, 0, false, false});
+}
+
 std::string pipelineStageSummary(const ParallelismConfig &p, const Derivation &d)
 {
     if (d.pipeline_stages <= 1)

@@ -108,6 +108,19 @@ SizeExpr pipelineInFlightExtra(const StepTimeline &timeline,
 // before the forward, freed before the optimizer step, in (in_flight - 1) x layers pieces.
 void addPipelineInFlight(StepTimeline &timeline, const SizeExpr &extra, double inFlight);
 
+// torch.distributed.pipelining (the torchtitan stack) gives each stage object one receive buffer
+// per micro-batch and direction, made on the first step() and never freed (stage.py,
+// _prepare_forward_infra / _create_act_recv_info and _prepare_backward_infra /
+// _create_grad_recv_info, torch 2.5 to at least 2.9): every stage but the pipeline's first
+// receives activations, every stage but its last gradients, each of `boundary` bytes. With
+// interleaving a GPU runs v stage objects. How many buffers stage `stage.pipeline_stage`'s GPU
+// holds; 0 for other stacks (Megatron-LM receives into a new tensor per transfer, which the
+// activations already count).
+std::int64_t pipelineReceiveBufferCount(const EstimateInput &stage, std::int64_t microBatches);
+// Adds `count` buffers of `boundary` bytes: allocated before the first forward, freed after the
+// optimizer step.
+void addPipelineReceiveBuffers(StepTimeline &timeline, const SizeExpr &boundary, std::int64_t count);
+
 // For people: "stage 1 of 4: the embedding and 8 decoder layers, 4 micro-batches' activations at
 // once (1f1b)"; empty without pipeline parallelism.
 std::string pipelineStageSummary(const ParallelismConfig &parallelism, const Derivation &d);

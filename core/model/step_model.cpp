@@ -56,13 +56,12 @@ StepModel::StepModel(std::pair<EstimateInput, double> stage, const EstimateInput
     m_profile = activationProfile(a, graphTraining, m_graphs, tp);
     m_model = {m_layout.total, m_layout.active, m_states.trainable_all};
     if (m_input.parallelism.pipeline_parallel > 1) {
+        const std::int64_t m = whole.training.gradient_accumulation_steps;
+        const SizeExpr boundary = pipelineBoundaryBytes(a, graphTraining, tp);
         addPipelineInFlight(m_timeline,
-                            pipelineInFlightExtra(m_timeline,
-                                                  m_input,
-                                                  whole.training.gradient_accumulation_steps,
-                                                  m_inFlight,
-                                                  pipelineBoundaryBytes(a, graphTraining, tp)),
+                            pipelineInFlightExtra(m_timeline, m_input, m, m_inFlight, boundary),
                             m_inFlight);
+        addPipelineReceiveBuffers(m_timeline, boundary, pipelineReceiveBufferCount(m_input, m));
         const EstimateInput model = resolveStackChoices(whole);
         const ParameterLayout layout = parameterLayout(model.arch);
         m_model = {layout.total, layout.active, modelStates(model, layout).trainable_all};

@@ -14,6 +14,9 @@
 
 #include <QtTest>
 
+#include <algorithm>
+#include <string>
+
 using namespace membudget;
 using namespace membudget::testing;
 
@@ -290,6 +293,46 @@ private slots:
         QCOMPARE(estimateMemory(in).derivation.stage_layers,
                  in.parallelism.pipeline_layers[static_cast<std::size_t>(
                      estimateMemory(in).derivation.pipeline_stage)]);
+    }
+
+    // torch.distributed.pipelining keeps a receive buffer per micro-batch and direction for each
+    // stage object: none for activations on the pipeline's first, none for gradients on its last.
+    void torchPipeliningKeepsReceiveBuffers()
+    {
+        EstimateInput in = input(4, 8, PipelineSchedule::OneFOneB);
+        for (std::int32_t i = 0; i < 4; ++i)
+            QCOMPARE(pipelineReceiveBufferCount(stage(in, i), 8), std::int64_t(0)); // plain torch
+        in.training.stack.name = Stack::Torchtitan;
+        const std::int64_t oneF1B[] = {8, 16, 16, 8};
+        for (std::int32_t i = 0; i < 4; ++i)
+            QCOMPARE(pipelineReceiveBufferCount(stage(in, i), 8), oneF1B[i]);
+        in.parallelism.pipeline_schedule = PipelineSchedule::Interleaved1F1B; // 2 stage objects
+        const std::int64_t looped[] = {24, 32, 32, 24};
+        for (std::int32_t i = 0; i < 4; ++i)
+            QCOMPARE(pipelineReceiveBufferCount(stage(in, i), 8), looped[i]);
+
+        // In the stage's timeline: that many buffers of b x s x h in the stream's dtype, live
+        // from before the first forward to after the optimizer step.
+        const StepModel model(stage(in, 1));
+        const StepTimeline &tl = model.timeline();
+        const auto buffers = std::find_if(tl.tensors.begin(), tl.tensors.end(), [](auto &t) {
+            return std::string(t.name).find("pipeline receive buffers") != std::string::npos;
+        });
+        QVERIFY(buffers != tl.tensors.end());
+        QCOMPARE(buffers->copies, 32.0);
+        QCOMPARE(buffers->size.at(4096, 4096), 4096.0 * 4096 * 2); // bf16 hidden states
+        const auto id = static_cast<std::int32_t>(buffers - tl.tensors.begin());
+        const auto has = [&](const TimelineBlock &b, bool alloc) {
+            return std::any_of(b.events.begin(), b.events.end(), [&](const TimelineEvent &e) {
+                return e.tensor == id && e.alloc == alloc;
+            });
+        };
+        const auto made = std::find_if(tl.blocks.begin(), tl.blocks.end(), [&](auto &b) {
+            return has(b, true);
+        });
+        QVERIFY(made != tl.blocks.end() && made->phase == Phase::Forward);
+        QVERIFY(has(tl.blocks.back(), false));
+        QCOMPARE(tl.blocks.back().phase, Phase::OptimizerStep);
     }
 
     // The stages are not data parallel: states are sharded over the replicas of one stage.
