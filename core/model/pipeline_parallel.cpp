@@ -48,6 +48,10 @@ std::int64_t warmupForwards(const ParallelismConfig &p,
     return std::min(2 * (n - index - 1) + (chunksPerGpu(p) - 1) * n, all);
 }
 
+// The most pieces a pipeline's held tensors are allocated in: each piece is an allocator event in
+// every replay.
+constexpr double kMaxPieces = 4096;
+
 } // namespace
 
 std::int64_t pipelineStageLayers(std::int64_t layers, std::int64_t stageCount, std::int64_t index)
@@ -276,7 +280,7 @@ void addPipelineInFlight(StepTimeline &tl, const SizeExpr &extra, double inFligh
     t.name = "activations of the other micro-batches in flight (pipeline)";
     // As many tensors as layer-sized pieces, so that the allocator model sees pieces of the size
     // one micro-batch's layer allocates rather than one block (they come and go layer by layer).
-    t.copies = std::max(1.0, std::round((inFlight - 1) * std::max(1, tl.layers)));
+    t.copies = std::clamp(std::round((inFlight - 1) * std::max(1, tl.layers)), 1.0, kMaxPieces);
     t.size = extra * (1.0 / t.copies);
     t.component = Component::Activations;
     t.origin = TensorOrigin::Value;
@@ -313,8 +317,10 @@ void addPipelineReceiveBuffers(StepTimeline &tl, const SizeExpr &boundary, std::
         return;
     TimelineTensor t;
     t.name = "pipeline receive buffers (torch.distributed.pipelining)";
-    t.copies = static_cast<double>(count);
-    t.size = boundary;
+    // One allocation per buffer, up to kMaxPieces (then fewer, larger ones: a million
+    // micro-batches must not make a million allocator events).
+    t.copies = std::min(static_cast<double>(count), kMaxPieces);
+    t.size = boundary * (static_cast<double>(count) / t.copies);
     t.component = Component::Temporaries;
     t.origin = TensorOrigin::Value;
     const int id = tl.addTensor(t);

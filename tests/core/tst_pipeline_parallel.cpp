@@ -333,6 +333,28 @@ private slots:
         QVERIFY(made != tl.blocks.end() && made->phase == Phase::Forward);
         QVERIFY(has(tl.blocks.back(), false));
         QCOMPARE(tl.blocks.back().phase, Phase::OptimizerStep);
+
+        // A million micro-batches: the same bytes in at most 4,096 allocations, and the replay
+        // stays quick (each piece is an allocator event; tst_monkey_input timed out on this).
+        in.training.gradient_accumulation_steps = 1'000'000;
+        const StepModel many(stage(in, 1));
+        const auto it = std::find_if(many.timeline().tensors.begin(),
+                                     many.timeline().tensors.end(),
+                                     [](auto &t) {
+                                         return std::string(t.name).find("receive buffers")
+                                                != std::string::npos;
+                                     });
+        QVERIFY(it != many.timeline().tensors.end());
+        QCOMPARE(it->copies, 4096.0);
+        QCOMPARE(it->size.at(4096, 4096) * it->copies, 4'000'000.0 * 4096 * 4096 * 2);
+        const auto in_flight = std::find_if(many.timeline().tensors.begin(),
+                                            many.timeline().tensors.end(),
+                                            [](auto &t) {
+                                                return std::string(t.name).find("in flight")
+                                                       != std::string::npos;
+                                            });
+        QVERIFY(in_flight != many.timeline().tensors.end() && in_flight->copies <= 4096);
+        QVERIFY(many.estimate().peak_reserved >= many.estimate().peak_allocated);
     }
 
     // The stages are not data parallel: states are sharded over the replicas of one stage.
