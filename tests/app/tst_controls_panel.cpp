@@ -395,7 +395,24 @@ void TestControlsPanel::pipelineLayersSetByHand()
     QTest::keyClick(layers, Qt::Key_Return); // the same list again: no edit
     QCOMPARE(doc->undoStack()->count(), edits + 1);
 
-    stages->setFocus();
+    // Words and counts too long to be layers are not taken.
+    layers->selectAll();
+    QTest::keyClicks(layers, QStringLiteral("7, nine, 12345678"));
+    QCOMPARE(layers->text(), QStringLiteral("7, , 123456"));
+    // A stage without layers is kept as typed, not dropped into a split of three stages, and the
+    // core says what is wrong; spaces separate counts as commas do.
+    layers->selectAll();
+    QTest::keyClicks(layers, QStringLiteral("16 0 9 7"));
+    QTest::keyClick(layers, Qt::Key_Return);
+    QCOMPARE(doc->scenario().parallelism.pipeline_layers, (std::vector<std::int64_t>{16, 0, 9, 7}));
+    QVERIFY(!doc->valid());
+    QVERIFY2(doc->error().contains(QStringLiteral("stage 2 has 0 layers")),
+             qPrintable(doc->error()));
+    stages->setFocus(); // leaving the field again is no second edit
+    QCOMPARE(doc->undoStack()->count(), edits + 2);
+    doc->undoStack()->undo();
+    QCOMPARE(layers->text(), QStringLiteral("7, 9, 9, 7"));
+
     stages->setValue(2);
     QVERIFY(doc->scenario().parallelism.pipeline_layers.empty());
     QVERIFY(layers->text().isEmpty());

@@ -409,22 +409,22 @@ void ControlsPanel::addPipelineLayersRow(QFormLayout *form)
     m_pipelineLayers->setObjectName(QStringLiteral("pipelineLayers"));
     m_pipelineLayers->setPlaceholderText(tr("even split"));
     m_pipelineLayers->setClearButtonEnabled(true);
+    // Counts of up to six digits, split by commas or spaces: every word the field takes parses.
     m_pipelineLayers->setValidator(
-        new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9 ,]*")),
+        new QRegularExpressionValidator(QRegularExpression(
+                                            QStringLiteral("([0-9]{1,6}([ ,]+[0-9]{1,6})*[ ,]*)?")),
                                         m_pipelineLayers));
     m_pipelineLayers->setToolTip(
         tr("Decoder layers of each stage, first to last, where the split is not even, e.g. "
            "Megatron-LM's first and last stages with fewer layers: 7, 9, 9, 7. One count per "
            "stage, adding up to the model's layers. Empty: an even split."));
     connect(m_pipelineLayers, &QLineEdit::editingFinished, this, [this] {
+        // Every count as typed, zeros too: the core says what is wrong with the split (a stage
+        // without layers, a sum that is not the model's) where the verdict shows problems.
         std::vector<std::int64_t> layers;
-        for (const QString &part :
-             m_pipelineLayers->text().split(QLatin1Char(','), Qt::SkipEmptyParts)) {
-            bool ok = false;
-            const qlonglong n = part.trimmed().toLongLong(&ok);
-            if (ok && n > 0)
-                layers.push_back(n);
-        }
+        static const QRegularExpression separators(QStringLiteral("[ ,]+"));
+        for (const QString &part : m_pipelineLayers->text().split(separators, Qt::SkipEmptyParts))
+            layers.push_back(part.toLongLong());
         if (layers == m_doc->scenario().parallelism.pipeline_layers)
             return;
         edit(tr("Change layers per pipeline stage"),
