@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -118,22 +119,25 @@ EstimateInput pipelineStageInput(const EstimateInput &input, std::int64_t index)
     return s;
 }
 
-std::int64_t pipelineWorstStage(const EstimateInput &input)
+std::vector<std::int64_t> pipelineCandidateStages(const EstimateInput &input)
 {
     const std::int64_t n = stages(input.parallelism);
     if (n == 1)
+        return {0};
+    if (input.parallelism.pipeline_layers.empty())
+        return {0, n - 1};
+    std::vector<std::int64_t> all(static_cast<std::size_t>(n));
+    std::iota(all.begin(), all.end(), std::int64_t(0));
+    return all;
+}
+
+std::int64_t pipelineWorstStage(const EstimateInput &input)
+{
+    if (stages(input.parallelism) == 1)
         return 0;
     Bytes worst = 0;
     std::int64_t at = 0;
-    // An even split gives the first stages the most layers and the most in flight, the last the
-    // loss: one of the two ends allocates the most. A split set by hand may put it anywhere.
-    std::vector<std::int64_t> candidates{0, n - 1};
-    if (!input.parallelism.pipeline_layers.empty()) {
-        candidates.resize(static_cast<std::size_t>(n));
-        for (std::int64_t i = 0; i < n; ++i)
-            candidates[static_cast<std::size_t>(i)] = i;
-    }
-    for (const std::int64_t index : candidates) {
+    for (const std::int64_t index : pipelineCandidateStages(input)) {
         EstimateInput stage = input;
         stage.pipeline_stage = static_cast<std::int32_t>(index);
         const Bytes peak = StepModel(stage).allocatedEstimate().peak_allocated;
@@ -264,17 +268,32 @@ SizeExpr pipelineInFlightExtra(const StepTimeline &tl,
     return sum - one;
 }
 
+namespace {
+
+// Allocates `t` as the first event of the step's first forward block and frees it in a new block
+// `free` makes; false where the timeline has no forward block (nothing is added then).
+template<typename MakeFreeBlock>
+bool holdFromFirstForward(StepTimeline &tl, const TimelineTensor &t, MakeFreeBlock free)
+{
+    const auto forward = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
+        return b.stage != Stage::Resident;
+    });
+    if (forward == tl.blocks.end() || forward->repeat != 1)
+        return false;
+    const int id = tl.addTensor(t);
+    forward->events.insert(forward->events.begin(), TimelineEvent{id, 0, true, false});
+    free(tl).events.push_back(TimelineEvent{id, 0, false, false});
+    return true;
+}
+
+} // namespace
+
 void addPipelineInFlight(StepTimeline &tl, const SizeExpr &extra, double inFlight)
 {
     if (inFlight <= 1 || extra.isZero())
         return;
-    const auto forward = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
-        return b.stage != Stage::Resident;
-    });
-    const auto step = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
-        return b.phase == Phase::OptimizerStep;
-    });
-    if (forward == tl.blocks.end() || step == tl.blocks.end() || forward->repeat != 1)
+    const auto isStep = [](const TimelineBlock &b) { return b.phase == Phase::OptimizerStep; };
+    if (std::none_of(tl.blocks.begin(), tl.blocks.end(), isStep))
         return;
     TimelineTensor t;
     t.name = "activations of the other micro-batches in flight (pipeline)";
@@ -284,13 +303,14 @@ void addPipelineInFlight(StepTimeline &tl, const SizeExpr &extra, double inFligh
     t.size = extra * (1.0 / t.copies);
     t.component = Component::Activations;
     t.origin = TensorOrigin::Value;
-    const int id = tl.addTensor(t);
-    forward->events.insert(forward->events.begin(), TimelineEvent{id, 0, true, false});
-    TimelineBlock drained; // the last backward done, before the step
-    drained.stage = Stage::Backward;
-    drained.phase = Phase::Backward;
-    drained.events.push_back(TimelineEvent{id, 0, false, false});
-    tl.blocks.insert(step, std::move(drained));
+    // Freed when the last backward is done, before the step.
+    holdFromFirstForward(tl, t, [&isStep](StepTimeline &timeline) -> TimelineBlock & {
+        TimelineBlock drained;
+        drained.stage = Stage::Backward;
+        drained.phase = Phase::Backward;
+        const auto step = std::find_if(timeline.blocks.begin(), timeline.blocks.end(), isStep);
+        return *timeline.blocks.insert(step, std::move(drained));
+    });
 }
 
 std::int64_t pipelineReceiveBufferCount(const EstimateInput &stage, std::int64_t microBatches)
@@ -310,11 +330,6 @@ void addPipelineReceiveBuffers(StepTimeline &tl, const SizeExpr &boundary, std::
 {
     if (count < 1 || boundary.isZero())
         return;
-    const auto forward = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
-        return b.stage != Stage::Resident;
-    });
-    if (forward == tl.blocks.end())
-        return;
     TimelineTensor t;
     t.name = "pipeline receive buffers (torch.distributed.pipelining)";
     // One allocation per buffer, up to kMaxPieces (then fewer, larger ones: a million
@@ -323,10 +338,9 @@ void addPipelineReceiveBuffers(StepTimeline &tl, const SizeExpr &boundary, std::
     t.size = boundary * (static_cast<double>(count) / t.copies);
     t.component = Component::Temporaries;
     t.origin = TensorOrigin::Value;
-    const int id = tl.addTensor(t);
-    forward->events.insert(forward->events.begin(), TimelineEvent{id, 0, true, false});
-    TimelineBlock &last = tl.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
-    last.events.push_back(TimelineEvent{id, 0, false, false});
+    holdFromFirstForward(tl, t, [](StepTimeline &timeline) -> TimelineBlock & {
+        return timeline.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
+    });
 }
 
 std::string pipelineStageSummary(const ParallelismConfig &p, const Derivation &d)

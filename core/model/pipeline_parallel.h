@@ -53,8 +53,13 @@ double pipelineBubbleFraction(const ParallelismConfig &parallelism, std::int64_t
 // `input` is the whole model's (StepModel slices it once).
 EstimateInput pipelineStageInput(const EstimateInput &input, std::int64_t index);
 
-// The stage an estimate models when the input leaves it open: the first and the last are built and
-// the one that allocates the more at its peak wins.
+// The stages that may allocate or take the most: of an even split the two ends (the first holds
+// the embedding and the most layers and micro-batches in flight, the last the loss), of a split set
+// by hand every stage. 0-based, first to last; {0} without a pipeline.
+std::vector<std::int64_t> pipelineCandidateStages(const EstimateInput &input);
+
+// The stage an estimate models when the input leaves it open: of the candidate stages, the one that
+// allocates the most at its peak.
 std::int64_t pipelineWorstStage(const EstimateInput &input);
 
 // One stage of a pipeline as its own estimate builds it: its decoder layers, the micro-batches it

@@ -138,17 +138,17 @@ ThroughputEstimate stageThroughput(const EstimateInput &in, const GpuPerformance
 }
 
 // Pipeline parallelism: every stage runs each micro-batch once, so the step goes at the pace of the
-// slowest stage (of an even split, one of the ends: the first holds the embedding, the last lm_head
-// and the loss; of a split set by hand, any), and each stage idles while the pipeline fills and
-// drains: the bubble, (p - 1) / (v m) of its compute (pipeline_parallel.h).
+// slowest of the candidate stages (pipelineCandidateStages), and each stage idles while the
+// pipeline fills and drains: the bubble, (p - 1) / (v m) of its compute (pipeline_parallel.h).
 ThroughputEstimate pipelineThroughput(const EstimateInput &in, const GpuPerformance &gpu)
 {
     const std::int64_t p = in.parallelism.pipeline_parallel;
     ThroughputEstimate out = stageThroughput(pipelineStageInput(in, 0), gpu);
     if (!out.valid)
         return out;
-    const bool anyStage = !in.parallelism.pipeline_layers.empty();
-    for (std::int64_t i = anyStage ? 1 : p - 1; i < p; ++i) {
+    for (const std::int64_t i : pipelineCandidateStages(in)) {
+        if (i == 0)
+            continue;
         const ThroughputEstimate stage = stageThroughput(pipelineStageInput(in, i), gpu);
         if (stage.valid && stage.step_seconds > out.step_seconds)
             out = stage;
