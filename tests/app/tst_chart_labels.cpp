@@ -156,7 +156,8 @@ private Q_SLOTS:
 
 void TestChartLabels::closeCapacitiesStackInTheirOwnColours()
 {
-    // 40 GiB, three at 44.9 GiB, two at 47.9 GiB: within a few pixels of each other.
+    // CUDA totals of 39.4 GiB, three at 44.4 GiB, two at 47.5 GiB: within a few pixels of each
+    // other.
     const auto gpus = gpusOf({"a100-40gb", "l40", "l40s", "a40", "rtx-a6000", "rtx-6000-ada"});
     BudgetChart chart;
     chart.resize(900, 500);

@@ -243,8 +243,9 @@ void TestControlsPanel::gpuListFollowsTheUnitRoundedDown()
                 return list->item(i)->text();
         return QString();
     };
-    // GiB by default: 46,068 MiB is 44.99 GiB, shown as 44.9 (never 45 GiB it does not have).
-    QVERIFY2(textOf("l40").endsWith(QStringLiteral("— 44.9 GiB")), qPrintable(textOf("l40")));
+    // GiB by default: the MI210's 65,520 MiB is 63.98 GiB, shown as 63.9 (never 64 GiB it does
+    // not have).
+    QVERIFY2(textOf("mi210").endsWith(QStringLiteral("— 63.9 GiB")), qPrintable(textOf("mi210")));
     QVERIFY2(textOf("v100-16gb").endsWith(QStringLiteral("— 16 GiB")),
              qPrintable(textOf("v100-16gb")));
     // Where CUDA's lower total is known, that is what a process gets and what is shown: the RTX
@@ -256,7 +257,7 @@ void TestControlsPanel::gpuListFollowsTheUnitRoundedDown()
     QVERIFY2(tip.contains(QStringLiteral("23.64 GiB usable, the total CUDA reports; the driver "
                                          "reports 23.98 GiB")),
              qPrintable(tip));
-    QVERIFY(list->findItems(QStringLiteral("NVIDIA L40 48GB"), Qt::MatchContains)
+    QVERIFY(list->findItems(QStringLiteral("AMD Instinct MI210"), Qt::MatchContains)
                 .front()
                 ->toolTip()
                 .contains(QStringLiteral("CUDA's usable total is not known")));

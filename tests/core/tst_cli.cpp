@@ -464,7 +464,7 @@ private slots:
         QCOMPARE(run({"estimate", "lora-mistral-7b-a100-80gb", "--gb", "--gib"}).code, 2);
         const Result presets = run({"presets", "gpus"});
         QVERIFY(presets.out.contains("23.6 GiB usable  NVIDIA GeForce RTX 4090 24GB"));
-        QVERIFY(presets.out.contains("44.9 GiB         NVIDIA L40 48GB"));
+        QVERIFY(presets.out.contains("63.9 GiB         AMD Instinct MI210 64GB"));
         QVERIFY(run({"presets", "gpus", "--gb"})
                     .out.contains("25.3 GB usable  NVIDIA GeForce RTX 4090"));
         QCOMPARE(run({"estimate", "no-such-scenario"}).code, 1);
