@@ -393,6 +393,15 @@ SizeExpr pipelineBoundaryBytes(const ModelArchitecture &arch,
     return tok(pipelineBoundaryWidth(arch, tensorParallel) * graphPrecision(training).stream);
 }
 
+SizeExpr pipelineLogitsBytes(const ModelArchitecture &arch,
+                             const TrainingConfig &training,
+                             TensorParallelPlan tensorParallel)
+{
+    const GraphPrecision p = graphPrecision(training);
+    const double shards = tensorParallel.loss_parallel ? tensorParallel.ranks() : 1.0;
+    return tok(static_cast<double>(arch.vocab_size) / shards * (p.amp ? 2 : p.compute));
+}
+
 OpGraph pipelineReceiveGraph(const ModelArchitecture &arch,
                              const TrainingConfig &training,
                              TensorParallelPlan tensorParallel)

@@ -44,6 +44,12 @@ SizeExpr pipelineBoundaryBytes(const ModelArchitecture &arch,
                                const TrainingConfig &training,
                                TensorParallelPlan tensorParallel);
 
+// The last stage's output, the logits of one micro-batch as lm_head makes them: b x s x vocab
+// elements (the vocabulary shared out with loss parallelism) in the matmul's dtype.
+SizeExpr pipelineLogitsBytes(const ModelArchitecture &arch,
+                             const TrainingConfig &training,
+                             TensorParallelPlan tensorParallel);
+
 // An earlier pipeline stage's end: its last layer's output is sent on and kept for backward, which
 // starts from the gradient the next stage sends back.
 OpGraph pipelineSendGraph(const ModelArchitecture &arch,

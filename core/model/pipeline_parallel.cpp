@@ -2,6 +2,7 @@
 #include "model/pipeline_parallel.h"
 
 #include "model/step_model.h"
+#include "model/torch_release.h"
 
 #include <algorithm>
 #include <cmath>
@@ -341,6 +342,64 @@ void addPipelineReceiveBuffers(StepTimeline &tl, const SizeExpr &boundary, std::
     holdFromFirstForward(tl, t, [](StepTimeline &timeline) -> TimelineBlock & {
         return timeline.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
     });
+}
+
+PipelineKeptTensors pipelineKeptTensors(const EstimateInput &stage,
+                                        std::int64_t microBatches,
+                                        const SizeExpr &boundary,
+                                        const SizeExpr &logits)
+{
+    const ParallelismConfig &p = stage.parallelism;
+    LibraryVersion torch;
+    const std::string &release = torchReleaseText(stage.training.stack);
+    if (stage.training.stack.name != Stack::Torchtitan || stages(p) == 1 || release.empty()
+        || !parseLibraryVersion(release, torch) || torch >= LibraryVersion{2, 10, 0})
+        return {};
+    const double m = static_cast<double>(std::max<std::int64_t>(1, microBatches));
+    const std::int64_t v = chunksPerGpu(p), index = stage.pipeline_stage;
+    const bool holdsLast = index == stages(p) - 1; // its chunk v - 1 is the pipeline's last
+    PipelineKeptTensors kept;
+    if (holdsLast)
+        kept.outputs = logits * m;
+    if (torch < LibraryVersion{2, 8, 0})
+        kept.outputs += boundary * (m * static_cast<double>(v - (holdsLast ? 1 : 0)));
+    kept.input_grads = boundary * (m * static_cast<double>(v - (index == 0 ? 1 : 0)));
+    return kept;
+}
+
+void addPipelineKeptTensors(StepTimeline &tl,
+                            const SizeExpr &kept,
+                            double inFlight,
+                            std::int64_t microBatches)
+{
+    if (kept.isZero())
+        return;
+    const double m = static_cast<double>(std::max<std::int64_t>(1, microBatches));
+    const double done = std::clamp((m - inFlight) / m, 0.0, 1.0);
+    const auto isStep = [](const TimelineBlock &b) { return b.phase == Phase::OptimizerStep; };
+    if (std::none_of(tl.blocks.begin(), tl.blocks.end(), isStep))
+        return;
+    TimelineTensor t;
+    t.component = Component::Activations;
+    t.origin = TensorOrigin::Value;
+    t.copies = std::clamp(std::round(m * done), 1.0, kMaxPieces);
+    t.size = kept * (done / t.copies);
+    t.name = "outputs and input gradients of finished micro-batches (torch pipelining)";
+    const auto freeAfterStep = [](StepTimeline &timeline) -> TimelineBlock & {
+        return timeline.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
+    };
+    if (done > 0 && !holdFromFirstForward(tl, t, freeAfterStep))
+        return;
+    // The rest are made as the last micro-batches finish: when the last backward is done.
+    t.copies = std::clamp(std::round(m * (1 - done)), 1.0, kMaxPieces);
+    t.size = kept * ((1 - done) / t.copies);
+    const int id = tl.addTensor(t);
+    TimelineBlock drained;
+    drained.stage = Stage::Backward;
+    drained.phase = Phase::Backward;
+    drained.events.push_back(TimelineEvent{id, 0, true, false});
+    tl.blocks.insert(std::find_if(tl.blocks.begin(), tl.blocks.end(), isStep), std::move(drained));
+    freeAfterStep(tl).events.push_back(TimelineEvent{id, 0, false, false});
 }
 
 std::string pipelineStageSummary(const ParallelismConfig &p, const Derivation &d)

@@ -126,6 +126,35 @@ std::int64_t pipelineReceiveBufferCount(const EstimateInput &stage, std::int64_t
 // optimizer step.
 void addPipelineReceiveBuffers(StepTimeline &timeline, const SizeExpr &boundary, std::int64_t count);
 
+// What torch.distributed.pipelining (the torchtitan stack) keeps on stage `stage.pipeline_stage`'s
+// GPU until the next step begins (stage.py, clear_runtime_states), by the PyTorch release the
+// scenario names, in bytes at the step's end:
+// - `outputs` (output_chunks, for the merged output step() returns): before 2.8 every stage
+//   object's outputs, `boundary` each and the pipeline's last object's logits; 2.8 and 2.9 only the
+//   logits (pytorch PR #153383, "if self.is_last"); from 2.10 none (step(return_outputs=False),
+//   pytorch PR #165822, which torchtitan passes since torchtitan#1922, October 2025);
+// - `input_grads` (the receive buffers' .grad, which stage_backward leaves set): before 2.10, one
+//   `boundary` per micro-batch of each stage object that receives activations (pytorch PR #164329
+//   clears them once sent).
+// A scenario that names no PyTorch release gets the newest behaviour: nothing kept. Zero for
+// other stacks.
+struct PipelineKeptTensors
+{
+    SizeExpr outputs;
+    SizeExpr input_grads;
+};
+PipelineKeptTensors pipelineKeptTensors(const EstimateInput &stage,
+                                        std::int64_t microBatches,
+                                        const SizeExpr &boundary,
+                                        const SizeExpr &logits);
+// Adds `kept` bytes to a stage's timeline, as the micro-batches finish: the share of those done
+// before the stage's last steady-state forward ((m - in_flight) / m) from the first forward on,
+// the rest when the last backward is done; all freed after the optimizer step.
+void addPipelineKeptTensors(StepTimeline &timeline,
+                            const SizeExpr &kept,
+                            double inFlight,
+                            std::int64_t microBatches);
+
 // For people: "stage 1 of 4: the embedding and 8 decoder layers, 4 micro-batches' activations at
 // once (1f1b)"; empty without pipeline parallelism.
 std::string pipelineStageSummary(const ParallelismConfig &parallelism, const Derivation &d);

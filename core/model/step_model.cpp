@@ -62,6 +62,9 @@ StepModel::StepModel(std::pair<EstimateInput, double> stage, const EstimateInput
                             pipelineInFlightExtra(m_timeline, m_input, m, m_inFlight, boundary),
                             m_inFlight);
         addPipelineReceiveBuffers(m_timeline, boundary, pipelineReceiveBufferCount(m_input, m));
+        const PipelineKeptTensors kept
+            = pipelineKeptTensors(m_input, m, boundary, pipelineLogitsBytes(a, graphTraining, tp));
+        addPipelineKeptTensors(m_timeline, kept.outputs + kept.input_grads, m_inFlight, m);
         const EstimateInput model = resolveStackChoices(whole);
         const ParameterLayout layout = parameterLayout(model.arch);
         m_model = {layout.total, layout.active, modelStates(model, layout).trainable_all};

@@ -29,11 +29,13 @@ AdamWWorkspace adamWWorkspace(const LibraryVersion &torch)
 int torchReleaseRange(const StackConfig &stack)
 {
     const LibraryVersion v = torchRelease(stack);
-    if (!(v < LibraryVersion{2, 8, 0}))
+    if (!(v < LibraryVersion{2, 10, 0}))
         return 0;
-    if (!(v < LibraryVersion{2, 1, 0}))
+    if (!(v < LibraryVersion{2, 8, 0}))
         return 1;
-    return v < LibraryVersion{2, 0, 0} ? 3 : 2;
+    if (!(v < LibraryVersion{2, 1, 0}))
+        return 2;
+    return v < LibraryVersion{2, 0, 0} ? 4 : 3;
 }
 
 namespace {

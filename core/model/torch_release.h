@@ -22,9 +22,10 @@ enum class AdamWWorkspace {
 AdamWWorkspace adamWWorkspace(const LibraryVersion &torch);
 
 // The ranges of releases that differ in what MemBudget models, newest first, each with the version
-// that stands for it ("": the newest known): 2.8 and later (the Trainer's fused AdamW default),
-// 2.1 to 2.7, 2.0, 1.13 and older.
-inline constexpr const char *kTorchRangeVersions[] = {"", "2.7", "2.0", "1.13"};
+// that stands for it ("": the newest known): 2.10 and later (torch.distributed.pipelining keeps
+// no outputs or input gradients past a step), 2.8 and 2.9 (the Trainer's fused AdamW default; the
+// pipeline's last stage keeps its logits), 2.1 to 2.7, 2.0, 1.13 and older.
+inline constexpr const char *kTorchRangeVersions[] = {"", "2.9", "2.7", "2.0", "1.13"};
 int torchReleaseRange(const StackConfig &stack);
 
 // The version text the scenario gives for PyTorch ("" when it does not say).

@@ -357,6 +357,66 @@ private slots:
         QVERIFY(many.estimate().peak_reserved >= many.estimate().peak_allocated);
     }
 
+    // torch.distributed.pipelining keeps stage outputs (output_chunks) and the received inputs'
+    // gradients until the next step, by release; the newest releases (and a scenario that names
+    // none) keep neither.
+    void torchPipeliningKeepsOutputsByRelease()
+    {
+        EstimateInput in = input(4, 8, PipelineSchedule::OneFOneB);
+        in.training.stack.name = Stack::Torchtitan;
+        const SizeExpr boundary = SizeExpr::constant(1000), logits = SizeExpr::constant(30000);
+        const auto kept = [&](const char *torch, std::int32_t index) {
+            EstimateInput s = stage(in, index);
+            s.training.stack.torch = torch;
+            const PipelineKeptTensors k = pipelineKeptTensors(s, 8, boundary, logits);
+            return std::make_pair(k.outputs.at(1, 1), k.input_grads.at(1, 1));
+        };
+        using Pair = std::pair<double, double>;
+        // Before 2.8: every stage's 8 outputs (the last stage's are the logits); the gradients
+        // of every received input (not on the first stage, which receives none).
+        QCOMPARE(kept("2.7", 0), Pair(8000, 0));
+        QCOMPARE(kept("2.7", 1), Pair(8000, 8000));
+        QCOMPARE(kept("2.7", 3), Pair(240000, 8000));
+        // 2.8 and 2.9: only the last stage's logits.
+        QCOMPARE(kept("2.9.1", 1), Pair(0, 8000));
+        QCOMPARE(kept("2.8", 3), Pair(240000, 8000));
+        // 2.10 (return_outputs=False, the gradients cleared once sent) and no release named.
+        QCOMPARE(kept("2.10", 3), Pair(0, 0));
+        QCOMPARE(kept("", 3), Pair(0, 0));
+        in.parallelism.pipeline_schedule = PipelineSchedule::Interleaved1F1B; // 2 stage objects
+        QCOMPARE(kept("2.7", 0), Pair(16000, 8000));
+        QCOMPARE(kept("2.7", 3), Pair(248000, 16000));
+        in.training.stack.name = Stack::PlainTorch; // Megatron-style: its own buffers
+        QCOMPARE(kept("2.7", 3), Pair(0, 0));
+
+        // In the estimate: the last stage of Llama-3-8B (128k vocabulary, fp32 logits of 4k
+        // tokens: 2 GiB a micro-batch) holds more the older the release, until the step's end.
+        in = input(4, 8, PipelineSchedule::OneFOneB);
+        in.training.stack.name = Stack::Torchtitan;
+        in.training.precision = Precision::Fp32;
+        const auto peak = [&](const char *torch) {
+            EstimateInput s = stage(in, 3);
+            s.training.stack.torch = torch;
+            return StepModel(s).allocatedEstimate();
+        };
+        const MemoryEstimate newest = peak(""), v29 = peak("2.9"), v27 = peak("2.7");
+        QCOMPARE(peak("2.10").peak_allocated, newest.peak_allocated);
+        const double gib = 1024.0 * 1024 * 1024;
+        const double logitsGiB = 4096.0 * 128256 * 4 / gib; // one micro-batch's fp32 logits
+        // The last stage has one micro-batch in flight: seven are done before its last forward,
+        // all eight by the optimizer step.
+        QVERIFY2(v29.peak_allocated - newest.peak_allocated >= 7 * logitsGiB * gib,
+                 qPrintable(QString::number((v29.peak_allocated - newest.peak_allocated) / gib)));
+        QVERIFY(v29.peak_allocated - newest.peak_allocated <= 8.5 * logitsGiB * gib);
+        QCOMPARE(v27.peak_allocated, v29.peak_allocated); // the last stage sends no outputs
+        // A middle stage kept its sent outputs too before 2.8.
+        EstimateInput middle = stage(in, 1);
+        middle.training.stack.torch = "2.7";
+        const Bytes middle27 = StepModel(middle).allocatedEstimate().peak_allocated;
+        middle.training.stack.torch = "2.8";
+        QVERIFY(middle27 > StepModel(middle).allocatedEstimate().peak_allocated);
+    }
+
     // The stages are not data parallel: states are sharded over the replicas of one stage.
     void shardingIsWithinAStage()
     {

@@ -619,7 +619,8 @@ QWidget *ControlsPanel::buildTrainingGroup()
     m_torch = new QComboBox;
     m_torch->setObjectName(QStringLiteral("torch"));
     // One item per range of releases that differ in bytes (model/torch_release.h).
-    for (const char *label : {QT_TRANSLATE_NOOP("Controls", "2.8 or later"),
+    for (const char *label : {QT_TRANSLATE_NOOP("Controls", "2.10 or later"),
+                              QT_TRANSLATE_NOOP("Controls", "2.8 to 2.9"),
                               QT_TRANSLATE_NOOP("Controls", "2.1 to 2.7"),
                               QT_TRANSLATE_NOOP("Controls", "2.0"),
                               QT_TRANSLATE_NOOP("Controls", "1.13 or older")})
@@ -627,7 +628,8 @@ QWidget *ControlsPanel::buildTrainingGroup()
     m_torch->setToolTip(
         tr("The PyTorch release: torch.optim.AdamW keeps one parameter-sized temporary list from "
            "2.1, two in 2.0, and loops tensor by tensor before 2.0; the Trainer defaults to fused "
-           "AdamW only with 2.8 or later"));
+           "AdamW only with 2.8 or later; torch.distributed.pipelining (torchtitan) keeps the last "
+           "stage's logits until the next step before 2.10, and every stage's outputs before 2.8"));
     connect(m_torch, &QComboBox::activated, this, [this](int index) {
         const std::string version = kTorchRangeVersions[index];
         edit(tr("Change PyTorch release"),
