@@ -359,8 +359,10 @@ PipelineKeptTensors pipelineKeptTensors(const EstimateInput &stage,
     const std::int64_t v = chunksPerGpu(p), index = stage.pipeline_stage;
     const bool holdsLast = index == stages(p) - 1; // its chunk v - 1 is the pipeline's last
     PipelineKeptTensors kept;
-    if (holdsLast)
+    if (holdsLast) {
         kept.outputs = logits * m;
+        kept.merged = logits * m;
+    }
     if (torch < LibraryVersion{2, 8, 0})
         kept.outputs += boundary * (m * static_cast<double>(v - (holdsLast ? 1 : 0)));
     kept.input_grads = boundary * (m * static_cast<double>(v - (index == 0 ? 1 : 0)));
@@ -400,6 +402,26 @@ void addPipelineKeptTensors(StepTimeline &tl,
     drained.events.push_back(TimelineEvent{id, 0, true, false});
     tl.blocks.insert(std::find_if(tl.blocks.begin(), tl.blocks.end(), isStep), std::move(drained));
     freeAfterStep(tl).events.push_back(TimelineEvent{id, 0, false, false});
+}
+
+void addPipelineMergedOutput(StepTimeline &tl, const SizeExpr &merged)
+{
+    const auto step = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
+        return b.phase == Phase::OptimizerStep;
+    });
+    if (merged.isZero() || step == tl.blocks.end())
+        return;
+    TimelineTensor t;
+    t.name = "merged output of the pipeline's step() (torch.cat of the kept logits)";
+    t.size = merged;
+    t.component = Component::Temporaries;
+    t.origin = TensorOrigin::Value;
+    const int id = tl.addTensor(t);
+    TimelineBlock merge;
+    merge.stage = Stage::Backward;
+    merge.phase = Phase::Backward;
+    merge.events = {TimelineEvent{id, 0, true, false}, TimelineEvent{id, 0, false, false}};
+    tl.blocks.insert(step, std::move(merge));
 }
 
 std::string pipelineStageSummary(const ParallelismConfig &p, const Derivation &d)

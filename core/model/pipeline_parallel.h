@@ -135,13 +135,17 @@ void addPipelineReceiveBuffers(StepTimeline &timeline, const SizeExpr &boundary,
 //   pytorch PR #165822, which torchtitan passes since torchtitan#1922, October 2025);
 // - `input_grads` (the receive buffers' .grad, which stage_backward leaves set): before 2.10, one
 //   `boundary` per micro-batch of each stage object that receives activations (pytorch PR #164329
-//   clears them once sent).
+//   clears them once sent);
+// - `merged`, not kept but made at the end of the last stage's step() before 2.10: the output it
+//   returns, merge_chunks' torch.cat of the kept logits (a second copy, which torchtitan drops at
+//   once, before the optimizer step).
 // A scenario that names no PyTorch release gets the newest behaviour: nothing kept. Zero for
 // other stacks.
 struct PipelineKeptTensors
 {
     SizeExpr outputs;
     SizeExpr input_grads;
+    SizeExpr merged;
 };
 PipelineKeptTensors pipelineKeptTensors(const EstimateInput &stage,
                                         std::int64_t microBatches,
@@ -154,6 +158,8 @@ void addPipelineKeptTensors(StepTimeline &timeline,
                             const SizeExpr &kept,
                             double inFlight,
                             std::int64_t microBatches);
+// Adds the merged output: made and dropped after the last backward, before the optimizer step.
+void addPipelineMergedOutput(StepTimeline &timeline, const SizeExpr &merged);
 
 // For people: "stage 1 of 4: the embedding and 8 decoder layers, 4 micro-batches' activations at
 // once (1f1b)"; empty without pipeline parallelism.

@@ -65,6 +65,7 @@ StepModel::StepModel(std::pair<EstimateInput, double> stage, const EstimateInput
         const PipelineKeptTensors kept
             = pipelineKeptTensors(m_input, m, boundary, pipelineLogitsBytes(a, graphTraining, tp));
         addPipelineKeptTensors(m_timeline, kept.outputs + kept.input_grads, m_inFlight, m);
+        addPipelineMergedOutput(m_timeline, kept.merged);
         const EstimateInput model = resolveStackChoices(whole);
         const ParameterLayout layout = parameterLayout(model.arch);
         m_model = {layout.total, layout.active, modelStates(model, layout).trainable_all};
