@@ -287,14 +287,37 @@ bool holdFromFirstForward(StepTimeline &tl, const TimelineTensor &t, MakeFreeBlo
     return true;
 }
 
+bool isOptimizerStep(const TimelineBlock &b)
+{
+    return b.phase == Phase::OptimizerStep;
+}
+
+bool hasOptimizerStep(const StepTimeline &tl)
+{
+    return std::any_of(tl.blocks.begin(), tl.blocks.end(), isOptimizerStep);
+}
+
+// A new backward block after the last backward, just before the optimizer step (which exists).
+TimelineBlock &insertDrainedBlock(StepTimeline &tl)
+{
+    TimelineBlock drained;
+    drained.stage = Stage::Backward;
+    drained.phase = Phase::Backward;
+    const auto step = std::find_if(tl.blocks.begin(), tl.blocks.end(), isOptimizerStep);
+    return *tl.blocks.insert(step, std::move(drained));
+}
+
+// A new block at the very end of the step, after the optimizer step.
+TimelineBlock &appendStepEndBlock(StepTimeline &tl)
+{
+    return tl.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
+}
+
 } // namespace
 
 void addPipelineInFlight(StepTimeline &tl, const SizeExpr &extra, double inFlight)
 {
-    if (inFlight <= 1 || extra.isZero())
-        return;
-    const auto isStep = [](const TimelineBlock &b) { return b.phase == Phase::OptimizerStep; };
-    if (std::none_of(tl.blocks.begin(), tl.blocks.end(), isStep))
+    if (inFlight <= 1 || extra.isZero() || !hasOptimizerStep(tl))
         return;
     TimelineTensor t;
     t.name = "activations of the other micro-batches in flight (pipeline)";
@@ -304,14 +327,7 @@ void addPipelineInFlight(StepTimeline &tl, const SizeExpr &extra, double inFligh
     t.size = extra * (1.0 / t.copies);
     t.component = Component::Activations;
     t.origin = TensorOrigin::Value;
-    // Freed when the last backward is done, before the step.
-    holdFromFirstForward(tl, t, [&isStep](StepTimeline &timeline) -> TimelineBlock & {
-        TimelineBlock drained;
-        drained.stage = Stage::Backward;
-        drained.phase = Phase::Backward;
-        const auto step = std::find_if(timeline.blocks.begin(), timeline.blocks.end(), isStep);
-        return *timeline.blocks.insert(step, std::move(drained));
-    });
+    holdFromFirstForward(tl, t, insertDrainedBlock); // freed once the last backward is done
 }
 
 std::int64_t pipelineReceiveBufferCount(const EstimateInput &stage, std::int64_t microBatches)
@@ -339,9 +355,7 @@ void addPipelineReceiveBuffers(StepTimeline &tl, const SizeExpr &boundary, std::
     t.size = boundary * (static_cast<double>(count) / t.copies);
     t.component = Component::Temporaries;
     t.origin = TensorOrigin::Value;
-    holdFromFirstForward(tl, t, [](StepTimeline &timeline) -> TimelineBlock & {
-        return timeline.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
-    });
+    holdFromFirstForward(tl, t, appendStepEndBlock);
 }
 
 PipelineKeptTensors pipelineKeptTensors(const EstimateInput &stage,
@@ -374,42 +388,29 @@ void addPipelineKeptTensors(StepTimeline &tl,
                             double inFlight,
                             std::int64_t microBatches)
 {
-    if (kept.isZero())
+    if (kept.isZero() || !hasOptimizerStep(tl))
         return;
     const double m = static_cast<double>(std::max<std::int64_t>(1, microBatches));
     const double done = std::clamp((m - inFlight) / m, 0.0, 1.0);
-    const auto isStep = [](const TimelineBlock &b) { return b.phase == Phase::OptimizerStep; };
-    if (std::none_of(tl.blocks.begin(), tl.blocks.end(), isStep))
-        return;
     TimelineTensor t;
     t.component = Component::Activations;
     t.origin = TensorOrigin::Value;
     t.copies = std::clamp(std::round(m * done), 1.0, kMaxPieces);
     t.size = kept * (done / t.copies);
     t.name = "outputs and input gradients of finished micro-batches (torch pipelining)";
-    const auto freeAfterStep = [](StepTimeline &timeline) -> TimelineBlock & {
-        return timeline.addBlock(Stage::OptimizerStep, Phase::OptimizerStep);
-    };
-    if (done > 0 && !holdFromFirstForward(tl, t, freeAfterStep))
+    if (done > 0 && !holdFromFirstForward(tl, t, appendStepEndBlock))
         return;
     // The rest are made as the last micro-batches finish: when the last backward is done.
     t.copies = std::clamp(std::round(m * (1 - done)), 1.0, kMaxPieces);
     t.size = kept * ((1 - done) / t.copies);
     const int id = tl.addTensor(t);
-    TimelineBlock drained;
-    drained.stage = Stage::Backward;
-    drained.phase = Phase::Backward;
-    drained.events.push_back(TimelineEvent{id, 0, true, false});
-    tl.blocks.insert(std::find_if(tl.blocks.begin(), tl.blocks.end(), isStep), std::move(drained));
-    freeAfterStep(tl).events.push_back(TimelineEvent{id, 0, false, false});
+    insertDrainedBlock(tl).events.push_back(TimelineEvent{id, 0, true, false});
+    appendStepEndBlock(tl).events.push_back(TimelineEvent{id, 0, false, false});
 }
 
 void addPipelineMergedOutput(StepTimeline &tl, const SizeExpr &merged)
 {
-    const auto step = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
-        return b.phase == Phase::OptimizerStep;
-    });
-    if (merged.isZero() || step == tl.blocks.end())
+    if (merged.isZero() || !hasOptimizerStep(tl))
         return;
     TimelineTensor t;
     t.name = "merged output of the pipeline's step() (torch.cat of the kept logits)";
@@ -417,11 +418,8 @@ void addPipelineMergedOutput(StepTimeline &tl, const SizeExpr &merged)
     t.component = Component::Temporaries;
     t.origin = TensorOrigin::Value;
     const int id = tl.addTensor(t);
-    TimelineBlock merge;
-    merge.stage = Stage::Backward;
-    merge.phase = Phase::Backward;
-    merge.events = {TimelineEvent{id, 0, true, false}, TimelineEvent{id, 0, false, false}};
-    tl.blocks.insert(step, std::move(merge));
+    insertDrainedBlock(tl).events = {TimelineEvent{id, 0, true, false},
+                                     TimelineEvent{id, 0, false, false}};
 }
 
 std::string pipelineStageSummary(const ParallelismConfig &p, const Derivation &d)
