@@ -196,6 +196,10 @@ std::string explainComponent(
         const double all = d.trainable_per_gpu * d.grad_bytes_per_param / d.grad_shard;
         if (phase == Phase::Backward && static_cast<double>(bytes) < 0.999 * all)
             return "made so far: " + liveList(in, est, phase, c, unit) + total;
+        if (static_cast<double>(bytes) > 1.001 * all) // StepBuilder::defersGradientSync
+            return "unsharded until the stage's last backward reduces them (torch pipelining "
+                   "defers FSDP's gradient sync): "
+                   + liveList(in, est, phase, c, unit) + total;
         return num(d.trainable_per_gpu) + " trainable params x " + num(d.grad_bytes_per_param)
                + " B" + shardText(d.grad_shard)
                + (phase != Phase::OptimizerStep && d.grads_live_in_forward

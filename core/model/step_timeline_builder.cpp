@@ -158,6 +158,8 @@ private:
     double reduceBucketBytes() const;
     void backwardLayers();
     void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from, int layer = 0);
+    void accumulateUnsharded(TimelineBlock &b, const GraphTimeline &g, std::size_t from, int layer);
+    void reduceDeferredGradients();
     // torch.optim and bitsandbytes make their states in the first step() (optim/adamw.py
     // `_init_group`); DeepSpeed's ZeRO optimizers at engine initialisation, and an optimizer
     // stepped in backward per parameter while the backward runs (left as resident).
@@ -171,6 +173,23 @@ private:
     }
     bool stepsInBackward() const { return m_p.train && m_in.training.optimizer_in_backward; }
     bool accumulates() const { return m_p.train && m_in.training.gradient_accumulation_steps > 1; }
+    // torch.distributed.pipelining runs every backward of a stage's FSDP2 module with gradient
+    // sync and resharding off and reduces once after the stage's last backward (stage.py,
+    // backward_maybe_with_nosync and run_post_backward, pytorch PR #134052; at the end of step()
+    // since PR #165106): the torchtitan stack with a pipeline and sharded gradients.
+    bool defersGradientSync() const
+    {
+        const bool fsdp = m_s.sharding == Sharding::FsdpFull
+                          || m_s.sharding == Sharding::FsdpGradOp;
+        return m_p.train && fsdp && m_s.grad_shard > 1 && !stepsInBackward()
+               && m_in.parallelism.pipeline_parallel > 1
+               && m_in.training.stack.name == Stack::Torchtitan;
+    }
+    // Bytes of `gradBytes` of gradients (in the model's gradient dtype) as FSDP2 holds them
+    // unsharded: .grad in param_dtype, and the accumulator of a step whose sync is off in
+    // reduce_dtype where it differs (_fsdp_param.py, to_accumulated_grad_if_needed, PR #125191).
+    double inParamDtype(double gradBytes) const;
+    double inAccumulatorDtype(double gradBytes) const;
     // Every layer's input offloaded to CPU RAM (validateInput: full checkpointing on every layer).
     bool offloadsActivations() const
     {
@@ -223,6 +242,8 @@ private:
     int m_accumulated = -1;      // gradients kept from earlier micro-batches: outside the layers
     int m_accumulatedLayer = -1; // ... of each decoder layer
     int m_partition = -1;        // ZeRO-2's partitioned gradient buffer
+    int m_paramDtypeGrad = -1;   // a layer's .grad under deferred sync, folded into ...
+    std::vector<int> m_rootAccumulators; // ... the accumulators the step's backwards make
     std::vector<int> m_rootShards;
     std::vector<TimelineEvent> m_deferredSteps; // the tied lm_head: stepped after the embedding
     std::map<int, int> m_stepWorkspace;         // a gradient's tensor -> its step's temporaries
@@ -293,15 +314,20 @@ void StepBuilder::resident()
                      m_s.trainable_layer_tensors));
     // With gradient accumulation the modelled (last) micro-batch starts with the .grad tensors of
     // the earlier ones: one per trainable tensor as autograd made them (a flat one per unit when
-    // sharded), which the allocator places one by one.
-    const double layerAccumulated = m_s.resident_grads
-                                    * (m_s.layer_grads / std::max(1.0, m_s.grads));
+    // sharded), which the allocator places one by one; unsharded, one per parameter, when the
+    // sync is deferred.
+    const bool deferred = defersGradientSync();
+    const bool perTensor = !flat || deferred;
+    const double rootGrads = m_s.grads - m_s.layer_grads;
+    const double layerAccumulated = deferred ? inAccumulatorDtype(m_s.layer_grads)
+                                             : m_s.resident_grads
+                                                   * (m_s.layer_grads / std::max(1.0, m_s.grads));
     if (accumulates() && layerAccumulated > 0) {
         m_accumulatedLayer = tensor("gradients of earlier micro-batches",
                                     bytes(layerAccumulated / L),
                                     Component::Gradients,
                                     true,
-                                    flat ? 1 : m_s.trainable_layer_tensors);
+                                    perTensor ? m_s.trainable_layer_tensors : 1);
         alloc(b, m_accumulatedLayer);
     }
 
@@ -339,10 +365,11 @@ void StepBuilder::resident()
         alloc(root, tensor("DDP gradient buckets", bytes(m_s.grads), Component::Temporaries, false));
     if (accumulates()) {
         m_accumulated = tensor("gradients of earlier micro-batches",
-                               bytes(m_s.resident_grads - layerAccumulated),
+                               bytes(deferred ? inAccumulatorDtype(rootGrads)
+                                              : m_s.resident_grads - layerAccumulated),
                                Component::Gradients,
                                false,
-                               flat ? 1 : std::max(1.0, m_s.trainable_root_tensors));
+                               perTensor ? std::max(1.0, m_s.trainable_root_tensors) : 1);
         alloc(root, m_accumulated);
     } else if (m_p.train && m_s.sharding == Sharding::Zero2 && multiGpu) {
         m_partition = tensor("partitioned gradients",
@@ -700,6 +727,8 @@ void StepBuilder::backward()
         release(end, m_rootGathered);
     if (m_bucket >= 0)
         release(end, m_bucket);
+    if (defersGradientSync())
+        reduceDeferredGradients();
 }
 
 void StepBuilder::backwardLayers()
@@ -729,7 +758,7 @@ void StepBuilder::backwardLayers()
             const int inputGrad = g.backward(b, accumulating, opsOf(ops));
             layerGradients(b, g, from, at);
             stepInBackward(b, from, ops);
-            if (m_s.gathers)
+            if (m_s.gathers && !defersGradientSync()) // else resharded after the last backward
                 release(b, m_gathered, at);
             if (inputGrad == g.graph().input)
                 m_liveGradLayer = layer + (run.repeat - 1) * run.step;
@@ -748,6 +777,10 @@ void StepBuilder::layerGradients(TimelineBlock &b,
     const bool sharded = m_p.train && shardsGradients(m_s.sharding) && m_in.parallelism.gpus > 1;
     if (!sharded)
         return;
+    if (defersGradientSync()) {
+        accumulateUnsharded(b, g, from, layer);
+        return;
+    }
     const bool perLayer = g.graph().input >= 0 && &g != m_head.get();
     const double unit = perLayer ? m_s.layer_grads / m_layers : m_s.grads - m_s.layer_grads;
     std::vector<TimelineEvent> kept(b.events.begin(), b.events.begin() + static_cast<long>(from));
@@ -795,6 +828,134 @@ void StepBuilder::layerGradients(TimelineBlock &b,
         kept.push_back({unsharded, layer, false, false});
     }
     b.events = std::move(kept);
+}
+
+double StepBuilder::inParamDtype(double gradBytes) const
+{
+    const auto param = m_in.parallelism.fsdp_param_dtype;
+    const double bytes = param ? (*param == ParamDtype::Fp32 ? 4.0 : 2.0)
+                               : m_s.grad_bytes_per_param;
+    return gradBytes / std::max(1.0, m_s.grad_bytes_per_param) * bytes;
+}
+
+double StepBuilder::inAccumulatorDtype(double gradBytes) const
+{
+    const auto reduce = m_in.parallelism.fsdp_reduce_dtype;
+    if (!reduce || reduce == m_in.parallelism.fsdp_param_dtype)
+        return inParamDtype(gradBytes);
+    return gradBytes / std::max(1.0, m_s.grad_bytes_per_param)
+           * (*reduce == ParamDtype::Fp32 ? 4 : 2);
+}
+
+// A unit's backward with its sync off: autograd's .grad of the unit's parameters in param_dtype,
+// which FSDP2's post_backward folds into the unit's accumulators and frees (the step's first
+// backward makes them, to_accumulated_grad_if_needed; later ones add to them,
+// accumulate_unsharded_grad_if_needed).
+void StepBuilder::accumulateUnsharded(TimelineBlock &b,
+                                      const GraphTimeline &g,
+                                      std::size_t from,
+                                      int layer)
+{
+    const bool perLayer = g.graph().input >= 0 && &g != m_head.get();
+    const double unit = perLayer ? m_s.layer_grads / m_layers : m_s.grads - m_s.layer_grads;
+    const double tensors = perLayer ? m_s.trainable_layer_tensors
+                                    : std::max(1.0, m_s.trainable_root_tensors);
+    const auto make = [&](const char *name, double size, Component c) {
+        return tensor(name, bytes(size), c, perLayer, tensors);
+    };
+    if (perLayer && m_paramDtypeGrad < 0)
+        m_paramDtypeGrad = make("unsharded layer gradients",
+                                inParamDtype(unit),
+                                Component::Temporaries);
+    const int grad = perLayer
+                         ? m_paramDtypeGrad
+                         : make("unsharded gradients", inParamDtype(unit), Component::Temporaries);
+    std::vector<TimelineEvent> kept(b.events.begin(), b.events.begin() + static_cast<long>(from));
+    bool seen = false;
+    for (std::size_t i = from; i < b.events.size(); ++i) {
+        const TimelineEvent &e = b.events[i];
+        const bool paramGrad = m_tl.tensors[static_cast<std::size_t>(e.tensor)].origin
+                               == TensorOrigin::ParamGrad;
+        if (!paramGrad)
+            kept.push_back(e);
+        else if (!seen)
+            kept.push_back({grad, layer, true, false});
+        seen = seen || paramGrad;
+    }
+    if (!seen) {
+        b.events = std::move(kept);
+        return;
+    }
+    if (!accumulates()) { // the step's first backward of this unit makes its accumulators
+        const char *name = "unsharded gradients (sync deferred)";
+        if (perLayer && m_accumulatedLayer < 0)
+            m_accumulatedLayer = make(name, inAccumulatorDtype(unit), Component::Gradients);
+        if (!perLayer)
+            m_rootAccumulators.push_back(make(name, inAccumulatorDtype(unit), Component::Gradients));
+        kept.push_back(
+            {perLayer ? m_accumulatedLayer : m_rootAccumulators.back(), layer, true, false});
+    }
+    kept.push_back({grad, layer, false, false});
+    b.events = std::move(kept);
+}
+
+// After the stage's last backward (run_post_backward): each unit resharded and its accumulated
+// gradients reduce-scattered (FSDP2 _fsdp_collectives.py, foreach_reduce: one flat reduce_dtype
+// input of the unit's size, the accumulators freed once copied into it, the sharded gradient
+// kept), the root unit first (FSDPState order), then the layers in order.
+void StepBuilder::reduceDeferredGradients()
+{
+    TimelineBlock &root = m_tl.addBlock(Stage::Backward, Phase::Backward);
+    std::vector<int> accumulators = m_rootAccumulators;
+    if (m_accumulated >= 0)
+        accumulators.push_back(m_accumulated);
+    const double rootUnit = inAccumulatorDtype(m_s.grads - m_s.layer_grads);
+    const int input = rootUnit > 0 ? tensor("reduce-scatter input",
+                                            bytes(rootUnit),
+                                            Component::Temporaries,
+                                            false,
+                                            1,
+                                            kReduceStream)
+                                   : -1;
+    if (input >= 0)
+        alloc(root, input);
+    for (int t : accumulators) // once copied into the input
+        release(root, t);
+    if (input >= 0) {
+        m_rootShards.push_back(tensor("gradient shard",
+                                      bytes(rootUnit / m_s.grad_shard),
+                                      Component::Gradients,
+                                      false,
+                                      1,
+                                      kReduceStream));
+        alloc(root, m_rootShards.back());
+        release(root, input);
+    }
+    m_accumulated = -1;
+    m_rootAccumulators.clear();
+    TimelineBlock &b = m_tl.addBlock(Stage::Backward, Phase::Backward, 0, 1, m_layers);
+    const double unit = inAccumulatorDtype(m_s.layer_grads / m_layers);
+    if (m_gathered >= 0)
+        release(b, m_gathered);
+    if (m_accumulatedLayer < 0 || unit <= 0)
+        return;
+    const int layerInput = tensor("reduce-scatter input",
+                                  bytes(unit),
+                                  Component::Temporaries,
+                                  true,
+                                  1,
+                                  kReduceStream);
+    m_gradShard = tensor("gradient shard",
+                         bytes(unit / m_s.grad_shard),
+                         Component::Gradients,
+                         true,
+                         1,
+                         kReduceStream);
+    alloc(b, layerInput);
+    release(b, m_accumulatedLayer);
+    alloc(b, m_gradShard);
+    release(b, layerInput);
+    m_accumulatedLayer = -1;
 }
 
 // The optimizer step in backward (torchtune optimizer_in_bwd, recipes/full_finetune_single_device.py

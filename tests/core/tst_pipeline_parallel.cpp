@@ -442,6 +442,48 @@ private slots:
         QCOMPARE(pipelineStageInput(in, 1).parallelism.sharding, Sharding::FsdpGradOp);
     }
 
+    // torch.distributed.pipelining runs a stage's backwards with FSDP2's gradient sync off: the
+    // gradients stay unsharded, in reduce_dtype, until the stage's last backward reduces them,
+    // and the units stay gathered until then.
+    void torchPipeliningDefersGradientSync()
+    {
+        EstimateInput in = input(2, 8, PipelineSchedule::OneFOneB);
+        in.parallelism.gpus = 4; // FSDP 2 x PP 2
+        in.parallelism.sharding = Sharding::FsdpFull;
+        in.training.precision = Precision::AmpBf16; // torchtitan: bf16 params, fp32 reduce
+        in.training.checkpointing = Checkpointing::Full;
+        in.training.stack.name = Stack::Torchtitan;
+        const auto grads = [](const MemoryEstimate &e, Phase p) {
+            return static_cast<double>(at(e, p, Component::Gradients));
+        };
+        const MemoryEstimate titan = StepModel(stage(in, 0)).allocatedEstimate();
+        const double fp32 = titan.derivation.trainable_per_gpu * 4; // the stage's, unsharded
+        QVERIFY(titan.derivation.grads_live_in_forward);            // 1F1B's steady state
+        QVERIFY2(std::abs(grads(titan, Phase::Forward) / fp32 - 1) < 1e-3,
+                 qPrintable(QString::number(grads(titan, Phase::Forward) / fp32)));
+        QVERIFY(grads(titan, Phase::Backward) >= 0.999 * fp32);
+        QVERIFY(std::abs(grads(titan, Phase::OptimizerStep) / (fp32 / 2) - 1) < 1e-3);
+        // Each of the stage's 16 layers stays gathered in bf16 to the end of the backward.
+        const double gathered = 16 * 218.1e6 * 2;
+        const auto temporaries = static_cast<double>(
+            at(titan, Phase::Backward, Component::Temporaries));
+        QVERIFY2(temporaries > gathered, qPrintable(QString::number(temporaries)));
+        // A bf16 reduce_dtype accumulates in bf16.
+        EstimateInput bf16 = stage(in, 0);
+        bf16.parallelism.fsdp_reduce_dtype = ParamDtype::Bf16;
+        const MemoryEstimate half = StepModel(bf16).allocatedEstimate();
+        QVERIFY(std::abs(grads(half, Phase::Forward) / (fp32 / 2) - 1) < 1e-3);
+        QVERIFY(std::abs(grads(half, Phase::OptimizerStep) / (fp32 / 4) - 1) < 1e-3);
+        // Without torch pipelining FSDP reduce-scatters every micro-batch's gradients.
+        in.training.stack.name = Stack::PlainTorch;
+        in.parallelism.fsdp_param_dtype = ParamDtype::Bf16;
+        in.parallelism.fsdp_reduce_dtype = ParamDtype::Fp32;
+        const MemoryEstimate plain = StepModel(stage(in, 0)).allocatedEstimate();
+        QVERIFY(grads(plain, Phase::Forward) <= 0.501 * fp32);
+        QVERIFY(grads(plain, Phase::Backward) <= 0.501 * fp32);
+        QVERIFY(static_cast<double>(titan.peak_allocated - plain.peak_allocated) > 0.45 * fp32);
+    }
+
     void theStepWaitsForTheBubble()
     {
         const GpuPerformance &h100 = bundledGpu("h100-80gb");
