@@ -246,7 +246,8 @@ void TestControlsPanel::gpuListFollowsTheUnitRoundedDown()
     // GiB by default: the MI210's 65,520 MiB is 63.98 GiB, shown as 63.9 (never 64 GiB it does
     // not have).
     QVERIFY2(textOf("mi210").endsWith(QStringLiteral("— 63.9 GiB")), qPrintable(textOf("mi210")));
-    QVERIFY2(textOf("v100-16gb").endsWith(QStringLiteral("— 16 GiB")),
+    QVERIFY2(textOf("gaudi3").endsWith(QStringLiteral("— 128 GiB")), qPrintable(textOf("gaudi3")));
+    QVERIFY2(textOf("v100-16gb").endsWith(QStringLiteral("— 15.7 GiB")),
              qPrintable(textOf("v100-16gb")));
     // Where CUDA's lower total is known, that is what a process gets and what is shown: the RTX
     // 4090's 24,212 of the driver's 24,564 MiB; the tooltip says which figure it is.
