@@ -239,6 +239,7 @@ private:
         m_mask = -1;
     int m_gathered = -1, m_rootGathered = -1, m_unitGrad = -1, m_gradShard = -1;
     int m_rootGradShard = -1, m_bucket = -1, m_lossGrad = -1;
+    int m_unitReduceInput = -1, m_rootReduceInput = -1;
     int m_accumulated = -1;      // gradients kept from earlier micro-batches: outside the layers
     int m_accumulatedLayer = -1; // ... of each decoder layer
     int m_partition = -1;        // ZeRO-2's partitioned gradient buffer
@@ -787,9 +788,20 @@ void StepBuilder::layerGradients(TimelineBlock &b,
     int &unsharded = perLayer ? m_unitGrad : m_rootGradShard;
     if (unsharded < 0)
         unsharded = tensor(perLayer ? "unsharded layer gradients" : "unsharded gradients",
-                           bytes(unit),
+                           bytes(inParamDtype(unit)),
                            Component::Temporaries,
                            perLayer);
+    // FSDP's mixed precision: autograd's .grad in param_dtype, copied into a reduce_dtype input
+    // where that differs, the .grad freed once copied (FSDP2 _fsdp_collectives.py foreach_reduce,
+    // which makes the input on the current stream and only the output on the reduce-scatter
+    // stream; FSDP1's cast, _runtime_utils.py _post_backward_hook, runs on its post-backward
+    // stream, not told apart here).
+    int &input = perLayer ? m_unitReduceInput : m_rootReduceInput;
+    if (input < 0 && inAccumulatorDtype(unit) != inParamDtype(unit))
+        input = tensor("reduce-scatter input",
+                       bytes(inAccumulatorDtype(unit)),
+                       Component::Temporaries,
+                       perLayer);
     bool seen = false;
     for (std::size_t i = from; i < b.events.size(); ++i) {
         const TimelineEvent &e = b.events[i];
@@ -803,6 +815,10 @@ void StepBuilder::layerGradients(TimelineBlock &b,
         kept.push_back(e);
     }
     if (seen) {
+        if (input >= 0) {
+            kept.push_back({input, layer, true, false});
+            kept.push_back({unsharded, layer, false, false});
+        }
         if (m_partition < 0 && m_accumulated < 0) {
             int shard;
             if (perLayer) {
@@ -825,7 +841,7 @@ void StepBuilder::layerGradients(TimelineBlock &b,
             }
             kept.push_back({shard, layer, true, false});
         }
-        kept.push_back({unsharded, layer, false, false});
+        kept.push_back({input >= 0 ? input : unsharded, layer, false, false});
     }
     b.events = std::move(kept);
 }
@@ -901,8 +917,9 @@ void StepBuilder::accumulateUnsharded(TimelineBlock &b,
 
 // After the stage's last backward (run_post_backward): each unit resharded and its accumulated
 // gradients reduce-scattered (FSDP2 _fsdp_collectives.py, foreach_reduce: one flat reduce_dtype
-// input of the unit's size, the accumulators freed once copied into it, the sharded gradient
-// kept), the root unit first (FSDPState order), then the layers in order.
+// input of the unit's size on the current stream, the accumulators freed once copied into it,
+// the sharded gradient kept from the reduce-scatter stream), the root unit first (FSDPState
+// order), then the layers in order.
 void StepBuilder::reduceDeferredGradients()
 {
     TimelineBlock &root = m_tl.addBlock(Stage::Backward, Phase::Backward);
@@ -913,9 +930,7 @@ void StepBuilder::reduceDeferredGradients()
     const int input = rootUnit > 0 ? tensor("reduce-scatter input",
                                             bytes(rootUnit),
                                             Component::Temporaries,
-                                            false,
-                                            1,
-                                            kReduceStream)
+                                            false)
                                    : -1;
     if (input >= 0)
         alloc(root, input);
@@ -939,12 +954,7 @@ void StepBuilder::reduceDeferredGradients()
         release(b, m_gathered);
     if (m_accumulatedLayer < 0 || unit <= 0)
         return;
-    const int layerInput = tensor("reduce-scatter input",
-                                  bytes(unit),
-                                  Component::Temporaries,
-                                  true,
-                                  1,
-                                  kReduceStream);
+    const int layerInput = tensor("reduce-scatter input", bytes(unit), Component::Temporaries, true);
     m_gradShard = tensor("gradient shard",
                          bytes(unit / m_s.grad_shard),
                          Component::Gradients,

@@ -291,6 +291,32 @@ private slots:
         QCOMPARE(gathered(in), 2 * layer);
     }
 
+    // Autograd's .grad of a gathered unit is in param_dtype; where reduce_dtype differs FSDP2
+    // copies it into one flat reduce_dtype input before the reduce-scatter (foreach_reduce).
+    void fsdpReducesFromParamDtypeGradients()
+    {
+        EstimateInput in = input(llama32_1b(), Method::Full, Precision::AmpBf16);
+        in.parallelism.gpus = 8;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        auto size = [](const EstimateInput &e, const char *name) {
+            const StepModel model(e);
+            for (const TimelineTensor &t : model.timeline().tensors)
+                if (std::string(t.name) == name && t.per_layer)
+                    return t.size.fixed * t.copies;
+            return -1.0;
+        };
+        const double layer = parameterLayout(in.arch).per_layer;
+        QCOMPARE(size(in, "unsharded layer gradients"), 4 * layer); // fp32 in flight
+        QCOMPARE(size(in, "reduce-scatter input"), -1.0);
+        in.parallelism.fsdp_param_dtype = ParamDtype::Bf16; // accelerate: reduce in bf16 too
+        QCOMPARE(size(in, "unsharded layer gradients"), 2 * layer);
+        QCOMPARE(size(in, "reduce-scatter input"), -1.0);
+        in.parallelism.fsdp_reduce_dtype = ParamDtype::Fp32; // torchtitan
+        QCOMPARE(size(in, "unsharded layer gradients"), 2 * layer);
+        QCOMPARE(size(in, "reduce-scatter input"), 4 * layer);
+        QCOMPARE(size(in, "gradient shard"), 4 * layer / 8);
+    }
+
     // torchtitan's ActivationCheckpoint defaults (mode "selective", selective_ac_option "2"):
     // every second layer checkpointed whole, unless the scenario says; another stack resets it.
     void torchtitanCheckpointsEverySecondLayer()
