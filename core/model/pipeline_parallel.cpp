@@ -138,7 +138,7 @@ std::int64_t pipelineWorstStage(const EstimateInput &input)
         return 0;
     Bytes worst = 0;
     std::int64_t at = 0;
-    for (const std::int64_t index : pipelineCandidateStages(input)) {
+    for (std::int64_t index = 0; index < stages(input.parallelism); ++index) {
         EstimateInput stage = input;
         stage.pipeline_stage = static_cast<std::int32_t>(index);
         const Bytes peak = StepModel(stage).allocatedEstimate().peak_allocated;

@@ -53,13 +53,16 @@ double pipelineBubbleFraction(const ParallelismConfig &parallelism, std::int64_t
 // `input` is the whole model's (StepModel slices it once).
 EstimateInput pipelineStageInput(const EstimateInput &input, std::int64_t index);
 
-// The stages that may allocate or take the most: of an even split the two ends (the first holds
-// the embedding and the most layers and micro-batches in flight, the last the loss), of a split set
-// by hand every stage. 0-based, first to last; {0} without a pipeline.
+// The stages that may take the longest: of an even split the two ends (the first holds the
+// embedding and the most layers, the last the loss), of a split set by hand every stage. 0-based,
+// first to last; {0} without a pipeline.
 std::vector<std::int64_t> pipelineCandidateStages(const EstimateInput &input);
 
-// The stage an estimate models when the input leaves it open: of the candidate stages, the one that
-// allocates the most at its peak.
+// The stage an estimate models when the input leaves it open: of every stage, the one that
+// allocates the most at its peak. Not only the ends: a stage whose warm-up leaves it gradients
+// while it holds its micro-batches can outgrow the first, whose warm-up takes all but one (FSDP's
+// unsharded gradients under torch pipelining: Llama 3.1 405B on PP 8, stage 2), and interleaving
+// spreads the chunk passes unevenly.
 std::int64_t pipelineWorstStage(const EstimateInput &input);
 
 // One stage of a pipeline as its own estimate builds it: its decoder layers, the micro-batches it
@@ -73,7 +76,7 @@ struct PipelineStagePeak
 };
 
 // Every stage of the input's pipeline, first to last (empty without one), each built alone; the
-// command line's per-stage table (the app and the verdict build only the first and the last).
+// command line's per-stage table.
 std::vector<PipelineStagePeak> pipelineStagePeaks(const EstimateInput &input);
 
 // What one micro-batch holds when its forward through the stage ends (the saved tensors and the
