@@ -159,6 +159,11 @@ private:
     void backwardLayers();
     void layerGradients(TimelineBlock &b, const GraphTimeline &g, std::size_t from, int layer = 0);
     void accumulateUnsharded(TimelineBlock &b, const GraphTimeline &g, std::size_t from, int layer);
+    bool replaceParamGrads(const TimelineBlock &b,
+                           std::size_t from,
+                           int with,
+                           int layer,
+                           std::vector<TimelineEvent> &kept) const;
     void reduceDeferredGradients();
     // torch.optim and bitsandbytes make their states in the first step() (optim/adamw.py
     // `_init_group`); DeepSpeed's ZeRO optimizers at engine initialisation, and an optimizer
@@ -767,6 +772,29 @@ void StepBuilder::backwardLayers()
     }
 }
 
+// `b`'s events into `kept`, those from `from` on without the weights' .grad events, the first of
+// which becomes the allocation of `with`; whether there was one.
+bool StepBuilder::replaceParamGrads(const TimelineBlock &b,
+                                    std::size_t from,
+                                    int with,
+                                    int layer,
+                                    std::vector<TimelineEvent> &kept) const
+{
+    kept.assign(b.events.begin(), b.events.begin() + static_cast<long>(from));
+    bool seen = false;
+    for (std::size_t i = from; i < b.events.size(); ++i) {
+        const TimelineEvent &e = b.events[i];
+        const bool paramGrad = m_tl.tensors[static_cast<std::size_t>(e.tensor)].origin
+                               == TensorOrigin::ParamGrad;
+        if (!paramGrad)
+            kept.push_back(e);
+        else if (!seen)
+            kept.push_back({with, layer, true, false});
+        seen = seen || paramGrad;
+    }
+    return seen;
+}
+
 // With ZeRO-2/3 and FSDP a layer's gradients exist unsharded only until reduce-scatter: its
 // weights' .grad events become one transient unsharded buffer, then a shard is kept (ZeRO-2 keeps
 // its partition in a buffer allocated up front).
@@ -784,7 +812,6 @@ void StepBuilder::layerGradients(TimelineBlock &b,
     }
     const bool perLayer = g.graph().input >= 0 && &g != m_head.get();
     const double unit = perLayer ? m_s.layer_grads / m_layers : m_s.grads - m_s.layer_grads;
-    std::vector<TimelineEvent> kept(b.events.begin(), b.events.begin() + static_cast<long>(from));
     int &unsharded = perLayer ? m_unitGrad : m_rootGradShard;
     if (unsharded < 0)
         unsharded = tensor(perLayer ? "unsharded layer gradients" : "unsharded gradients",
@@ -802,19 +829,8 @@ void StepBuilder::layerGradients(TimelineBlock &b,
                        bytes(inAccumulatorDtype(unit)),
                        Component::Temporaries,
                        perLayer);
-    bool seen = false;
-    for (std::size_t i = from; i < b.events.size(); ++i) {
-        const TimelineEvent &e = b.events[i];
-        const TimelineTensor &t = m_tl.tensors[static_cast<std::size_t>(e.tensor)];
-        if (t.origin == TensorOrigin::ParamGrad) {
-            if (!seen)
-                kept.push_back({unsharded, layer, true, false});
-            seen = true;
-            continue;
-        }
-        kept.push_back(e);
-    }
-    if (seen) {
+    std::vector<TimelineEvent> kept;
+    if (replaceParamGrads(b, from, unsharded, layer, kept)) {
         if (input >= 0) {
             kept.push_back({input, layer, true, false});
             kept.push_back({unsharded, layer, false, false});
@@ -849,8 +865,7 @@ void StepBuilder::layerGradients(TimelineBlock &b,
 double StepBuilder::inParamDtype(double gradBytes) const
 {
     const auto param = m_in.parallelism.fsdp_param_dtype;
-    const double bytes = param ? (*param == ParamDtype::Fp32 ? 4.0 : 2.0)
-                               : m_s.grad_bytes_per_param;
+    const double bytes = param ? paramDtypeBytes(*param) : m_s.grad_bytes_per_param;
     return gradBytes / std::max(1.0, m_s.grad_bytes_per_param) * bytes;
 }
 
@@ -859,8 +874,7 @@ double StepBuilder::inAccumulatorDtype(double gradBytes) const
     const auto reduce = m_in.parallelism.fsdp_reduce_dtype;
     if (!reduce || reduce == m_in.parallelism.fsdp_param_dtype)
         return inParamDtype(gradBytes);
-    return gradBytes / std::max(1.0, m_s.grad_bytes_per_param)
-           * (*reduce == ParamDtype::Fp32 ? 4 : 2);
+    return gradBytes / std::max(1.0, m_s.grad_bytes_per_param) * paramDtypeBytes(*reduce);
 }
 
 // A unit's backward with its sync off: autograd's .grad of the unit's parameters in param_dtype,
@@ -886,19 +900,8 @@ void StepBuilder::accumulateUnsharded(TimelineBlock &b,
     const int grad = perLayer
                          ? m_paramDtypeGrad
                          : make("unsharded gradients", inParamDtype(unit), Component::Temporaries);
-    std::vector<TimelineEvent> kept(b.events.begin(), b.events.begin() + static_cast<long>(from));
-    bool seen = false;
-    for (std::size_t i = from; i < b.events.size(); ++i) {
-        const TimelineEvent &e = b.events[i];
-        const bool paramGrad = m_tl.tensors[static_cast<std::size_t>(e.tensor)].origin
-                               == TensorOrigin::ParamGrad;
-        if (!paramGrad)
-            kept.push_back(e);
-        else if (!seen)
-            kept.push_back({grad, layer, true, false});
-        seen = seen || paramGrad;
-    }
-    if (!seen) {
+    std::vector<TimelineEvent> kept;
+    if (!replaceParamGrads(b, from, grad, layer, kept)) {
         b.events = std::move(kept);
         return;
     }

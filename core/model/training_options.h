@@ -114,6 +114,12 @@ struct StackConfig
 // A parameter dtype for FSDP's mixed-precision policy.
 enum class ParamDtype { Fp32, Bf16, Fp16 };
 
+// Bytes of one element of a ParamDtype.
+constexpr double paramDtypeBytes(ParamDtype d)
+{
+    return d == ParamDtype::Fp32 ? 4.0 : 2.0;
+}
+
 // Hugging Face Llama module names; other families map their own names onto these.
 enum LoraTarget : unsigned {
     TargetQ = 1u << 0,

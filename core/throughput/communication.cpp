@@ -67,11 +67,10 @@ void fsdpWireBytes(const EstimateInput &input, double &weight, double &gradient)
     const bool fsdp = p.sharding == Sharding::FsdpFull || p.sharding == Sharding::FsdpGradOp;
     if (!fsdp || p.gpus < 2 || in.training.quantization != Quantization::None)
         return;
-    auto size = [](ParamDtype d) { return d == ParamDtype::Fp32 ? 4.0 : 2.0; };
     if (graphTrainingConfig(in).precision != in.training.precision)
-        weight = size(*p.fsdp_param_dtype);
+        weight = paramDtypeBytes(*p.fsdp_param_dtype);
     if (p.fsdp_reduce_dtype && isAmp(in.training.precision))
-        gradient = size(*p.fsdp_reduce_dtype);
+        gradient = paramDtypeBytes(*p.fsdp_reduce_dtype);
 }
 
 // Activation offloading (torchtune's OffloadActivations with streams): each checkpointed layer's
