@@ -132,24 +132,6 @@ std::vector<std::int64_t> pipelineCandidateStages(const EstimateInput &input)
     return all;
 }
 
-std::int64_t pipelineWorstStage(const EstimateInput &input)
-{
-    if (stages(input.parallelism) == 1)
-        return 0;
-    Bytes worst = 0;
-    std::int64_t at = 0;
-    for (std::int64_t index = 0; index < stages(input.parallelism); ++index) {
-        EstimateInput stage = input;
-        stage.pipeline_stage = static_cast<std::int32_t>(index);
-        const Bytes peak = StepModel(stage).allocatedEstimate().peak_allocated;
-        if (peak > worst) {
-            worst = peak;
-            at = index;
-        }
-    }
-    return at;
-}
-
 std::vector<PipelineStagePeak> pipelineStagePeaks(const EstimateInput &input)
 {
     const std::int64_t n = stages(input.parallelism);
@@ -164,6 +146,21 @@ std::vector<PipelineStagePeak> pipelineStagePeaks(const EstimateInput &input)
                        est.peak_allocated});
     }
     return out;
+}
+
+std::int64_t worstStage(const std::vector<PipelineStagePeak> &peaks)
+{
+    const auto worst = std::max_element(peaks.begin(),
+                                        peaks.end(),
+                                        [](const PipelineStagePeak &a, const PipelineStagePeak &b) {
+                                            return a.peak_allocated < b.peak_allocated;
+                                        });
+    return worst == peaks.end() ? 0 : worst->stage;
+}
+
+std::int64_t pipelineWorstStage(const EstimateInput &input)
+{
+    return worstStage(pipelineStagePeaks(input));
 }
 
 ForwardEndParts forwardEndParts(const StepTimeline &tl)

@@ -79,6 +79,10 @@ struct PipelineStagePeak
 // command line's per-stage table.
 std::vector<PipelineStagePeak> pipelineStagePeaks(const EstimateInput &input);
 
+// Of stages' peaks, the 0-based index of the one that allocates the most (the first of equals); 0
+// when there are none. pipelineWorstStage(input) is that of pipelineStagePeaks(input).
+std::int64_t worstStage(const std::vector<PipelineStagePeak> &peaks);
+
 // What one micro-batch holds when its forward through the stage ends (the saved tensors and the
 // logits' chain, not the states), in three parts: the decoder layers' own tensors, what each pass
 // through a run of layers makes once (its input, received or embedded, the mask and rotary tables),

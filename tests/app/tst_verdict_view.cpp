@@ -230,7 +230,7 @@ void TestVerdictView::chartDrawsTheBand()
 }
 
 // A pipeline's summary names its stage and lists every stage's allocated peak, as the command line
-// does (pipelineStagePeaks); while a slider drags, the stages are not built again.
+// does (pipelineStagePeaks, the document's); while a slider drags, the stages are not built again.
 void TestVerdictView::pipelineStagesListed()
 {
     ScenarioDocument doc(PresetCatalog::bundled());
@@ -249,6 +249,11 @@ void TestVerdictView::pipelineStagesListed()
                         .arg(p.stage == 3 ? QStringLiteral(".") : QStringLiteral(", "));
     QVERIFY2(text.contains(expected), qPrintable(text));
     QVERIFY(text.contains(QStringLiteral("stage 4 of 4")));
+    // The document finds the worst stage from these peaks; the estimate is the core's own.
+    const MemoryEstimate core = estimateMemory(doc.input());
+    QCOMPARE(doc.estimate().peak_allocated, core.peak_allocated);
+    QCOMPARE(doc.estimate().peak_reserved, core.peak_reserved);
+    QCOMPARE(doc.estimate().derivation.pipeline_stage, core.derivation.pipeline_stage);
     // A drag's provisional estimate of another scenario leaves the line out until it settles.
     doc.setDragging(true);
     doc.edit(QStringLiteral("training.sequence_length"),

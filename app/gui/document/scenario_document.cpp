@@ -276,8 +276,15 @@ void ScenarioDocument::recompute(bool allowProvisional)
     if (m_input) {
         // estimateMemory(), kept; during a drag without the replay (setDragging).
         m_provisional = allowProvisional && m_dragging && m_settledRatio > 0;
-        m_model = m_provisional ? std::make_shared<const StepModel>(*m_input, m_settledRatio)
-                                : std::make_shared<const StepModel>(*m_input);
+        EstimateInput modelled = *m_input;
+        m_stagePeaks.clear();
+        if (!m_provisional && m_input->parallelism.pipeline_parallel > 1) {
+            m_stagePeaks = pipelineStagePeaks(*m_input);
+            if (modelled.pipeline_stage < 0)
+                modelled.pipeline_stage = static_cast<std::int32_t>(worstStage(m_stagePeaks));
+        }
+        m_model = m_provisional ? std::make_shared<const StepModel>(modelled, m_settledRatio)
+                                : std::make_shared<const StepModel>(modelled);
         m_estimate = m_model->estimate();
         if (m_provisional) {
             m_settleTimer->start();
@@ -290,6 +297,7 @@ void ScenarioDocument::recompute(bool allowProvisional)
         m_provisional = false;
         m_settleTimer->stop();
         m_model.reset();
+        m_stagePeaks.clear();
         m_estimate = MemoryEstimate{};
         m_error = QString::fromStdString(error);
     }

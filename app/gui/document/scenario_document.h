@@ -9,6 +9,7 @@
 #include "io/load_error.h"
 #include "io/preset_catalog.h"
 #include "model/memory_estimator.h"
+#include "model/pipeline_parallel.h"
 #include "model/scenario.h"
 #include "model/step_model.h"
 
@@ -20,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace membudget {
 
@@ -50,6 +52,11 @@ public:
     // Shared, so a worker thread can keep it after the next change; only when valid().
     const StepModel &stepModel() const { return *m_model; }
     std::shared_ptr<const StepModel> sharedStepModel() const { return m_model; }
+
+    // Every pipeline stage's allocated peak, each stage built alone (pipelineStagePeaks), for the
+    // settled estimate; empty without a pipeline and while the estimate is provisional. The
+    // estimate models the worst of them, found here rather than once more in the step model.
+    const std::vector<PipelineStagePeak> &stagePeaks() const { return m_stagePeaks; }
 
     // The GPUs the scenario compares against, resolved through the catalog (unknown ids skipped).
     std::vector<GpuSpec> selectedGpus() const;
@@ -124,6 +131,7 @@ private:
     Scenario m_scenario;
     std::optional<EstimateInput> m_input;
     std::shared_ptr<const StepModel> m_model; // of m_input
+    std::vector<PipelineStagePeak> m_stagePeaks;
     MemoryEstimate m_estimate;
     QString m_error;
     QString m_filePath;

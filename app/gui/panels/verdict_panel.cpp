@@ -307,18 +307,12 @@ void VerdictPanel::setSummary(const QString &html)
 
 QString VerdictPanel::stagePeaksLine(const ScenarioDocument &doc, ByteUnit unit)
 {
-    if (!(m_stagePeaksScenario && *m_stagePeaksScenario == doc.scenario())) {
-        m_stagePeaks.clear();
-        m_stagePeaksScenario.reset();
-        // Each stage is an estimate of its own: not during a drag, and not for hundreds of them.
-        constexpr std::int64_t kMaxListedStages = 64;
-        if (doc.isProvisional() || doc.input().parallelism.pipeline_parallel > kMaxListedStages)
-            return {};
-        m_stagePeaks = pipelineStagePeaks(doc.input());
-        m_stagePeaksScenario = doc.scenario();
-    }
+    // Not for hundreds of stages.
+    constexpr std::size_t kMaxListedStages = 64;
+    if (doc.stagePeaks().size() > kMaxListedStages)
+        return {};
     QStringList peaks;
-    for (const PipelineStagePeak &p : m_stagePeaks)
+    for (const PipelineStagePeak &p : doc.stagePeaks())
         peaks << tr("%1: %2").arg(p.stage + 1).arg(bytes(p.peak_allocated, unit));
     return peaks.isEmpty() ? QString()
                            : QStringLiteral("<br>")

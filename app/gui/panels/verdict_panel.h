@@ -87,10 +87,8 @@ private:
     std::vector<std::int64_t> m_estimatedLimits;
     std::vector<std::int64_t> m_exactLimits;
     quint64 m_limitsGeneration = 0;
-    // A pipeline's every stage, built when an estimate settles (not while a slider drags).
+    // A pipeline's every stage's allocated peak, of the settled estimate (the document's).
     QString stagePeaksLine(const ScenarioDocument &document, ByteUnit unit);
-    std::optional<Scenario> m_stagePeaksScenario;
-    std::vector<PipelineStagePeak> m_stagePeaks;
     const ScenarioDocument *m_doc = nullptr; // shown last, for a recolour
     ByteUnit m_unit = ByteUnit::GiB;
 };
