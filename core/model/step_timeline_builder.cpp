@@ -190,6 +190,14 @@ private:
                && m_in.parallelism.pipeline_parallel > 1
                && m_in.training.stack.name == Stack::Torchtitan;
     }
+    // torchtitan does not reshard the last transformer block after forward, since backward
+    // gathers it first (parallelize_llama's apply_fsdp: reshard_after_forward = layer_id <
+    // n_layers - 1, without a pipeline): its gathered parameters stay through the loss.
+    bool keepsLastLayerGathered() const
+    {
+        return m_prefetch && m_p.train && m_in.training.stack.name == Stack::Torchtitan
+               && m_s.sharding == Sharding::FsdpFull && m_in.parallelism.pipeline_parallel <= 1;
+    }
     // Bytes of `gradBytes` of gradients (in the model's gradient dtype) as FSDP2 holds them
     // unsharded: .grad in param_dtype, and the accumulator of a step whose sync is off in
     // reduce_dtype where it differs (_fsdp_param.py, to_accumulated_grad_if_needed, PR #125191).
@@ -436,6 +444,8 @@ void StepBuilder::forward()
     TimelineBlock &head = m_tl.addBlock(m_p.train ? Stage::Loss : stage, Phase::Forward);
     if (m_prefetch)
         release(head, m_gathered, m_layers, true); // the prefetch past the last layer
+    if (keepsLastLayerGathered())
+        alloc(head, m_gathered, m_layers - 1, true); // not resharded: the same block again
     // The final norm packs its saved tensors (five in torchtune's RMSNorm: x in fp32 twice, the
     // inverse RMS twice, the normalized x), which push the last layers' inputs out of the stash.
     if (offloadsActivations())
@@ -707,7 +717,7 @@ void StepBuilder::backward()
     layerGradients(b, *m_head, from);
     stepInBackward(b, from, ops, m_in.arch.tied_embeddings);
     m_liveGradLayer = m_layers;
-    if (m_prefetch)
+    if (m_prefetch && !keepsLastLayerGathered())
         alloc(b, m_gathered, m_layers - 1, true);
     backwardLayers();
 

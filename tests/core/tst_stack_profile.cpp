@@ -317,6 +317,28 @@ private slots:
         QCOMPARE(size(in, "gradient shard"), 4 * layer / 8);
     }
 
+    // torchtitan leaves the last transformer block gathered after its forward (apply_fsdp's
+    // reshard_after_forward): at the loss, one layer's bf16 parameters more than the same settings
+    // under plain torch; not with a pipeline, where no unit is resharded after forward.
+    void torchtitanKeepsTheLastLayerGathered()
+    {
+        EstimateInput in = input(llama32_1b(), Method::Full, Precision::AmpBf16);
+        in.training.sequence_length = 4096;
+        in.parallelism.gpus = 8;
+        const EstimateInput titan = resolveStackChoices(withStack(in, Stack::Torchtitan));
+        QCOMPARE(titan.parallelism.sharding, Sharding::FsdpFull);
+        EstimateInput plain = titan;
+        plain.training.stack = {Stack::PlainTorch, "", ""};
+        const MemoryEstimate a = StepModel(titan).allocatedEstimate();
+        const MemoryEstimate b = StepModel(plain).allocatedEstimate();
+        const double layer = parameterLayout(in.arch).per_layer * 2.0; // bf16, gathered
+        QCOMPARE(a.peak_phase, Phase::Backward);
+        QCOMPARE(static_cast<double>(a.peak_allocated - b.peak_allocated), layer);
+        QCOMPARE(at(a, Phase::Backward, Component::Temporaries)
+                     - at(b, Phase::Backward, Component::Temporaries),
+                 static_cast<qint64>(layer));
+    }
+
     // torchtitan's ActivationCheckpoint defaults (mode "selective", selective_ac_option "2"):
     // every second layer checkpointed whole, unless the scenario says; another stack resets it.
     void torchtitanCheckpointsEverySecondLayer()
