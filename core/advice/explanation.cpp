@@ -11,6 +11,16 @@ namespace membudget {
 
 namespace {
 
+// What the loss's chain at its peak is made of, for the Logits line.
+std::string lossChainWords(LossImplementation loss, Phase phase)
+{
+    if (loss == LossImplementation::NoUpcast)
+        return phase == Phase::Backward ? "the loss-gradient chain in the logits' dtype"
+                                        : "logits, shifted copy, log-softmax, no fp32 upcast";
+    return phase == Phase::Backward ? "the fp32 loss-gradient chain"
+                                    : "logits, fp32 upcast, fp32 log-softmax";
+}
+
 std::string num(double v, int decimals = 0)
 {
     if (decimals == 0)
@@ -290,10 +300,8 @@ std::string explainComponent(
                + num(static_cast<double>(bytes)
                          / std::max(1.0, tokens * static_cast<double>(in.arch.vocab_size)),
                      2)
-               + " B (loss " + lossName(t.loss) + ": "
-               + (phase == Phase::Backward ? "the fp32 loss-gradient chain"
-                                           : "logits, fp32 upcast, fp32 log-softmax")
-               + ")" + total;
+               + " B (loss " + lossName(t.loss) + ": " + lossChainWords(t.loss, phase) + ")"
+               + total;
     case Component::Temporaries: {
         if (bytes == 0)
             return "none";

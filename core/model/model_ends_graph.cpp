@@ -220,6 +220,10 @@ int ligerFusedLoss(
 //  hf-4.46: ForCausalLMLoss of transformers 4.46 to 4.48 (src/transformers/loss/loss_utils.py):
 //      logits.float(), then logits[..., :-1, :].contiguous(); the fp32 upcast lives until the
 //      loss returns, next to the shifted copy and the log-softmax.
+//  no-upcast: a model's own CrossEntropyLoss on its logits as they are, after the classic shift
+//      (logits[..., :-1, :].contiguous()), as remote-code models do (Qwen (v1) modeling_qwen.py,
+//      QWenLMHeadModel.forward): under a 16-bit model the copy and the log-softmax are 16-bit;
+//      under autocast log_softmax runs in fp32 (autocast_mode.cpp's fp32 list), the copy not.
 //  torchtune-chunked: CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py):
 //      the model returns its 16-bit logits in 8 chunks and each chunk is upcast with .float()
 //      before F.cross_entropy, whose log-softmax output autograd keeps: all 8 fp32 chunks live
@@ -243,6 +247,15 @@ int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision 
         return shiftedCopyLoss(b, logits, Hold::ForwardEnd, "logits.float()");
     case LossImplementation::TorchtuneChunked:
         return torchtuneChunkedLoss(b, logits);
+    case LossImplementation::NoUpcast: {
+        b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
+        const double bytes = b.elementBytes(logits);
+        const int shifted = b.copy(logits, n, bytes, "shift_logits contiguous");
+        markLogits(b, shifted);
+        const int lsm = b.keepsOutput(shifted, n, p.amp ? 4 : bytes, "log_softmax");
+        markLogits(b, lsm);
+        return nllLoss(b, lsm);
+    }
     case LossImplementation::LigerFused: // built with the projection (ligerFusedLoss)
         return logits;
     case LossImplementation::Chunked: {

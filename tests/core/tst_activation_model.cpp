@@ -71,6 +71,20 @@ private slots:
         p = activationProfile(tinyLlama(), t, 1);
         QCOMPARE(p.logits_forward, 2.0 + 8.0 / 8);
         QCOMPARE(p.logits_backward, 2.0 + 2.0 + 12.0 / 8);
+        // A model's own loss without .float() (Qwen v1): the bf16 logits, their shifted bf16 copy
+        // and the bf16 log-softmax at the end of forward; its output, gradient and the copy's
+        // gradient at the start of backward. Under autocast the log-softmax is fp32.
+        t.loss = LossImplementation::NoUpcast;
+        p = activationProfile(tinyLlama(), t, 1);
+        QCOMPARE(p.logits_forward, 6.0);
+        QCOMPARE(p.logits_backward, 6.0);
+        t.precision = Precision::AmpBf16;
+        p = activationProfile(tinyLlama(), t, 1);
+        QCOMPARE(p.logits_forward, 2.0 + 2.0 + 4.0);
+        LossImplementation parsed = LossImplementation::Hf;
+        QVERIFY(parseLoss("no-upcast", parsed));
+        QCOMPARE(parsed, LossImplementation::NoUpcast);
+        QCOMPARE(std::string(lossName(parsed)), std::string("no-upcast"));
     }
 
     void bf16FullFlash()

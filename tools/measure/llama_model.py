@@ -352,6 +352,15 @@ def causal_lm_loss_446(logits, labels, vocab_size):
     return F.cross_entropy(shift_logits, shift_labels, ignore_index=IGNORE_INDEX, reduction="mean")
 
 
+def causal_lm_loss_no_upcast(logits, labels, vocab_size):
+    """A model's own loss on its logits as they are (Qwen (v1) modeling_qwen.py): the shifted
+    contiguous copy and CrossEntropyLoss in the logits' dtype, no .float()."""
+    shift_logits = logits[..., :-1, :].contiguous()
+    shift_labels = labels[..., 1:].contiguous().to(shift_logits.device)
+    return F.cross_entropy(shift_logits.view(-1, vocab_size), shift_labels.view(-1),
+                           ignore_index=IGNORE_INDEX, reduction="mean")
+
+
 TORCHTUNE_CHUNKS = 8
 
 
@@ -419,6 +428,8 @@ class LlamaForCausalLM(nn.Module):
         if labels is not None:
             if self.loss_kind == "hf-4.46":
                 loss = causal_lm_loss_446(logits, labels, self.arch.vocab_size)
+            elif self.loss_kind == "no-upcast":
+                loss = causal_lm_loss_no_upcast(logits, labels, self.arch.vocab_size)
             else:
                 loss = causal_lm_loss(logits, labels, self.arch.vocab_size)
         return loss, logits

@@ -107,8 +107,8 @@ const EnumLabel kLossLabels[]
        {"chunked", QT_TRANSLATE_NOOP("Controls", "Chunked cross-entropy")},
        {"hf-4.46", QT_TRANSLATE_NOOP("Controls", "Transformers 4.46-4.48 (shifted fp32 copy)")},
        {"liger-fused", QT_TRANSLATE_NOOP("Controls", "Liger fused linear cross-entropy")},
-       {"torchtune-chunked",
-        QT_TRANSLATE_NOOP("Controls", "torchtune chunked (keeps fp32 chunks)")}};
+       {"torchtune-chunked", QT_TRANSLATE_NOOP("Controls", "torchtune chunked (keeps fp32 chunks)")},
+       {"no-upcast", QT_TRANSLATE_NOOP("Controls", "Model's own, no fp32 upcast (Qwen v1)")}};
 const EnumLabel kStackLabels[]
     = {{"plain-torch", QT_TRANSLATE_NOOP("Controls", "Plain PyTorch")},
        {"hf-trainer", QT_TRANSLATE_NOOP("Controls", "Hugging Face Trainer")},
