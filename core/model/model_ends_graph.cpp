@@ -111,15 +111,23 @@ int lossTensor(GraphBuilder &b, const char *name, SizeExpr elements, double elem
 }
 
 // logits.float() held until `upcastHold`, a shifted contiguous fp32 copy, log-softmax and NLL.
-int shiftedCopyLoss(GraphBuilder &b, int logits, Hold upcastHold, const char *upcastName)
+// logits[..., :-1, :].contiguous() and CrossEntropyLoss on it, after an upcast to `copyBytes`
+// (none when the logits already have that size: then `upcastHold` is the logits' own); the
+// log-softmax output in `lsmBytes`.
+int shiftedCopyLoss(GraphBuilder &b,
+                    int logits,
+                    Hold upcastHold,
+                    const char *upcastName,
+                    double copyBytes = 4,
+                    double lsmBytes = 4)
 {
     const SizeExpr n = b.elements(logits);
-    const int l32 = b.cast(logits, 4, upcastName);
+    const int l32 = b.cast(logits, copyBytes, upcastName);
     markLogits(b, l32);
     b.graph().tensors[static_cast<std::size_t>(l32)].hold = upcastHold;
-    const int shifted = b.copy(l32, n, 4, "shift_logits contiguous");
+    const int shifted = b.copy(l32, n, copyBytes, "shift_logits contiguous");
     markLogits(b, shifted);
-    const int lsm = b.keepsOutput(shifted, n, 4, "log_softmax");
+    const int lsm = b.keepsOutput(shifted, n, lsmBytes, "log_softmax");
     markLogits(b, lsm);
     return nllLoss(b, lsm);
 }
@@ -248,13 +256,8 @@ int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision 
     case LossImplementation::TorchtuneChunked:
         return torchtuneChunkedLoss(b, logits);
     case LossImplementation::NoUpcast: {
-        b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
         const double bytes = b.elementBytes(logits);
-        const int shifted = b.copy(logits, n, bytes, "shift_logits contiguous");
-        markLogits(b, shifted);
-        const int lsm = b.keepsOutput(shifted, n, p.amp ? 4 : bytes, "log_softmax");
-        markLogits(b, lsm);
-        return nllLoss(b, lsm);
+        return shiftedCopyLoss(b, logits, Hold::ForwardEnd, "logits", bytes, p.amp ? 4 : bytes);
     }
     case LossImplementation::LigerFused: // built with the projection (ligerFusedLoss)
         return logits;
