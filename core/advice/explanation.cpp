@@ -14,6 +14,13 @@ namespace {
 // What the loss's chain at its peak is made of, for the Logits line.
 std::string lossChainWords(LossImplementation loss, Phase phase)
 {
+    if (loss == LossImplementation::Fp32OutputKept)
+        return phase == Phase::Backward
+                   ? "the fp32 loss-gradient chain beside the fp32 output, kept"
+                   : "the model's fp32 output (kept through backward), fp32 log-softmax";
+    if (loss == LossImplementation::Fp32Output)
+        return phase == Phase::Backward ? "the fp32 loss-gradient chain"
+                                        : "the model's fp32 output, fp32 log-softmax";
     if (loss == LossImplementation::NoUpcast)
         return phase == Phase::Backward ? "the loss-gradient chain in the logits' dtype"
                                         : "logits, shifted copy, log-softmax, no fp32 upcast";

@@ -160,6 +160,10 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
         plan.notes.push_back("loss no-upcast is how a model's own code (remote code such as "
                              "Qwen (v1)) computes the loss on its 16-bit logits; no setting "
                              "selects it");
+    if (t.loss == LossImplementation::Fp32Output || t.loss == LossImplementation::Fp32OutputKept)
+        plan.notes.push_back(std::string("loss ") + lossName(t.loss)
+                             + " is how torchtitan's training loop computes the loss (its model "
+                               "returns fp32 logits); no Trainer setting selects it");
     if (t.method != Method::Full && plan.family != ModelFamily::Llama
         && plan.family != ModelFamily::Gemma
         && plan.loraTargets != std::vector<std::string>{"all-linear"})

@@ -232,6 +232,12 @@ int ligerFusedLoss(
 //      (logits[..., :-1, :].contiguous()), as remote-code models do (Qwen (v1) modeling_qwen.py,
 //      QWenLMHeadModel.forward): under a 16-bit model the copy and the log-softmax are 16-bit;
 //      under autocast log_softmax runs in fp32 (autocast_mode.cpp's fp32 list), the copy not.
+//  fp32-output: the model's forward ends in output(h).float() (the 16-bit logits die at the cast)
+//      and the training loop drops that output before backward (torchtitan: models/llama/model.py
+//      Transformer.forward; train.py `del pred`, since torchtitan PR #391, 2024-06-12); the
+//      labels come shifted from the data loader, so F.cross_entropy takes the output as it is.
+//  fp32-output-kept: the same, with the output kept by the loop through backward (torchtitan's
+//      train.py before PR #391: `pred` lives until the step's end).
 //  torchtune-chunked: CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py):
 //      the model returns its 16-bit logits in 8 chunks and each chunk is upcast with .float()
 //      before F.cross_entropy, whose log-softmax output autograd keeps: all 8 fp32 chunks live
@@ -258,6 +264,16 @@ int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision 
     case LossImplementation::NoUpcast: {
         const double bytes = b.elementBytes(logits);
         return shiftedCopyLoss(b, logits, Hold::ForwardEnd, "logits", bytes, p.amp ? 4 : bytes);
+    }
+    case LossImplementation::Fp32Output:
+    case LossImplementation::Fp32OutputKept: {
+        const int l32 = b.cast(logits, 4, "output(h).float()");
+        markLogits(b, l32);
+        if (t.loss == LossImplementation::Fp32OutputKept)
+            b.graph().tensors[static_cast<std::size_t>(l32)].hold = Hold::StepEnd;
+        const int lsm = b.keepsOutput(l32, n, 4, "log_softmax");
+        markLogits(b, lsm);
+        return nllLoss(b, lsm);
     }
     case LossImplementation::LigerFused: // built with the projection (ligerFusedLoss)
         return logits;

@@ -115,8 +115,10 @@ StaticDefaults staticDefaults(const TrainingConfig &t)
         // implementation "fused", FSDP (torchtitan/config/configs.py, trainer.py,
         // components/optimizer/optimizer.py); activation checkpointing mode "selective" with
         // selective_ac_option "2": every second layer wrapped whole (config/job_config.py,
-        // ActivationCheckpoint; distributed/activation_checkpoint.py, _apply_layer_sac).
+        // ActivationCheckpoint; distributed/activation_checkpoint.py, _apply_layer_sac). The
+        // model returns output(h).float() and the trainer drops it before backward (fp32-output).
         d.precision = Precision::AmpBf16;
+        d.loss = LossImplementation::Fp32Output;
         d.checkpointing = Checkpointing::Full;
         d.checkpoint_every = 2;
         d.optimizer = Optimizer::AdamWFused;

@@ -88,7 +88,9 @@ enum class LossImplementation {
     Hf446,    // transformers 4.46-4.48 ForCausalLMLoss: fp32 upcast plus a shifted fp32 copy
     LigerFused, // Liger fused_linear_cross_entropy: no T x V logits, gradients made in forward
     TorchtuneChunked, // torchtune CEWithChunkedOutputLoss: every chunk's fp32 log-softmax kept
-    NoUpcast, // CrossEntropyLoss on the model's own logits after a shifted copy, no fp32 upcast
+    NoUpcast,   // CrossEntropyLoss on the model's own logits after a shifted copy, no fp32 upcast
+    Fp32Output, // the model returns output(h).float(); dropped before backward (torchtitan)
+    Fp32OutputKept, // the same output kept through backward (torchtitan before June 2024)
 };
 
 // The software stack that runs the step. It sets the defaults the way that stack does (optimizer,
@@ -351,7 +353,7 @@ extern const char *const kBatchPaddingNames[3];
 extern const char *const kShardingNames[6];
 extern const char *const kPipelineScheduleNames[3];
 extern const char *const kAdapterPrecisionNames[2];
-extern const char *const kLossNames[7];
+extern const char *const kLossNames[9];
 extern const char *const kStackNames[7];
 extern const char *const kParamDtypeNames[3];
 extern const char *const kLoraTargetNames[7];

@@ -81,7 +81,22 @@ private slots:
         t.precision = Precision::AmpBf16;
         p = activationProfile(tinyLlama(), t, 1);
         QCOMPARE(p.logits_forward, 2.0 + 2.0 + 4.0);
+        // The model's own fp32 output (torchtitan): the 16-bit logits die at .float(), so the end
+        // of forward holds the fp32 output and its log-softmax (8 B, where hf's 10 B keep the
+        // 16-bit logits too); backward starts with the log-softmax, its gradient and the
+        // output's (12 B). Kept by the loop through backward (torchtitan before June 2024): 4 B
+        // more there.
+        t.loss = LossImplementation::Fp32Output;
+        p = activationProfile(tinyLlama(), t, 1);
+        QCOMPARE(p.logits_forward, 4.0 + 4.0);
+        QCOMPARE(p.logits_backward, 12.0);
+        t.loss = LossImplementation::Fp32OutputKept;
+        p = activationProfile(tinyLlama(), t, 1);
+        QCOMPARE(p.logits_forward, 4.0 + 4.0);
+        QCOMPARE(p.logits_backward, 4.0 + 12.0);
         LossImplementation parsed = LossImplementation::Hf;
+        QVERIFY(parseLoss("fp32-output-kept", parsed));
+        QCOMPARE(parsed, LossImplementation::Fp32OutputKept);
         QVERIFY(parseLoss("no-upcast", parsed));
         QCOMPARE(parsed, LossImplementation::NoUpcast);
         QCOMPARE(std::string(lossName(parsed)), std::string("no-upcast"));

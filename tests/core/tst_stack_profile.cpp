@@ -103,6 +103,10 @@ private slots:
         QCOMPARE(in.training.optimizer, Optimizer::Lion);
         QCOMPARE(in.training.loss, LossImplementation::TorchtuneChunked);
         QCOMPARE(in.parallelism.sharding, Sharding::FsdpFull);
+        // torchtitan's model returns output(h).float(), which its trainer drops before backward.
+        in.training.stack.name = Stack::Torchtitan;
+        applyStackDefaults(in.training, in.parallelism, given);
+        QCOMPARE(in.training.loss, LossImplementation::Fp32Output);
 
         const EstimateInput plain = input(tinyLlama(), Method::Full, Precision::Bf16);
         const EstimateInput viaStack = withStack(plain, Stack::PlainTorch);

@@ -361,6 +361,14 @@ def causal_lm_loss_no_upcast(logits, labels, vocab_size):
                            ignore_index=IGNORE_INDEX, reduction="mean")
 
 
+def cross_entropy_on_output(output, labels):
+    """torchtitan's loss: F.cross_entropy on the model's output as it is (the labels arrive
+    shifted from its data loader; here they are padded and shifted as transformers does)."""
+    labels = F.pad(labels, (0, 1), value=IGNORE_INDEX)[..., 1:]
+    return F.cross_entropy(output.flatten(0, 1), labels.flatten(0, 1), ignore_index=IGNORE_INDEX,
+                           reduction="mean")
+
+
 TORCHTUNE_CHUNKS = 8
 
 
@@ -423,6 +431,11 @@ class LlamaForCausalLM(nn.Module):
             logits = [self.lm_head(c) for c in hidden_states.chunk(TORCHTUNE_CHUNKS, dim=1)]
             loss = torchtune_chunked_loss(logits, labels) if labels is not None else None
             return loss, logits
+        if self.loss_kind in ("fp32-output", "fp32-output-kept"):
+            # torchtitan's Transformer.forward returns self.output(h).float()
+            output = self.lm_head(hidden_states).float()
+            loss = cross_entropy_on_output(output, labels) if labels is not None else None
+            return loss, output
         logits = self.lm_head(hidden_states[:, slice(0, None), :])
         loss = None
         if labels is not None:

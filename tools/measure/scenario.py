@@ -34,7 +34,7 @@ TRAINING_KEYS = (
 )
 # Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
 # (liger-fused) or an older transformers model (hf-legacy).
-LOSSES = ("hf", "hf-4.46", "torchtune-chunked", "no-upcast")
+LOSSES = ("hf", "hf-4.46", "torchtune-chunked", "no-upcast", "fp32-output", "fp32-output-kept")
 LORA_KEYS = ("rank", "alpha", "dropout", "targets", "adapter_precision", "use_dora")
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 

@@ -222,7 +222,11 @@ def train_step(setup, observer=None):
         with observer.forward_hooks(micro):
             with setup.autocast():
                 loss, logits = model(ids, attention_mask=mask, labels=labels)
-            del logits  # HF Trainer's compute_loss returns the loss only; the outputs die here
+            # HF Trainer's compute_loss returns the loss only, and torchtitan's train.py deletes
+            # `pred` before backward: the outputs die here; torchtitan before its PR #391 kept
+            # `pred` until the step's end (loss fp32-output-kept).
+            kept = logits if setup.scenario.training.loss == "fp32-output-kept" else None
+            del logits
         observer.after_forward(loss, micro)
         observer.end("forward")
         last = float(loss.detach())
@@ -234,7 +238,7 @@ def train_step(setup, observer=None):
                 scaler.scale(loss).backward()
             else:
                 loss.backward()
-        del loss
+        del loss, kept
         observer.end("backward")
         observer.after_backward(micro)
     observer.begin("optimizer_step")

@@ -108,7 +108,10 @@ const EnumLabel kLossLabels[]
        {"hf-4.46", QT_TRANSLATE_NOOP("Controls", "Transformers 4.46-4.48 (shifted fp32 copy)")},
        {"liger-fused", QT_TRANSLATE_NOOP("Controls", "Liger fused linear cross-entropy")},
        {"torchtune-chunked", QT_TRANSLATE_NOOP("Controls", "torchtune chunked (keeps fp32 chunks)")},
-       {"no-upcast", QT_TRANSLATE_NOOP("Controls", "Model's own, no fp32 upcast (Qwen v1)")}};
+       {"no-upcast", QT_TRANSLATE_NOOP("Controls", "Model's own, no fp32 upcast (Qwen v1)")},
+       {"fp32-output", QT_TRANSLATE_NOOP("Controls", "fp32 model output, dropped (torchtitan)")},
+       {"fp32-output-kept",
+        QT_TRANSLATE_NOOP("Controls", "fp32 model output, kept (torchtitan, mid-2024)")}};
 const EnumLabel kStackLabels[]
     = {{"plain-torch", QT_TRANSLATE_NOOP("Controls", "Plain PyTorch")},
        {"hf-trainer", QT_TRANSLATE_NOOP("Controls", "Hugging Face Trainer")},
