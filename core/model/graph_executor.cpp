@@ -112,6 +112,14 @@ GraphAnalysis analyzeGraph(const OpGraph &g, bool gradEnabled)
     return a;
 }
 
+bool keepsInput(const OpGraph &g, const GraphAnalysis &a)
+{
+    if (g.input < 0)
+        return false;
+    const auto i = static_cast<std::size_t>(g.input);
+    return a.saved_count[i] > 0 || a.region_kept[i] > 0;
+}
+
 void forwardEvents(const OpGraph &g, const GraphAnalysis &a, std::vector<GraphEvent> &out)
 {
     std::vector<int> stamp(g.tensors.size(), -1);

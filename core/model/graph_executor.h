@@ -25,6 +25,9 @@ struct GraphAnalysis
 // `grad_enabled` false: inference (torch.no_grad), nothing requires a gradient or is kept.
 GraphAnalysis analyzeGraph(const OpGraph &graph, bool gradEnabled = true);
 
+// Whether the graph's input stays for backward: saved by an op or kept by a recompute region.
+bool keepsInput(const OpGraph &graph, const GraphAnalysis &analysis);
+
 enum class GraphEventKind : std::uint8_t {
     AllocValue, // an op's output (tensor)
     FreeValue,

@@ -36,10 +36,7 @@ GraphTimeline::GraphTimeline(StepTimeline &timeline,
 
 bool GraphTimeline::keepsInput() const
 {
-    if (m_graph.input < 0)
-        return false;
-    const auto i = static_cast<std::size_t>(m_graph.input);
-    return m_analysis.saved_count[i] > 0 || m_analysis.region_kept[i] > 0;
+    return membudget::keepsInput(m_graph, m_analysis);
 }
 
 std::vector<int> GraphTimeline::paramGradTensors() const

@@ -233,13 +233,19 @@ SizeExpr pipelineInFlightExtra(const StepTimeline &tl,
                                const EstimateInput &stage,
                                std::int64_t microBatches,
                                double inFlight,
-                               const SizeExpr &boundary)
+                               const SizeExpr &boundary,
+                               bool inputsInBuffers)
 {
     const ForwardEndParts parts = forwardEndParts(tl);
     const SizeExpr one = parts.layers + parts.pass + parts.head;
     const ParallelismConfig &p = stage.parallelism;
+    // A pass's received input, where it lives in a receive buffer rather than among its tensors.
+    const auto buffered = [&](bool receives) {
+        return inputsInBuffers && receives ? boundary : SizeExpr{};
+    };
+    const SizeExpr modelledInput = buffered(!stage.arch.holds_embedding);
     if (!interleaved(p))
-        return one * std::max(0.0, inFlight - 1);
+        return (one - modelledInput) * std::max(0.0, inFlight - 1);
     const std::int64_t v = chunksPerGpu(p), layers = std::max<std::int64_t>(1, stage.arch.layers);
     // One pass of each chunk: its share of the layers, a pass's own tensors and its output (a
     // chunk's output is its own tensor, kept for its backward; inside the whole stage it is the
@@ -252,7 +258,8 @@ SizeExpr pipelineInFlightExtra(const StepTimeline &tl,
     for (std::int64_t c = 0; c < v; ++c) {
         const double share = static_cast<double>(pipelineStageLayers(layers, v, c))
                              / static_cast<double>(layers);
-        SizeExpr bytes = parts.layers * share + parts.pass + boundary * (1 - share);
+        SizeExpr bytes = parts.layers * share + parts.pass + boundary * (1 - share)
+                         - buffered(stage.pipeline_stage > 0 || c > 0);
         if (stage.arch.holds_head && c == v - 1)
             bytes += parts.head;
         pass.push_back(bytes);
@@ -263,7 +270,7 @@ SizeExpr pipelineInFlightExtra(const StepTimeline &tl,
     SizeExpr sum;
     for (std::size_t c = 0; c < pass.size(); ++c)
         sum += pass[c] * static_cast<double>(held[c]);
-    return sum - one;
+    return sum - (one - modelledInput);
 }
 
 namespace {
@@ -340,18 +347,31 @@ std::int64_t pipelineReceiveBufferCount(const EstimateInput &stage, std::int64_t
     return std::max<std::int64_t>(1, microBatches) * (activations + gradients);
 }
 
-void addPipelineReceiveBuffers(StepTimeline &tl, const SizeExpr &boundary, std::int64_t count)
+void addPipelineReceiveBuffers(StepTimeline &tl,
+                               const SizeExpr &boundary,
+                               std::int64_t count,
+                               bool modelledInputIsBuffer)
 {
     if (count < 1 || boundary.isZero())
         return;
     TimelineTensor t;
+    t.size = boundary;
+    t.component = Component::Temporaries;
+    t.origin = TensorOrigin::Value;
+    if (modelledInputIsBuffer && hasOptimizerStep(tl)) {
+        --count; // between the modelled micro-batch's forward and backward: its received input
+        t.name = "pipeline receive buffer of this micro-batch (its input until its backward)";
+        const int id = tl.addTensor(t);
+        insertDrainedBlock(tl).events.push_back(TimelineEvent{id, 0, true, false});
+        appendStepEndBlock(tl).events.push_back(TimelineEvent{id, 0, false, false});
+        if (count < 1)
+            return;
+    }
     t.name = "pipeline receive buffers (torch.distributed.pipelining)";
     // One allocation per buffer, up to kMaxPieces (then fewer, larger ones: a million
     // micro-batches must not make a million allocator events).
     t.copies = std::min(static_cast<double>(count), kMaxPieces);
     t.size = boundary * (static_cast<double>(count) / t.copies);
-    t.component = Component::Temporaries;
-    t.origin = TensorOrigin::Value;
     holdFromFirstForward(tl, t, appendStepEndBlock);
 }
 

@@ -109,12 +109,15 @@ std::vector<std::int64_t> interleavedPeakPasses(const ParallelismConfig &paralle
 // chunk passes held at once that hold the most at the input's shape (each pass its chunk's share
 // of the layers, a pass's own tensors and its output, `boundary`, the hidden states between
 // stages; the loss's only in the last stage's last chunk), less the modelled micro-batch.
-// `microBatches` is the step's.
+// `microBatches` is the step's. `inputsInBuffers`: the stage keeps its received inputs for
+// backward and they are torch.distributed.pipelining's receive buffers (addPipelineReceiveBuffers
+// counts them), so a held pass of a stage object that receives holds its input there, not here.
 SizeExpr pipelineInFlightExtra(const StepTimeline &timeline,
                                const EstimateInput &stage,
                                std::int64_t microBatches,
                                double inFlight,
-                               const SizeExpr &boundary);
+                               const SizeExpr &boundary,
+                               bool inputsInBuffers = false);
 
 // Adds the other in-flight micro-batches' activations (`extra`) to a stage's timeline: allocated
 // before the forward, freed before the optimizer step, in (in_flight - 1) x layers pieces.
@@ -129,9 +132,16 @@ void addPipelineInFlight(StepTimeline &timeline, const SizeExpr &extra, double i
 // holds; 0 for other stacks (Megatron-LM receives into a new tensor per transfer, which the
 // activations already count).
 std::int64_t pipelineReceiveBufferCount(const EstimateInput &stage, std::int64_t microBatches);
+// The stage runs forward on the buffer itself (stage.py, _retrieve_recv_activations and
+// forward_one_chunk): where the stage keeps that input for backward, the timeline's received
+// input of the modelled micro-batch is its buffer.
 // Adds `count` buffers of `boundary` bytes: allocated before the first forward, freed after the
-// optimizer step.
-void addPipelineReceiveBuffers(StepTimeline &timeline, const SizeExpr &boundary, std::int64_t count);
+// optimizer step. `modelledInputIsBuffer`: one of them is the modelled micro-batch's kept input
+// from its forward to its backward, and is held as a buffer again only once the backward is done.
+void addPipelineReceiveBuffers(StepTimeline &timeline,
+                               const SizeExpr &boundary,
+                               std::int64_t count,
+                               bool modelledInputIsBuffer = false);
 
 // What torch.distributed.pipelining (the torchtitan stack) keeps on stage `stage.pipeline_stage`'s
 // GPU until the next step begins (stage.py, clear_runtime_states), by the PyTorch release the

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/step_model.h"
 
+#include "model/graph_executor.h"
 #include "model/model_ends_graph.h"
 #include "model/pipeline_parallel.h"
 #include "model/stack_profile.h"
@@ -58,10 +59,22 @@ StepModel::StepModel(std::pair<EstimateInput, double> stage, const EstimateInput
     if (m_input.parallelism.pipeline_parallel > 1) {
         const std::int64_t m = whole.training.gradient_accumulation_steps;
         const SizeExpr boundary = pipelineBoundaryBytes(a, graphTraining, tp);
+        const std::int64_t buffers = pipelineReceiveBufferCount(m_input, m);
+        const bool inputsInBuffers = buffers > 0 && m_graphs.train
+                                     && keepsInput(m_graphs.body,
+                                                   analyzeGraph(m_graphs.body, m_graphs.train));
         addPipelineInFlight(m_timeline,
-                            pipelineInFlightExtra(m_timeline, m_input, m, m_inFlight, boundary),
+                            pipelineInFlightExtra(m_timeline,
+                                                  m_input,
+                                                  m,
+                                                  m_inFlight,
+                                                  boundary,
+                                                  inputsInBuffers),
                             m_inFlight);
-        addPipelineReceiveBuffers(m_timeline, boundary, pipelineReceiveBufferCount(m_input, m));
+        addPipelineReceiveBuffers(m_timeline,
+                                  boundary,
+                                  buffers,
+                                  inputsInBuffers && !a.holds_embedding);
         const PipelineKeptTensors kept
             = pipelineKeptTensors(m_input, m, boundary, pipelineLogitsBytes(a, graphTraining, tp));
         addPipelineKeptTensors(m_timeline, kept.outputs + kept.input_grads, m_inFlight, m);
