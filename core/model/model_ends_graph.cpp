@@ -233,9 +233,10 @@ int ligerFusedLoss(
 //      QWenLMHeadModel.forward): under a 16-bit model the copy and the log-softmax are 16-bit;
 //      under autocast log_softmax runs in fp32 (autocast_mode.cpp's fp32 list), the copy not.
 //  fp32-output: the model's forward ends in output(h).float() (the 16-bit logits die at the cast)
-//      and the training loop drops that output before backward (torchtitan: models/llama/model.py
-//      Transformer.forward; train.py `del pred`, since torchtitan PR #391, 2024-06-12); the
-//      labels come shifted from the data loader, so F.cross_entropy takes the output as it is.
+//      and the training loop drops that output before backward (torchtitan from PR #391,
+//      2024-06-12, `del pred`, to PR #642, 2024-10-22, which moved .float() into the loss: hf's
+//      bytes since; models/llama/model.py Transformer.forward, train.py); the labels come
+//      shifted from the data loader, so F.cross_entropy takes the output as it is.
 //  fp32-output-kept: the same, with the output kept by the loop through backward (torchtitan's
 //      train.py before PR #391: `pred` lives until the step's end).
 //  torchtune-chunked: CEWithChunkedOutputLoss (torchtune/modules/loss/ce_chunked_output_loss.py):

@@ -116,9 +116,10 @@ StaticDefaults staticDefaults(const TrainingConfig &t)
         // components/optimizer/optimizer.py); activation checkpointing mode "selective" with
         // selective_ac_option "2": every second layer wrapped whole (config/job_config.py,
         // ActivationCheckpoint; distributed/activation_checkpoint.py, _apply_layer_sac). The
-        // model returns output(h).float() and the trainer drops it before backward (fp32-output).
+        // model returns its 16-bit output, the loss upcasts it (cross_entropy(pred.float()), since
+        // torchtitan PR #642, 2024-10-22) and the trainer drops `pred` before backward: hf's
+        // bytes (fp32-output and fp32-output-kept for the months before).
         d.precision = Precision::AmpBf16;
-        d.loss = LossImplementation::Fp32Output;
         d.checkpointing = Checkpointing::Full;
         d.checkpoint_every = 2;
         d.optimizer = Optimizer::AdamWFused;

@@ -89,8 +89,8 @@ enum class LossImplementation {
     LigerFused, // Liger fused_linear_cross_entropy: no T x V logits, gradients made in forward
     TorchtuneChunked, // torchtune CEWithChunkedOutputLoss: every chunk's fp32 log-softmax kept
     NoUpcast,   // CrossEntropyLoss on the model's own logits after a shifted copy, no fp32 upcast
-    Fp32Output, // the model returns output(h).float(); dropped before backward (torchtitan)
-    Fp32OutputKept, // the same output kept through backward (torchtitan before June 2024)
+    Fp32Output, // the model returns output(h).float(), dropped before backward (torchtitan 2024)
+    Fp32OutputKept, // the same output kept through backward (torchtitan before 2024-06-12)
 };
 
 // The software stack that runs the step. It sets the defaults the way that stack does (optimizer,

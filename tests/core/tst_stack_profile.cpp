@@ -103,10 +103,11 @@ private slots:
         QCOMPARE(in.training.optimizer, Optimizer::Lion);
         QCOMPARE(in.training.loss, LossImplementation::TorchtuneChunked);
         QCOMPARE(in.parallelism.sharding, Sharding::FsdpFull);
-        // torchtitan's model returns output(h).float(), which its trainer drops before backward.
+        // torchtitan's loss upcasts the model's 16-bit output (PR #642, October 2024): hf's bytes,
+        // not those of the fp32 output its model returned before.
         in.training.stack.name = Stack::Torchtitan;
         applyStackDefaults(in.training, in.parallelism, given);
-        QCOMPARE(in.training.loss, LossImplementation::Fp32Output);
+        QCOMPARE(in.training.loss, LossImplementation::Hf);
 
         const EstimateInput plain = input(tinyLlama(), Method::Full, Precision::Bf16);
         const EstimateInput viaStack = withStack(plain, Stack::PlainTorch);

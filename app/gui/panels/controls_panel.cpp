@@ -109,9 +109,10 @@ const EnumLabel kLossLabels[]
        {"liger-fused", QT_TRANSLATE_NOOP("Controls", "Liger fused linear cross-entropy")},
        {"torchtune-chunked", QT_TRANSLATE_NOOP("Controls", "torchtune chunked (keeps fp32 chunks)")},
        {"no-upcast", QT_TRANSLATE_NOOP("Controls", "Model's own, no fp32 upcast (Qwen v1)")},
-       {"fp32-output", QT_TRANSLATE_NOOP("Controls", "fp32 model output, dropped (torchtitan)")},
+       {"fp32-output",
+        QT_TRANSLATE_NOOP("Controls", "fp32 model output, dropped (torchtitan, 2024)")},
        {"fp32-output-kept",
-        QT_TRANSLATE_NOOP("Controls", "fp32 model output, kept (torchtitan, mid-2024)")}};
+        QT_TRANSLATE_NOOP("Controls", "fp32 model output, kept (torchtitan, early 2024)")}};
 const EnumLabel kStackLabels[]
     = {{"plain-torch", QT_TRANSLATE_NOOP("Controls", "Plain PyTorch")},
        {"hf-trainer", QT_TRANSLATE_NOOP("Controls", "Hugging Face Trainer")},
