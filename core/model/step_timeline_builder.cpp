@@ -182,6 +182,21 @@ private:
     // sync and resharding off and reduces once after the stage's last backward (stage.py,
     // backward_maybe_with_nosync and run_post_backward, pytorch PR #134052; at the end of step()
     // since PR #165106): the torchtitan stack with a pipeline and sharded gradients.
+    // FSDP2's fully_shard: torchtitan, and torchtune's distributed recipes.
+    bool shardsWithFsdp2() const
+    {
+        const Stack s = m_in.training.stack.name;
+        return (s == Stack::Torchtitan || s == Stack::Torchtune) && shardsGradients(m_s.sharding);
+    }
+    // Before torch 2.5 FSDP2 allocated the reduce-scatter input on its reduce-scatter stream, a
+    // pool whose cached blocks the compute stream cannot reuse; pytorch PR #129721 (2024-06-27,
+    // after 2.4's branch cut) moved the copy-in to the current stream "to avoid fragmenting that
+    // memory across stream memory pools". The output stays on the reduce-scatter stream.
+    std::uint8_t reduceScatterInputStream() const
+    {
+        const bool before25 = torchRelease(m_in.training.stack) < LibraryVersion{2, 5, 0};
+        return shardsWithFsdp2() && before25 ? kReduceStream : 0;
+    }
     bool defersGradientSync() const
     {
         const bool fsdp = m_s.sharding == Sharding::FsdpFull
@@ -829,16 +844,18 @@ void StepBuilder::layerGradients(TimelineBlock &b,
                            Component::Temporaries,
                            perLayer);
     // FSDP's mixed precision: autograd's .grad in param_dtype, copied into a reduce_dtype input
-    // where that differs, the .grad freed once copied (FSDP2 _fsdp_collectives.py foreach_reduce,
-    // which makes the input on the current stream and only the output on the reduce-scatter
-    // stream; FSDP1's cast, _runtime_utils.py _post_backward_hook, runs on its post-backward
-    // stream, not told apart here).
+    // where that differs, the .grad freed once copied. FSDP2 copies into a flat input even where
+    // the dtypes agree (_fsdp_collectives.py foreach_reduce, foreach_reduce_scatter_copy_in);
+    // reduceScatterInputStream says on which stream. FSDP1's cast (_runtime_utils.py
+    // _post_backward_hook, on its post-backward stream) is not told apart here.
     int &input = perLayer ? m_unitReduceInput : m_rootReduceInput;
-    if (input < 0 && inAccumulatorDtype(unit) != inParamDtype(unit))
+    if (input < 0 && (shardsWithFsdp2() || inAccumulatorDtype(unit) != inParamDtype(unit)))
         input = tensor("reduce-scatter input",
                        bytes(inAccumulatorDtype(unit)),
                        Component::Temporaries,
-                       perLayer);
+                       perLayer,
+                       1,
+                       reduceScatterInputStream());
     std::vector<TimelineEvent> kept;
     if (replaceParamGrads(b, from, unsharded, layer, kept)) {
         if (input >= 0) {
@@ -943,7 +960,9 @@ void StepBuilder::reduceDeferredGradients()
     const int input = rootUnit > 0 ? tensor("reduce-scatter input",
                                             bytes(rootUnit),
                                             Component::Temporaries,
-                                            false)
+                                            false,
+                                            1,
+                                            reduceScatterInputStream())
                                    : -1;
     if (input >= 0)
         alloc(root, input);
@@ -967,7 +986,12 @@ void StepBuilder::reduceDeferredGradients()
         release(b, m_gathered);
     if (m_accumulatedLayer < 0 || unit <= 0)
         return;
-    const int layerInput = tensor("reduce-scatter input", bytes(unit), Component::Temporaries, true);
+    const int layerInput = tensor("reduce-scatter input",
+                                  bytes(unit),
+                                  Component::Temporaries,
+                                  true,
+                                  1,
+                                  reduceScatterInputStream());
     m_gradShard = tensor("gradient shard",
                          bytes(unit / m_s.grad_shard),
                          Component::Gradients,

@@ -33,9 +33,11 @@ int torchReleaseRange(const StackConfig &stack)
         return 0;
     if (!(v < LibraryVersion{2, 8, 0}))
         return 1;
-    if (!(v < LibraryVersion{2, 1, 0}))
+    if (!(v < LibraryVersion{2, 5, 0}))
         return 2;
-    return v < LibraryVersion{2, 0, 0} ? 4 : 3;
+    if (!(v < LibraryVersion{2, 1, 0}))
+        return 3;
+    return v < LibraryVersion{2, 0, 0} ? 5 : 4;
 }
 
 namespace {

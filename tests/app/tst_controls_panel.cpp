@@ -317,8 +317,8 @@ void TestControlsPanel::torchReleasePickerFollowsTheScenario()
     auto *torch = m_window->findChild<QComboBox *>(QStringLiteral("torch"));
     QVERIFY(torch);
     QCOMPARE(torch->currentIndex(), 0);
-    torch->setCurrentIndex(3);
-    Q_EMIT torch->activated(3);
+    torch->setCurrentIndex(4);
+    Q_EMIT torch->activated(4);
     QCOMPARE(doc->scenario().training.stack.version, std::string("2.0"));
     QCOMPARE(temporaries(), 2 * newest);
 
@@ -328,7 +328,7 @@ void TestControlsPanel::torchReleasePickerFollowsTheScenario()
     Q_EMIT stack->activated(trainer);
     QCOMPARE(doc->scenario().training.stack.torch, std::string("2.0"));
     QCOMPARE(doc->scenario().training.optimizer, Optimizer::AdamW); // fused needs torch 2.8
-    QCOMPARE(torch->currentIndex(), 3);
+    QCOMPARE(torch->currentIndex(), 4);
 
     doc->undoStack()->undo();
     doc->undoStack()->undo();

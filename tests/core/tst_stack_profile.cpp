@@ -9,6 +9,8 @@
 
 #include <QtTest>
 
+#include <optional>
+
 using namespace membudget;
 using namespace membudget::testing;
 
@@ -178,11 +180,11 @@ private slots:
         in.training.optimizer = Optimizer::Lion; // chosen by hand: kept
         setTorchRelease(in.training, in.parallelism, "2.0");
         QCOMPARE(in.training.optimizer, Optimizer::Lion);
-        QCOMPARE(torchReleaseRange(in.training.stack), 3);
+        QCOMPARE(torchReleaseRange(in.training.stack), 4);
         switchStack(in.training, in.parallelism, Stack::PlainTorch);
         QCOMPARE(in.training.stack.version, std::string("2.0"));
         QVERIFY(in.training.stack.torch.empty());
-        QCOMPARE(torchReleaseRange(in.training.stack), 3);
+        QCOMPARE(torchReleaseRange(in.training.stack), 4);
         switchStack(in.training, in.parallelism, Stack::TrlSft);
         QCOMPARE(in.training.stack.torch, std::string("2.0"));
         QCOMPARE(in.training.optimizer, Optimizer::AdamW);
@@ -320,6 +322,48 @@ private slots:
         QCOMPARE(size(in, "unsharded layer gradients"), 2 * layer);
         QCOMPARE(size(in, "reduce-scatter input"), 4 * layer);
         QCOMPARE(size(in, "gradient shard"), 4 * layer / 8);
+    }
+
+    // FSDP2 copies every unit's .grad into a flat reduce-scatter input even where the dtypes
+    // agree (torchtune's bf16 recipes), and before torch 2.5 made it on its reduce-scatter stream
+    // (pytorch PR #129721): the same bytes allocated, more reserved, since the compute stream
+    // cannot reuse that pool's cached blocks.
+    void fsdp2ReduceScatterInputAndItsStream()
+    {
+        EstimateInput in = input(llama32_1b(), Method::Full, Precision::AmpBf16);
+        in.training.sequence_length = 4096;
+        in.parallelism.gpus = 8;
+        const auto rsInput = [](const EstimateInput &e) -> std::optional<TimelineTensor> {
+            const StepModel model(e);
+            for (const TimelineTensor &t : model.timeline().tensors)
+                if (std::string(t.name) == "reduce-scatter input" && t.per_layer)
+                    return t;
+            return std::nullopt;
+        };
+        const double layer = parameterLayout(in.arch).per_layer;
+        EstimateInput titan = resolveStackChoices(withStack(in, Stack::Torchtitan));
+        titan.training.stack.torch = "2.6";
+        const auto newer = rsInput(titan);
+        QVERIFY(newer);
+        QCOMPARE(newer->size.fixed * newer->copies, 4 * layer);
+        QCOMPARE(int(newer->stream), 0);
+        const MemoryEstimate a = estimateMemory(titan);
+        titan.training.stack.torch = "2.4";
+        const auto older = rsInput(titan);
+        QVERIFY(older);
+        QCOMPARE(int(older->stream), 2);
+        const MemoryEstimate b = estimateMemory(titan);
+        QCOMPARE(b.peak_allocated, a.peak_allocated);
+        QVERIFY(b.peak_reserved > a.peak_reserved);
+
+        EstimateInput tune = resolveStackChoices(withStack(in, Stack::Torchtune));
+        tune.training.loss = LossImplementation::Hf;
+        QCOMPARE(tune.training.precision, Precision::Bf16);
+        const auto bf16 = rsInput(tune);
+        QVERIFY(bf16);
+        QCOMPARE(bf16->size.fixed * bf16->copies, 2 * layer);
+        tune.training.stack = {Stack::PlainTorch, "", ""}; // FSDP1-style: reduces the .grad itself
+        QVERIFY(!rsInput(tune));
     }
 
     // torchtitan leaves the last transformer block gathered after its forward (apply_fsdp's

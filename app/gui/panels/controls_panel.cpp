@@ -625,7 +625,8 @@ QWidget *ControlsPanel::buildTrainingGroup()
     // One item per range of releases that differ in bytes (model/torch_release.h).
     for (const char *label : {QT_TRANSLATE_NOOP("Controls", "2.10 or later"),
                               QT_TRANSLATE_NOOP("Controls", "2.8 to 2.9"),
-                              QT_TRANSLATE_NOOP("Controls", "2.1 to 2.7"),
+                              QT_TRANSLATE_NOOP("Controls", "2.5 to 2.7"),
+                              QT_TRANSLATE_NOOP("Controls", "2.1 to 2.4"),
                               QT_TRANSLATE_NOOP("Controls", "2.0"),
                               QT_TRANSLATE_NOOP("Controls", "1.13 or older")})
         m_torch->addItem(QCoreApplication::translate("Controls", label));
@@ -633,7 +634,9 @@ QWidget *ControlsPanel::buildTrainingGroup()
         tr("The PyTorch release: torch.optim.AdamW keeps one parameter-sized temporary list from "
            "2.1, two in 2.0, and loops tensor by tensor before 2.0; the Trainer defaults to fused "
            "AdamW only with 2.8 or later; torch.distributed.pipelining (torchtitan) keeps the last "
-           "stage's logits until the next step before 2.10, and every stage's outputs before 2.8"));
+           "stage's logits until the next step before 2.10, and every stage's outputs before 2.8; "
+           "FSDP2 (torchtitan, torchtune) makes its reduce-scatter input on a stream of its own "
+           "before 2.5, memory the compute stream cannot reuse"));
     connect(m_torch, &QComboBox::activated, this, [this](int index) {
         const std::string version = kTorchRangeVersions[index];
         edit(tr("Change PyTorch release"),
