@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "advice/fit_probes.h"
 #include "model/memory_estimator.h"
 #include "model/step_model.h"
 
 #include <cstdint>
 
 namespace membudget {
-
-enum class FitMetric { PeakAllocated, PeakReserved, DeviceTotal };
 
 // The largest micro-batch (from 1 up to `limit`) whose `metric` fits in `capacity`; 0 when even 1
 // does not fit. Memory grows monotonically with the micro-batch, so this is a bisection on the
@@ -41,6 +40,14 @@ std::int64_t maxSequenceLength(const StepModel &model,
                                std::int64_t limit = 1 << 24,
                                bool exact = true);
 
-Bytes metricOf(const MemoryEstimate &estimate, FitMetric metric);
+// The same on estimates shared by several searches (one per GPU): the probes' model and metric.
+std::int64_t maxMicroBatch(FitProbes &probes,
+                           std::int64_t capacity,
+                           std::int64_t limit = 1 << 20,
+                           bool exact = false);
+std::int64_t maxSequenceLength(FitProbes &probes,
+                               std::int64_t capacity,
+                               std::int64_t limit = 1 << 24,
+                               bool exact = false);
 
 } // namespace membudget

@@ -62,6 +62,41 @@ private slots:
         QVERIFY(!fitsOn(model, b, s + 1, capacity));
     }
 
+    // The estimate-only search for several GPUs at once: each answer is the estimate's boundary
+    // (fits there, not one further), and the searches share their probes, so six capacities cost
+    // far fewer estimates than six separate bisections (the verdict table on every slider move).
+    void sharedProbesFindEachBoundary()
+    {
+        const StepModel model(lora8b());
+        FitProbes probes(model, FitMetric::DeviceTotal);
+        const std::int64_t seq = model.input().training.sequence_length;
+        const std::int64_t batch = model.input().training.micro_batch_size;
+        const auto total = [&](std::int64_t b, std::int64_t s) {
+            return model.estimate(b, s).device_total;
+        };
+        std::size_t separate = 0;
+        for (const int gib : {24, 40, 48, 80, 94, 141}) {
+            const Bytes capacity = Bytes(gib) << 30;
+            const std::int64_t b = maxMicroBatch(probes, capacity);
+            QVERIFY(b > 0);
+            QVERIFY(total(b, seq) <= capacity);
+            QVERIFY(total(b + 1, seq) > capacity);
+            const std::int64_t s = maxSequenceLength(probes, capacity);
+            QVERIFY(s > 0);
+            QVERIFY(total(batch, s) <= capacity);
+            QVERIFY(total(batch, s + 1) > capacity);
+            FitProbes alone(model, FitMetric::DeviceTotal);
+            QCOMPARE(maxMicroBatch(alone, capacity), b);
+            QCOMPARE(maxSequenceLength(alone, capacity), s);
+            separate += alone.estimates();
+        }
+        qInfo("%zu estimates shared, %zu separately", probes.estimates(), separate);
+        QVERIFY2(2 * probes.estimates() < separate,
+                 qPrintable(QStringLiteral("%1 shared vs %2 separate estimates")
+                                .arg(probes.estimates())
+                                .arg(separate)));
+    }
+
     void nothingFitsGivesZero()
     {
         QCOMPARE(maxMicroBatch(lora8b(), 1LL << 30), std::int64_t(0));

@@ -14,13 +14,14 @@ std::vector<std::int64_t> fitLimits(const StepModel &model,
                                     const std::vector<FitLimitQuery> &queries,
                                     bool exact)
 {
+    // One GPU's search probes estimates the others' searches ask for too.
+    FitProbes probes(model, FitMetric::DeviceTotal);
     std::vector<std::int64_t> out;
     out.reserve(queries.size());
     for (const FitLimitQuery &q : queries)
-        out.push_back(
-            q.kind == FitLimitQuery::Kind::MicroBatch
-                ? maxMicroBatch(model, q.capacity, FitMetric::DeviceTotal, q.limit, exact)
-                : maxSequenceLength(model, q.capacity, FitMetric::DeviceTotal, q.limit, exact));
+        out.push_back(q.kind == FitLimitQuery::Kind::MicroBatch
+                          ? maxMicroBatch(probes, q.capacity, q.limit, exact)
+                          : maxSequenceLength(probes, q.capacity, q.limit, exact));
     return out;
 }
 
