@@ -243,18 +243,26 @@ int ligerFusedLoss(
 //      the model returns its 16-bit logits in 8 chunks and each chunk is upcast with .float()
 //      before F.cross_entropy, whose log-softmax output autograd keeps: all 8 fp32 chunks live
 //      until backward, one chunk's upcast at a time is a transient.
+// cross_entropy on the logits cast to fp32 (`upcast`, held as `hold` says): the fp32 copy, the
+// log_softmax it keeps for backward and the nll loss; the 16-bit logits die at the cast unless
+// their caller holds them.
+int upcastCrossEntropy(GraphBuilder &b, int logits, const char *upcast, Hold hold)
+{
+    const int l32 = b.cast(logits, 4, upcast);
+    markLogits(b, l32);
+    b.graph().tensors[static_cast<std::size_t>(l32)].hold = hold;
+    const int lsm = b.keepsOutput(l32, b.elements(logits), 4, "log_softmax");
+    markLogits(b, lsm);
+    return nllLoss(b, lsm);
+}
+
 int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision &p, int logits)
 {
     const SizeExpr n = b.elements(logits);
     switch (t.loss) {
-    case LossImplementation::Hf: {
+    case LossImplementation::Hf:
         b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
-        const int l32 = b.cast(logits, 4, "logits fp32 upcast");
-        markLogits(b, l32);
-        const int lsm = b.keepsOutput(l32, n, 4, "log_softmax");
-        markLogits(b, lsm);
-        return nllLoss(b, lsm);
-    }
+        return upcastCrossEntropy(b, logits, "logits fp32 upcast", Hold::None);
     case LossImplementation::HfLegacy:
         return shiftedCopyLoss(b, logits, Hold::StepEnd, "logits.float() (model output)");
     case LossImplementation::Hf446:
@@ -267,15 +275,9 @@ int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision 
         return shiftedCopyLoss(b, logits, Hold::ForwardEnd, "logits", bytes, p.amp ? 4 : bytes);
     }
     case LossImplementation::Fp32Output:
-    case LossImplementation::Fp32OutputKept: {
-        const int l32 = b.cast(logits, 4, "output(h).float()");
-        markLogits(b, l32);
-        if (t.loss == LossImplementation::Fp32OutputKept)
-            b.graph().tensors[static_cast<std::size_t>(l32)].hold = Hold::StepEnd;
-        const int lsm = b.keepsOutput(l32, n, 4, "log_softmax");
-        markLogits(b, lsm);
-        return nllLoss(b, lsm);
-    }
+        return upcastCrossEntropy(b, logits, "output(h).float()", Hold::None);
+    case LossImplementation::Fp32OutputKept:
+        return upcastCrossEntropy(b, logits, "output(h).float()", Hold::StepEnd);
     case LossImplementation::LigerFused: // built with the projection (ligerFusedLoss)
         return logits;
     case LossImplementation::Chunked: {
