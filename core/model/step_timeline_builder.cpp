@@ -188,6 +188,20 @@ private:
         const Stack s = m_in.training.stack.name;
         return (s == Stack::Torchtitan || s == Stack::Torchtune) && shardsGradients(m_s.sharding);
     }
+    // FSDP2 gathers a unit into a flat output on its all-gather copy-in stream and copies it out
+    // into the parameters' own storage on the current stream (_fsdp_collectives.py
+    // foreach_all_gather, foreach_all_gather_copy_out; _fsdp_param.py alloc_all_gather_outputs).
+    // Forward keeps the flat output until the next unit's wait (comm_ctx.all_gather_state), the
+    // last one until the root's post-forward; backward frees it once copied and prefetches the
+    // next unit after the copy (_fsdp_param_group.py wait_for_unshard, pre_backward). The root's
+    // own parameters stay unsharded from forward to the end of backward (_fsdp_state.py
+    // _lazy_init: post_forward_mesh_info = None). Without a pipeline, whose units stay gathered.
+    bool gathersWithFsdp2() const
+    {
+        const Stack s = m_in.training.stack.name;
+        return m_prefetch && (s == Stack::Torchtitan || s == Stack::Torchtune)
+               && m_in.parallelism.pipeline_parallel <= 1;
+    }
     // Before torch 2.5 FSDP2 allocated the reduce-scatter input on its reduce-scatter stream, a
     // pool whose cached blocks the compute stream cannot reuse; pytorch PR #129721 (2024-06-27,
     // after 2.4's branch cut) moved the copy-in to the current stream "to avoid fragmenting that
@@ -266,6 +280,7 @@ private:
     int m_stream = -1, m_gradStream = -1, m_checkpointInput = -1, m_cos = -1, m_sin = -1,
         m_mask = -1;
     int m_gathered = -1, m_rootGathered = -1, m_unitGrad = -1, m_gradShard = -1;
+    int m_allGatherOutput = -1, m_rootAllGatherOutput = -1; // FSDP2's flat outputs
     int m_rootGradShard = -1, m_bucket = -1, m_lossGrad = -1;
     int m_unitReduceInput = -1, m_rootReduceInput = -1;
     int m_accumulated = -1;      // gradients kept from earlier micro-batches: outside the layers
@@ -417,13 +432,24 @@ void StepBuilder::forward()
     const Stage stage = m_p.train ? Stage::Forward : Stage::Prefill;
     TimelineBlock &b = m_tl.addBlock(stage, Phase::Forward);
     const double d = static_cast<double>(m_in.arch.head_dim);
+    const std::uint8_t unsharded = gathersWithFsdp2() ? 0 : kGatherStream;
     if (m_s.gathers) {
+        const SizeExpr root = bytes(m_s.root_weights * gatheredScale());
+        if (gathersWithFsdp2()) {
+            m_rootAllGatherOutput = tensor("all-gather output (embedding and head)",
+                                           root,
+                                           Component::Temporaries,
+                                           false,
+                                           1,
+                                           kGatherStream);
+            alloc(b, m_rootAllGatherOutput);
+        }
         m_rootGathered = tensor("gathered embedding and head parameters",
-                                bytes(m_s.root_weights * gatheredScale()),
+                                root,
                                 Component::Temporaries,
                                 false,
                                 1,
-                                kGatherStream);
+                                unsharded);
         alloc(b, m_rootGathered);
     }
     m_embed->bind({m_stream, m_gradStream, false, true, 0, false, 0, true, 0, true});
@@ -446,18 +472,23 @@ void StepBuilder::forward()
         m_mask = tensor("causal mask [b, 1, s, keys]", size, c, false);
         alloc(b, m_mask);
     }
+    const SizeExpr unit = bytes(m_s.layer_weights / m_layers * gatheredScale());
     if (m_s.gathers)
-        m_gathered = tensor("gathered layer parameters",
-                            bytes(m_s.layer_weights / m_layers * gatheredScale()),
-                            Component::Temporaries,
-                            true,
-                            1,
-                            kGatherStream);
-    if (m_prefetch)
+        m_gathered
+            = tensor("gathered layer parameters", unit, Component::Temporaries, true, 1, unsharded);
+    if (gathersWithFsdp2()) {
+        m_allGatherOutput
+            = tensor("all-gather output", unit, Component::Temporaries, true, 1, kGatherStream);
+        alloc(b, m_allGatherOutput, 0, true);
+        release(b, m_rootAllGatherOutput); // layer 0's wait frees the root's
+    } else if (m_prefetch) {
         alloc(b, m_gathered, 0, true);
+    }
     forwardLayers();
     TimelineBlock &head = m_tl.addBlock(m_p.train ? Stage::Loss : stage, Phase::Forward);
-    if (m_prefetch)
+    if (gathersWithFsdp2())
+        release(head, m_allGatherOutput, m_layers, true); // freed at the root's post-forward
+    else if (m_prefetch)
         release(head, m_gathered, m_layers, true); // the prefetch past the last layer
     if (keepsLastLayerGathered())
         alloc(head, m_gathered, m_layers - 1, true); // not resharded: the same block again
@@ -554,14 +585,18 @@ void StepBuilder::forwardLayers()
         for (std::size_t j = 0; j < run.layers.size(); ++j) {
             const int at = static_cast<int>(j);
             GraphTimeline &g = *run.layers[j];
-            if (m_prefetch)
-                alloc(b, m_gathered, at + 1);
-            else if (m_keepGathered)
+            if (m_keepGathered || gathersWithFsdp2()) // FSDP2: copied out of its flat output
                 alloc(b, m_gathered, at);
+            else if (m_prefetch)
+                alloc(b, m_gathered, at + 1);
             g.bind(runBinding(run, j, at));
             g.forward(b);
             if (m_prefetch)
                 release(b, m_gathered, at);
+            if (gathersWithFsdp2()) { // the next unit's all-gather, then its wait
+                alloc(b, m_allGatherOutput, at + 1);
+                release(b, m_allGatherOutput, at);
+            }
             if (offloadsActivations() && run.first >= kActivationOffloadStash)
                 release(b, m_stream, at - kActivationOffloadStash); // out of the stash
         }
@@ -732,11 +767,18 @@ void StepBuilder::backward()
     layerGradients(b, *m_head, from);
     stepInBackward(b, from, ops, m_in.arch.tied_embeddings);
     m_liveGradLayer = m_layers;
-    if (m_prefetch && !keepsLastLayerGathered())
+    if (m_prefetch && !keepsLastLayerGathered()) {
+        if (gathersWithFsdp2())
+            alloc(b, m_allGatherOutput, m_layers - 1, true);
         alloc(b, m_gathered, m_layers - 1, true);
+        if (gathersWithFsdp2())
+            release(b, m_allGatherOutput, m_layers - 1, true);
+    }
     backwardLayers();
 
     TimelineBlock &end = m_tl.addBlock(Stage::Backward, Phase::Backward);
+    if (gathersWithFsdp2()) // the unit past the first layer: none to copy out
+        release(end, m_gathered, -1, true);
     if (m_cos >= 0) {
         release(end, m_cos);
         release(end, m_sin);
@@ -752,7 +794,7 @@ void StepBuilder::backward()
         stepParameter(end.events, e);
     m_head->releaseHeld(end, Hold::StepEnd);
     m_head->releaseOutput(end); // the loss, once the training loop lets it go
-    if (m_prefetch)
+    if (m_prefetch && !gathersWithFsdp2())
         release(end, m_gathered, -1, true); // the prefetch past the first layer
     if (m_rootGathered >= 0)
         release(end, m_rootGathered);
@@ -773,7 +815,9 @@ void StepBuilder::backwardLayers()
         for (std::size_t j = 0; j < run.layers.size(); ++j) {
             const int at = -static_cast<int>(j);
             GraphTimeline &g = *run.layers[j];
-            if (m_prefetch)
+            if (gathersWithFsdp2()) // prefetched after this unit's copy-out
+                alloc(b, m_allGatherOutput, at - 1);
+            else if (m_prefetch)
                 alloc(b, m_gathered, at - 1);
             const int layer = run.first + at; // of the first repetition
             const bool relative = run.repeat > 1 || m_liveGradLayer == layer + 1;
@@ -791,6 +835,10 @@ void StepBuilder::backwardLayers()
             stepInBackward(b, from, ops);
             if (m_s.gathers && !defersGradientSync()) // else resharded after the last backward
                 release(b, m_gathered, at);
+            if (gathersWithFsdp2()) { // the next unit's pre-backward copies it out
+                alloc(b, m_gathered, at - 1);
+                release(b, m_allGatherOutput, at - 1);
+            }
             if (inputGrad == g.graph().input)
                 m_liveGradLayer = layer + (run.repeat - 1) * run.step;
         }

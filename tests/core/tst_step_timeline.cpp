@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The step timeline: every allocation is freed once, the phase peaks computed block by block equal
 // those of the fully expanded event list, and a step ends with exactly what it started with.
+#include "model/stack_profile.h"
 #include "model/step_model.h"
 #include "model/timeline_expand.h"
 #include "model/timeline_peaks.h"
@@ -143,6 +144,62 @@ private slots:
                                         .arg(p)
                                         .arg(got)
                                         .arg(expected)));
+            }
+        }
+    }
+
+    // FSDP2's gathers (torchtitan, torchtune): each unit's flat all-gather output on the gather
+    // stream and its parameters copied out on the compute stream, balanced over the step and
+    // exact block by block.
+    void fsdp2GathersAreBalanced_data()
+    {
+        QTest::addColumn<int>("stack");
+        QTest::addColumn<int>("checkpointing");
+        QTest::addColumn<int>("accumulation");
+        for (Stack stack : {Stack::Torchtitan, Stack::Torchtune})
+            for (int ckpt = 0; ckpt < 3; ++ckpt)
+                for (int accumulation : {1, 4})
+                    QTest::addRow("%s-%d-%d", stackName(stack), ckpt, accumulation)
+                        << int(stack) << ckpt << accumulation;
+    }
+
+    void fsdp2GathersAreBalanced()
+    {
+        QFETCH(int, stack);
+        QFETCH(int, checkpointing);
+        QFETCH(int, accumulation);
+        EstimateInput in = input(llama3_8b());
+        in.arch.layers = 4;
+        in.training.stack = {static_cast<Stack>(stack), "", ""};
+        applyStackDefaults(in.training, in.parallelism);
+        in.training.checkpointing = static_cast<Checkpointing>(checkpointing);
+        in.training.checkpoint_every = 1;
+        in.training.gradient_accumulation_steps = accumulation;
+        in.parallelism.gpus = 4;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        int flat = 0, unsharded = 0;
+        for (const TimelineTensor &t : model.timeline().tensors) {
+            if (std::string(t.name) == "all-gather output")
+                flat = t.stream;
+            if (std::string(t.name) == "gathered layer parameters")
+                unsharded = 1 + t.stream;
+        }
+        QVERIFY(flat > 0);
+        QCOMPARE(unsharded, 1); // the compute stream
+        for (auto [b, s] : {std::pair{1, 7}, std::pair{3, 512}}) {
+            const double tokens = double(b) * s;
+            const Replayed r = replay(model.timeline(), tokens, s);
+            QCOMPARE(r.badFrees, 0);
+            QCOMPARE(r.doubleAllocs, 0);
+            const double others = r.liveAtEnd - r.gradientsAtEnd;
+            QVERIFY(std::abs(others - (r.residentAtStart - r.residentGradients)) <= 16);
+            const auto peaks = timelinePeaks(model.timeline(), tokens, s);
+            for (int p = 0; p < kPhaseCount; ++p) {
+                const double expected = r.peak[static_cast<std::size_t>(p)];
+                const double got = peaks[static_cast<std::size_t>(p)].allocated;
+                QVERIFY(std::abs(got - expected) <= 1e-6 * expected + 4096);
             }
         }
     }
