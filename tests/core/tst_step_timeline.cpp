@@ -68,6 +68,36 @@ EstimateInput input(const ModelArchitecture &arch)
     return in;
 }
 
+// At two shapes: no tensor freed that is not live or allocated twice, the step ending with what it
+// started with, and the block-by-block phase peaks equal to those of the expanded event list.
+void verifyBalancedAndExact(const StepModel &model)
+{
+    for (auto [b, s] : {std::pair{1, 7}, std::pair{3, 512}}) {
+        const double tokens = double(b) * s;
+        const Replayed r = replay(model.timeline(), tokens, s);
+        QCOMPARE(r.badFrees, 0);
+        QCOMPARE(r.doubleAllocs, 0);
+        // A step ends with what it started with, but for gradients that zero_grad frees
+        // (those kept by gradient accumulation; ZeRO-2's partition buffer stays).
+        const double others = r.liveAtEnd - r.gradientsAtEnd;
+        QVERIFY2(std::abs(others - (r.residentAtStart - r.residentGradients)) <= 16,
+                 qPrintable(QString("%1 left at the end, %2 resident at the start")
+                                .arg(r.liveAtEnd)
+                                .arg(r.residentAtStart)));
+        QVERIFY(r.gradientsAtEnd == 0 || r.gradientsAtEnd == r.residentGradients);
+        const auto peaks = timelinePeaks(model.timeline(), tokens, s);
+        for (int p = 0; p < kPhaseCount; ++p) {
+            const double expected = r.peak[static_cast<std::size_t>(p)];
+            const double got = peaks[static_cast<std::size_t>(p)].allocated;
+            QVERIFY2(std::abs(got - expected) <= 1e-6 * expected + 4096,
+                     qPrintable(QString("phase %1: %2 block by block, %3 expanded")
+                                    .arg(p)
+                                    .arg(got)
+                                    .arg(expected)));
+        }
+    }
+}
+
 } // namespace
 
 class TestStepTimeline : public QObject
@@ -122,30 +152,7 @@ private slots:
         in.parallelism.sharding = static_cast<Sharding>(sharding);
         const StepModel model(in);
         QVERIFY(model.valid());
-        for (auto [b, s] : {std::pair{1, 7}, std::pair{3, 512}}) {
-            const double tokens = double(b) * s;
-            const Replayed r = replay(model.timeline(), tokens, s);
-            QCOMPARE(r.badFrees, 0);
-            QCOMPARE(r.doubleAllocs, 0);
-            // A step ends with what it started with, but for gradients that zero_grad frees
-            // (those kept by gradient accumulation; ZeRO-2's partition buffer stays).
-            const double others = r.liveAtEnd - r.gradientsAtEnd;
-            QVERIFY2(std::abs(others - (r.residentAtStart - r.residentGradients)) <= 16,
-                     qPrintable(QString("%1 left at the end, %2 resident at the start")
-                                    .arg(r.liveAtEnd)
-                                    .arg(r.residentAtStart)));
-            QVERIFY(r.gradientsAtEnd == 0 || r.gradientsAtEnd == r.residentGradients);
-            const auto peaks = timelinePeaks(model.timeline(), tokens, s);
-            for (int p = 0; p < kPhaseCount; ++p) {
-                const double expected = r.peak[static_cast<std::size_t>(p)];
-                const double got = peaks[static_cast<std::size_t>(p)].allocated;
-                QVERIFY2(std::abs(got - expected) <= 1e-6 * expected + 4096,
-                         qPrintable(QString("phase %1: %2 block by block, %3 expanded")
-                                        .arg(p)
-                                        .arg(got)
-                                        .arg(expected)));
-            }
-        }
+        verifyBalancedAndExact(model);
     }
 
     // FSDP2's gathers (torchtitan, torchtune): each unit's flat all-gather output on the gather
@@ -188,20 +195,7 @@ private slots:
         }
         QVERIFY(flat > 0);
         QCOMPARE(unsharded, 1); // the compute stream
-        for (auto [b, s] : {std::pair{1, 7}, std::pair{3, 512}}) {
-            const double tokens = double(b) * s;
-            const Replayed r = replay(model.timeline(), tokens, s);
-            QCOMPARE(r.badFrees, 0);
-            QCOMPARE(r.doubleAllocs, 0);
-            const double others = r.liveAtEnd - r.gradientsAtEnd;
-            QVERIFY(std::abs(others - (r.residentAtStart - r.residentGradients)) <= 16);
-            const auto peaks = timelinePeaks(model.timeline(), tokens, s);
-            for (int p = 0; p < kPhaseCount; ++p) {
-                const double expected = r.peak[static_cast<std::size_t>(p)];
-                const double got = peaks[static_cast<std::size_t>(p)].allocated;
-                QVERIFY(std::abs(got - expected) <= 1e-6 * expected + 4096);
-            }
-        }
+        verifyBalancedAndExact(model);
     }
 
     // Inference keeps its KV cache to the end; nothing else outlives the prefill but the weights.
