@@ -164,6 +164,17 @@ private:
                            int with,
                            int layer,
                            std::vector<TimelineEvent> &kept) const;
+    // Bytes, in the model's gradient dtype (ModelStates), of the weights' .grad tensors `b` makes
+    // from event `from` on (the graphs make them in GraphPrecision::grad).
+    double paramGradBytes(const TimelineBlock &b, std::size_t from) const;
+    void reduceScatter(std::vector<TimelineEvent> &kept,
+                       int unsharded,
+                       int input,
+                       int layer,
+                       double unit,
+                       bool perLayer);
+    void holdRootGradients(TimelineBlock &b, std::size_t from);
+    void reduceRootGradients(TimelineBlock &b);
     void reduceDeferredGradients();
     // torch.optim and bitsandbytes make their states in the first step() (optim/adamw.py
     // `_init_group`); DeepSpeed's ZeRO optimizers at engine initialisation, and an optimizer
@@ -183,11 +194,12 @@ private:
     // backward_maybe_with_nosync and run_post_backward, pytorch PR #134052; at the end of step()
     // since PR #165106): the torchtitan stack with a pipeline and sharded gradients.
     // FSDP2's fully_shard: torchtitan, and torchtune's distributed recipes.
-    bool shardsWithFsdp2() const
+    bool usesFsdp2() const
     {
         const Stack s = m_in.training.stack.name;
-        return (s == Stack::Torchtitan || s == Stack::Torchtune) && shardsGradients(m_s.sharding);
+        return s == Stack::Torchtitan || s == Stack::Torchtune;
     }
+    bool shardsWithFsdp2() const { return usesFsdp2() && shardsGradients(m_s.sharding); }
     // FSDP2 gathers a unit into a flat output on its all-gather copy-in stream and copies it out
     // into the parameters' own storage on the current stream (_fsdp_collectives.py
     // foreach_all_gather, foreach_all_gather_copy_out; _fsdp_param.py alloc_all_gather_outputs).
@@ -198,9 +210,7 @@ private:
     // _lazy_init: post_forward_mesh_info = None). Without a pipeline, whose units stay gathered.
     bool gathersWithFsdp2() const
     {
-        const Stack s = m_in.training.stack.name;
-        return m_prefetch && (s == Stack::Torchtitan || s == Stack::Torchtune)
-               && m_in.parallelism.pipeline_parallel <= 1;
+        return m_prefetch && usesFsdp2() && m_in.parallelism.pipeline_parallel <= 1;
     }
     // Before torch 2.5 FSDP2 allocated the reduce-scatter input on its reduce-scatter stream, a
     // pool whose cached blocks the compute stream cannot reuse; pytorch PR #129721 (2024-06-27,
@@ -210,6 +220,28 @@ private:
     {
         const bool before25 = torchRelease(m_in.training.stack) < LibraryVersion{2, 5, 0};
         return shardsWithFsdp2() && before25 ? kReduceStream : 0;
+    }
+    // From torch 2.5 FSDP2 keeps a unit's reduce-scatter input (made on the compute stream) in
+    // comm_ctx.reduce_scatter_state until the next unit's post-backward has waited for it, which
+    // frees it before making its own; the last one lives until the final callback
+    // (_fsdp_param_group.py post_backward, _fsdp_state.py _root_post_backward_final_callback;
+    // pytorch PR #129721).
+    bool holdsReduceScatterState() const
+    {
+        const bool from25 = torchRelease(m_in.training.stack) >= LibraryVersion{2, 5, 0};
+        return shardsWithFsdp2() && from25 && !defersGradientSync();
+    }
+    // FSDP's root unit (embeddings, final norm, lm_head) reduces once, after the embedding's
+    // backward: FSDP1's post-backward hook waits for the flat parameter's gradient, which autograd
+    // assembles from every view's gradient (_runtime_utils.py _post_backward_hook); FSDP2's root
+    // gets no post-backward hook from its integer inputs and reduces in the final callback
+    // (_fsdp_state.py _root_post_backward_final_callback). Until then the lm_head's gradient is held
+    // from the head's backward and the embedding's from its own. DeepSpeed reduces each gradient
+    // as it is made (bucketed).
+    bool holdsRootGradients() const
+    {
+        return m_p.train && shardsGradients(m_s.sharding) && !isDeepSpeed(m_s.sharding)
+               && m_in.parallelism.gpus > 1 && !defersGradientSync();
     }
     bool defersGradientSync() const
     {
@@ -281,8 +313,11 @@ private:
         m_mask = -1;
     int m_gathered = -1, m_rootGathered = -1, m_unitGrad = -1, m_gradShard = -1;
     int m_allGatherOutput = -1, m_rootAllGatherOutput = -1; // FSDP2's flat outputs
-    int m_rootGradShard = -1, m_bucket = -1, m_lossGrad = -1;
-    int m_unitReduceInput = -1, m_rootReduceInput = -1;
+    int m_bucket = -1, m_lossGrad = -1;
+    int m_unitReduceInput = -1;
+    bool m_reduceStateHeld = false;   // a unit's reduce-scatter input kept (torch >= 2.5)
+    std::vector<int> m_heldRootGrads; // the root unit's gradients until it reduces ...
+    double m_heldRootBytes = 0;       // ... and their bytes in the model's gradient dtype
     int m_accumulated = -1;      // gradients kept from earlier micro-batches: outside the layers
     int m_accumulatedLayer = -1; // ... of each decoder layer
     int m_partition = -1;        // ZeRO-2's partitioned gradient buffer
@@ -792,6 +827,8 @@ void StepBuilder::backward()
     stepInBackward(end, embedFrom, ops);
     for (const TimelineEvent &e : m_deferredSteps)
         stepParameter(end.events, e);
+    if (holdsRootGradients())
+        reduceRootGradients(end);
     m_head->releaseHeld(end, Hold::StepEnd);
     m_head->releaseOutput(end); // the loss, once the training loop lets it go
     if (m_prefetch && !gathersWithFsdp2())
@@ -808,7 +845,16 @@ void StepBuilder::backwardLayers()
 {
     const bool accumulating = m_in.training.gradient_accumulation_steps > 1;
     std::vector<std::int32_t> ops;
-    for (const LayerRun &run : layerRuns(true)) {
+    std::vector<LayerRun> runs = layerRuns(true);
+    // The first unit to reduce has no earlier reduce-scatter input to let go: a block of its own.
+    if (holdsReduceScatterState() && runs.front().repeat > 1) {
+        LayerRun rest = runs.front();
+        runs.front().repeat = 1;
+        rest.first += rest.step;
+        rest.repeat -= 1;
+        runs.insert(runs.begin() + 1, rest);
+    }
+    for (const LayerRun &run : runs) {
         TimelineBlock &b
             = m_tl.addBlock(Stage::Backward, Phase::Backward, run.first, run.step, run.repeat);
         b.decoder_layer = true;
@@ -868,6 +914,18 @@ bool StepBuilder::replaceParamGrads(const TimelineBlock &b,
     return seen;
 }
 
+double StepBuilder::paramGradBytes(const TimelineBlock &b, std::size_t from) const
+{
+    double sum = 0;
+    for (std::size_t i = from; i < b.events.size(); ++i) {
+        const TimelineEvent &e = b.events[i];
+        const TimelineTensor &t = m_tl.tensors[static_cast<std::size_t>(e.tensor)];
+        if (e.alloc && t.origin == TensorOrigin::ParamGrad)
+            sum += t.size.fixed * t.copies;
+    }
+    return m_p.grad > 0 ? sum / m_p.grad * m_s.grad_bytes_per_param : 0;
+}
+
 // With ZeRO-2/3 and FSDP a layer's gradients exist unsharded only until reduce-scatter: its
 // weights' .grad events become one transient unsharded buffer, then a shard is kept (ZeRO-2 keeps
 // its partition in a buffer allocated up front).
@@ -884,8 +942,13 @@ void StepBuilder::layerGradients(TimelineBlock &b,
         return;
     }
     const bool perLayer = g.graph().input >= 0 && &g != m_head.get();
-    const double unit = perLayer ? m_s.layer_grads / m_layers : m_s.grads - m_s.layer_grads;
-    int &unsharded = perLayer ? m_unitGrad : m_rootGradShard;
+    if (!perLayer && holdsRootGradients()) {
+        holdRootGradients(b, from);
+        return;
+    }
+    const double unit = perLayer ? m_s.layer_grads / m_layers : paramGradBytes(b, from);
+    int rootUnsharded = -1, rootInput = -1;
+    int &unsharded = perLayer ? m_unitGrad : rootUnsharded;
     if (unsharded < 0)
         unsharded = tensor(perLayer ? "unsharded layer gradients" : "unsharded gradients",
                            bytes(inParamDtype(unit)),
@@ -896,7 +959,7 @@ void StepBuilder::layerGradients(TimelineBlock &b,
     // the dtypes agree (_fsdp_collectives.py foreach_reduce, foreach_reduce_scatter_copy_in);
     // reduceScatterInputStream says on which stream. FSDP1's cast (_runtime_utils.py
     // _post_backward_hook, on its post-backward stream) is not told apart here.
-    int &input = perLayer ? m_unitReduceInput : m_rootReduceInput;
+    int &input = perLayer ? m_unitReduceInput : rootInput;
     if (input < 0 && (shardsWithFsdp2() || inAccumulatorDtype(unit) != inParamDtype(unit)))
         input = tensor("reduce-scatter input",
                        bytes(inAccumulatorDtype(unit)),
@@ -906,35 +969,117 @@ void StepBuilder::layerGradients(TimelineBlock &b,
                        reduceScatterInputStream());
     std::vector<TimelineEvent> kept;
     if (replaceParamGrads(b, from, unsharded, layer, kept)) {
-        if (input >= 0) {
-            kept.push_back({input, layer, true, false});
-            kept.push_back({unsharded, layer, false, false});
+        if (perLayer && input >= 0 && m_reduceStateHeld) // the previous unit's, waited for
+            kept.push_back({input, layer + 1, false, false});
+        reduceScatter(kept, unsharded, input, layer, unit, perLayer);
+        if (perLayer && input >= 0 && holdsReduceScatterState()) {
+            kept.pop_back(); // kept until the next unit's post-backward
+            m_reduceStateHeld = true;
         }
-        if (m_partition < 0 && m_accumulated < 0) {
-            int shard;
-            if (perLayer) {
-                if (m_gradShard < 0)
-                    m_gradShard = tensor("gradient shard",
-                                         bytes(unit / m_s.grad_shard),
-                                         Component::Gradients,
-                                         true,
-                                         1,
-                                         kReduceStream);
-                shard = m_gradShard;
-            } else {
-                shard = tensor("gradient shard",
-                               bytes(unit / m_s.grad_shard),
-                               Component::Gradients,
-                               false,
-                               1,
-                               kReduceStream);
-                m_rootShards.push_back(shard);
-            }
-            kept.push_back({shard, layer, true, false});
-        }
-        kept.push_back({input >= 0 ? input : unsharded, layer, false, false});
     }
     b.events = std::move(kept);
+}
+
+// After `unsharded` (a unit's gradients in param_dtype) is allocated: the copy into the
+// reduce-scatter input where there is one, the shard kept, and the frees; the last event appended
+// frees the input (or the unsharded gradients where there is none).
+void StepBuilder::reduceScatter(std::vector<TimelineEvent> &kept,
+                                int unsharded,
+                                int input,
+                                int layer,
+                                double unit,
+                                bool perLayer)
+{
+    if (input >= 0) {
+        kept.push_back({input, layer, true, false});
+        kept.push_back({unsharded, layer, false, false});
+    }
+    if (m_partition < 0 && m_accumulated < 0) {
+        int shard;
+        if (perLayer) {
+            if (m_gradShard < 0)
+                m_gradShard = tensor("gradient shard",
+                                     bytes(unit / m_s.grad_shard),
+                                     Component::Gradients,
+                                     true,
+                                     1,
+                                     kReduceStream);
+            shard = m_gradShard;
+        } else {
+            shard = tensor("gradient shard",
+                           bytes(unit / m_s.grad_shard),
+                           Component::Gradients,
+                           false,
+                           1,
+                           kReduceStream);
+            m_rootShards.push_back(shard);
+        }
+        kept.push_back({shard, layer, true, false});
+    }
+    kept.push_back({input >= 0 ? input : unsharded, layer, false, false});
+}
+
+// The root unit's gradients of one end of the model (the head's, then the embedding's), held in
+// param_dtype until the unit reduces (holdsRootGradients).
+void StepBuilder::holdRootGradients(TimelineBlock &b, std::size_t from)
+{
+    const double share = paramGradBytes(b, from);
+    const int held = tensor(m_heldRootGrads.empty() ? "unsharded gradients (head)"
+                                                    : "unsharded gradients (embedding)",
+                            bytes(inParamDtype(share)),
+                            Component::Gradients,
+                            false);
+    std::vector<TimelineEvent> kept;
+    if (replaceParamGrads(b, from, held, 0, kept)) {
+        m_heldRootGrads.push_back(held);
+        m_heldRootBytes += share;
+    }
+    b.events = std::move(kept);
+}
+
+// The root unit's post-backward once the embedding's backward is done: resharded, the previous
+// unit's reduce-scatter input let go, FSDP1's flat gradient assembled from the held ones (FSDP2
+// copies them into its flat input directly), then the reduce-scatter as for a layer.
+void StepBuilder::reduceRootGradients(TimelineBlock &b)
+{
+    if (m_rootGathered >= 0)
+        release(b, m_rootGathered);
+    m_rootGathered = -1;
+    if (m_reduceStateHeld)
+        release(b, m_unitReduceInput, 0, true);
+    m_reduceStateHeld = false;
+    if (m_heldRootGrads.empty())
+        return;
+    const double unit = m_heldRootBytes;
+    const auto freeHeld = [&] {
+        for (int t : m_heldRootGrads)
+            release(b, t);
+        m_heldRootGrads.clear();
+    };
+    int unsharded = -1, input = -1;
+    if (!shardsWithFsdp2()) {
+        unsharded = tensor("unsharded gradients",
+                           bytes(inParamDtype(unit)),
+                           Component::Temporaries,
+                           false);
+        alloc(b, unsharded);
+        freeHeld();
+    }
+    if (shardsWithFsdp2() || inAccumulatorDtype(unit) != inParamDtype(unit))
+        input = tensor("reduce-scatter input",
+                       bytes(inAccumulatorDtype(unit)),
+                       Component::Temporaries,
+                       false,
+                       1,
+                       reduceScatterInputStream());
+    if (unsharded < 0) { // FSDP2: the held gradients themselves are copied in
+        alloc(b, input);
+        freeHeld();
+        unsharded = input;
+        input = -1;
+    }
+    reduceScatter(b.events, unsharded, input, 0, unit, false);
+    m_heldRootBytes = 0;
 }
 
 double StepBuilder::inParamDtype(double gradBytes) const

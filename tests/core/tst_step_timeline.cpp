@@ -163,11 +163,13 @@ private slots:
         QTest::addColumn<int>("stack");
         QTest::addColumn<int>("checkpointing");
         QTest::addColumn<int>("accumulation");
+        QTest::addColumn<QString>("torch"); // before 2.5: no reduce-scatter state kept
         for (Stack stack : {Stack::Torchtitan, Stack::Torchtune})
             for (int ckpt = 0; ckpt < 3; ++ckpt)
                 for (int accumulation : {1, 4})
-                    QTest::addRow("%s-%d-%d", stackName(stack), ckpt, accumulation)
-                        << int(stack) << ckpt << accumulation;
+                    for (const char *torch : {"", "2.4"})
+                        QTest::addRow("%s-%d-%d-%s", stackName(stack), ckpt, accumulation, torch)
+                            << int(stack) << ckpt << accumulation << QString(torch);
     }
 
     void fsdp2GathersAreBalanced()
@@ -175,12 +177,13 @@ private slots:
         QFETCH(int, stack);
         QFETCH(int, checkpointing);
         QFETCH(int, accumulation);
+        QFETCH(QString, torch);
         EstimateInput in = input(llama3_8b());
-        in.arch.layers = 4;
-        in.training.stack = {static_cast<Stack>(stack), "", ""};
+        in.arch.layers = 5;
+        in.training.stack = {static_cast<Stack>(stack), "", torch.toStdString()};
         applyStackDefaults(in.training, in.parallelism);
         in.training.checkpointing = static_cast<Checkpointing>(checkpointing);
-        in.training.checkpoint_every = 1;
+        in.training.checkpoint_every = 1 + (accumulation + checkpointing) % 2; // 2: groups of two
         in.training.gradient_accumulation_steps = accumulation;
         in.parallelism.gpus = 4;
         in.parallelism.sharding = Sharding::FsdpFull;
@@ -195,6 +198,87 @@ private slots:
         }
         QVERIFY(flat > 0);
         QCOMPARE(unsharded, 1); // the compute stream
+        verifyBalancedAndExact(model);
+    }
+
+    // FSDP's root unit (embeddings, final norm, lm_head) reduces once, after the embedding's
+    // backward: the head's gradients are held through every layer's backward, one root shard is
+    // kept, of the root's gradients over the shards; FSDP1 (plain torch) and FSDP2 (torchtitan).
+    void rootUnitReducesOnce_data()
+    {
+        QTest::addColumn<int>("stack");
+        QTest::newRow("fsdp1") << int(Stack::PlainTorch);
+        QTest::newRow("fsdp2") << int(Stack::Torchtitan);
+    }
+
+    void rootUnitReducesOnce()
+    {
+        QFETCH(int, stack);
+        EstimateInput in = input(llama3_8b());
+        in.arch.layers = 4;
+        in.training.stack = {static_cast<Stack>(stack), "", ""};
+        applyStackDefaults(in.training, in.parallelism);
+        in.parallelism.gpus = 4;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        const StepTimeline &tl = model.timeline();
+        const ModelStates &s = model.states();
+        int rootShards = 0;
+        for (const TimelineTensor &t : tl.tensors)
+            if (std::string(t.name) == "gradient shard" && !t.per_layer) {
+                ++rootShards;
+                QCOMPARE(t.size.fixed, (s.grads - s.layer_grads) / s.grad_shard);
+            }
+        QCOMPARE(rootShards, 1);
+        // The head's gradients: made before the last layer's backward, freed after the first's.
+        int headMade = -1, headFreed = -1, layerZeroGrads = -1;
+        const std::vector<ExpandedEvent> events = expandTimeline(tl, 512, 512);
+        for (std::size_t i = 0; i < events.size(); ++i) {
+            const std::string name = tl.tensors[std::size_t(events[i].tensor)].name;
+            if (name == "unsharded gradients (head)")
+                (events[i].alloc ? headMade : headFreed) = int(i);
+            if (name == "unsharded layer gradients" && events[i].layer == 0 && events[i].alloc)
+                layerZeroGrads = int(i);
+        }
+        QVERIFY(headMade >= 0 && layerZeroGrads > headMade && headFreed > layerZeroGrads);
+        verifyBalancedAndExact(model);
+    }
+
+    // From torch 2.5 FSDP2 keeps a unit's reduce-scatter input until the next unit's
+    // post-backward: layer 2's input is live while layer 1's gradients are made; before, not.
+    void fsdp2KeepsTheReduceScatterState_data()
+    {
+        QTest::addColumn<QString>("torch");
+        QTest::addColumn<bool>("kept");
+        QTest::newRow("2.6") << "2.6" << true;
+        QTest::newRow("2.4") << "2.4" << false;
+    }
+
+    void fsdp2KeepsTheReduceScatterState()
+    {
+        QFETCH(QString, torch);
+        QFETCH(bool, kept);
+        EstimateInput in = input(llama3_8b());
+        in.arch.layers = 4;
+        in.training.stack = {Stack::Torchtitan, "", torch.toStdString()};
+        applyStackDefaults(in.training, in.parallelism);
+        in.parallelism.gpus = 4;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        const StepModel model(in);
+        const StepTimeline &tl = model.timeline();
+        int inputFreed = -1, gradsMade = -1;
+        const std::vector<ExpandedEvent> events = expandTimeline(tl, 512, 512);
+        for (std::size_t i = 0; i < events.size(); ++i) {
+            const ExpandedEvent &e = events[i];
+            const std::string name = tl.tensors[std::size_t(e.tensor)].name;
+            if (name == "reduce-scatter input" && e.layer == 2 && !e.alloc)
+                inputFreed = int(i);
+            if (name == "unsharded layer gradients" && e.layer == 1 && e.alloc)
+                gradsMade = int(i);
+        }
+        QVERIFY(inputFreed >= 0 && gradsMade >= 0);
+        QCOMPARE(inputFreed > gradsMade, kept);
         verifyBalancedAndExact(model);
     }
 
