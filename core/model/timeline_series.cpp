@@ -60,7 +60,10 @@ const TimelineStageSpan *TimelineSeries::stageAt(std::size_t position) const
     return nullptr;
 }
 
-TimelineSeries timelineSeries(const StepModel &model, std::int64_t microBatch, std::int64_t sequence)
+TimelineSeries timelineSeries(const StepModel &model,
+                              std::int64_t microBatch,
+                              std::int64_t sequence,
+                              ReservedSeries reserved)
 {
     TimelineSeries out;
     if (!model.valid() || microBatch < 1 || sequence < 1)
@@ -69,8 +72,9 @@ TimelineSeries timelineSeries(const StepModel &model, std::int64_t microBatch, s
     const double seq = static_cast<double>(sequence);
     out.micro_batch = microBatch;
     out.sequence = sequence;
+    const bool replays = reserved == ReservedSeries::Replay || !model.reserveAssumed();
     // At the input's own shape the estimate's replay has played these events already.
-    const bool reference = microBatch == model.input().training.micro_batch_size
+    const bool reference = replays && microBatch == model.input().training.micro_batch_size
                            && sequence == model.input().training.sequence_length;
     out.events = reference ? model.referenceEvents()
                            : expandTimeline(tl,
@@ -90,6 +94,8 @@ TimelineSeries timelineSeries(const StepModel &model, std::int64_t microBatch, s
     out.peak = static_cast<std::size_t>(std::max_element(out.allocated.begin(), out.allocated.end())
                                         - out.allocated.begin());
 
+    if (!replays)
+        return out;
     // Reserved: the same replay as the estimate's (the scenario's allocator settings, no limit).
     const ResidentAllocatorState &resident = model.resident(model.allocatorSettings());
     std::vector<Bytes> after;

@@ -38,7 +38,8 @@ struct TimelineSeries
     std::vector<ExpandedEvent> events; // the step, the resident tensors left out
     ComponentBytes resident{};         // live when the step starts, per component
     std::vector<Bytes> allocated;      // at each position (events.size() + 1 values)
-    std::vector<Bytes> reserved;       // at each position, from the allocator model
+    std::vector<Bytes> reserved;       // at each position, from the allocator model; empty when
+                                       // not replayed (ReservedSeries::WhenReplayed)
     std::vector<TimelineStageSpan> stages;
     std::size_t peak = 0; // the first position where allocated is highest
     StepReplay replay;    // the allocator model's replay of the step (unlimited capacity)
@@ -49,12 +50,18 @@ struct TimelineSeries
     const TimelineStageSpan *stageAt(std::size_t position) const;
 };
 
+// Whether a series gets its reserved bytes: Replay always replays the step (the estimate's replay
+// where it has run); WhenReplayed leaves them out for a model whose reserve is assumed (a slider
+// drag: StepModel(input, assumedReserveRatio)), whose point is to skip that replay.
+enum class ReservedSeries { Replay, WhenReplayed };
+
 // The step of `model` at micro-batch `microBatch` and sequence length `sequence`, with reserved
 // bytes from replaying it through the caching-allocator model with the scenario's settings (the
 // same replay as the estimate's). Empty (no positions) for an invalid model or shape.
 TimelineSeries timelineSeries(const StepModel &model,
                               std::int64_t microBatch,
-                              std::int64_t sequence);
+                              std::int64_t sequence,
+                              ReservedSeries reserved = ReservedSeries::Replay);
 
 // Bytes live per component at each of `positions` (ascending), in one walk over the events.
 std::vector<ComponentBytes> componentsAt(const StepTimeline &timeline,

@@ -54,6 +54,7 @@ private Q_SLOTS:
     void calibrateIsOneUndoStep();
     void stackedAreasFollowTheSteps();
     void hiddenComparisonChartReplotsWhenShown();
+    void dragDrawsReservedWhenSettled();
 
 private:
     TimelineChart *chart() const { return m_window->timelineView()->chart(); }
@@ -118,6 +119,35 @@ void TestTimelineView::zoomDrawsTheStretchInDetail()
     QTRY_VERIFY(!c->zoomed());
     QCOMPARE(c->xAxis->range().lower, 0.0);
     QCOMPARE(c->xAxis->range().upper, end);
+}
+
+// While a slider is dragged the tab draws the allocated step without the allocator replay (no
+// reserved line; the hover says when it comes), and draws reserved again once the drag ends.
+void TestTimelineView::dragDrawsReservedWhenSettled()
+{
+    m_window->views()->setCurrentIndex(MainWindow::TimelineViewIndex);
+    ScenarioDocument *doc = m_window->document();
+    const auto reservedLines = [&] {
+        int n = 0;
+        for (int i = 0; i < chart()->graphCount(); ++i)
+            n += chart()->graph(i)->name() == QStringLiteral("Reserved (allocator model)");
+        return n;
+    };
+    QCOMPARE(reservedLines(), 1);
+    doc->setDragging(true);
+    doc->edit(QStringLiteral("micro-batch"), [](Scenario &s) { s.training.micro_batch_size = 3; });
+    QVERIFY(doc->isProvisional());
+    QTRY_COMPARE(chart()->contents()->series.micro_batch, 3);
+    QVERIFY(chart()->contents()->series.reserved.empty());
+    QTRY_COMPARE(reservedLines(), 0);
+    const std::size_t peak = chart()->contents()->series.peak;
+    QVERIFY(chart()->describePosition(peak).contains(
+        QStringLiteral("reserved once the value settles")));
+    doc->setDragging(false);
+    QTRY_VERIFY(!doc->isProvisional());
+    QTRY_VERIFY(!chart()->contents()->series.reserved.empty());
+    QTRY_COMPARE(reservedLines(), 1);
+    QVERIFY(!chart()->describePosition(peak).contains(QStringLiteral("settles")));
 }
 
 void TestTimelineView::tabFollowsAnEdit()

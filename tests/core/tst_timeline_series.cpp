@@ -81,6 +81,26 @@ private slots:
         QCOMPARE(s.stages.back().phase, Phase::OptimizerStep);
     }
 
+    // A drag's model (reserve assumed, no replay) gets the same allocated series and, asked for
+    // WhenReplayed, no reserved one and no replay; asked to Replay, the settled model's.
+    void dragSkipsTheReplay()
+    {
+        const EstimateInput in = trainingInput(Checkpointing::None, 0);
+        const StepModel settled(in);
+        const StepModel dragged(in, settled.reserveRatio());
+        QVERIFY(dragged.reserveAssumed());
+        const TimelineSeries full = timelineSeries(settled, 2, 512, ReservedSeries::WhenReplayed);
+        const TimelineSeries quick = timelineSeries(dragged, 2, 512, ReservedSeries::WhenReplayed);
+        QCOMPARE(full.reserved.size(), full.positions());
+        QVERIFY(quick.reserved.empty());
+        QCOMPARE(quick.replay.peak_reserved, Bytes(0));
+        QCOMPARE(quick.allocated, full.allocated);
+        QCOMPARE(quick.peak, full.peak);
+        QCOMPARE(quick.stages.size(), full.stages.size());
+        const TimelineSeries asked = timelineSeries(dragged, 2, 512, ReservedSeries::Replay);
+        QCOMPARE(asked.reserved, full.reserved);
+    }
+
     void componentsAddUp()
     {
         const StepModel model(trainingInput(Checkpointing::Selective, 0));

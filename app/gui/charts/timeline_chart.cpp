@@ -194,7 +194,8 @@ void TimelineChart::rebuild()
     drawComponents(kept);
     drawReserved(x0, x1);
     drawMeasured(x0, x1);
-    double top = value(*std::max_element(s.reserved.begin(), s.reserved.end()));
+    const std::vector<Bytes> &highest = s.reserved.empty() ? s.allocated : s.reserved;
+    double top = value(*std::max_element(highest.begin(), highest.end()));
     if (m_measured)
         for (const std::vector<Bytes> *v : {&m_measured->allocated, &m_measured->reserved})
             if (!v->empty())
@@ -253,6 +254,8 @@ void TimelineChart::drawComponents(const std::vector<std::size_t> &kept)
 void TimelineChart::drawReserved(double x0, double x1)
 {
     const TimelineSeries &s = m_contents->series;
+    if (s.reserved.empty()) // a slider drag: replayed once the value settles
+        return;
     const std::vector<std::size_t> kept = decimateColumns(
         s.positions(),
         [](std::size_t i) { return static_cast<double>(i); },
@@ -402,9 +405,13 @@ QString TimelineChart::describePosition(std::size_t position) const
                          QString::fromUtf8(stageLabel(
                              m_contents->timeline.blocks[static_cast<std::size_t>(e.block)].stage)));
     }
-    text += tr("\nEstimate: %1 allocated, %2 reserved")
-                .arg(bytesText(s.allocated[position], m_unit),
-                     bytesText(s.reserved[position], m_unit));
+    if (s.reserved.empty())
+        text += tr("\nEstimate: %1 allocated (reserved once the value settles)")
+                    .arg(bytesText(s.allocated[position], m_unit));
+    else
+        text += tr("\nEstimate: %1 allocated, %2 reserved")
+                    .arg(bytesText(s.allocated[position], m_unit),
+                         bytesText(s.reserved[position], m_unit));
     if (m_measured)
         if (const auto k = m_measured->alignment.event(static_cast<double>(position))) {
             const auto point = std::min(static_cast<std::size_t>(std::lround(*k)),

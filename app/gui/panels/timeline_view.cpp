@@ -104,9 +104,13 @@ void TimelineView::update(ByteUnit unit)
     const MemoryEstimate &est = m_doc->estimate();
     auto contents = std::make_shared<TimelineChartContents>();
     contents->timeline = model.timeline();
+    // During a slider drag the step model skips the allocator replay, and so does the series
+    // (its reserved line returns when the value settles); a loaded snapshot's comparison needs it.
     contents->series = timelineSeries(model,
                                       in.training.micro_batch_size,
-                                      in.training.sequence_length);
+                                      in.training.sequence_length,
+                                      m_snapshot ? ReservedSeries::Replay
+                                                 : ReservedSeries::WhenReplayed);
     contents->peak_phase = est.peak_phase;
     contents->gpus = m_doc->selectedGpus();
     const Breakdown &atPeak = est.phase(est.peak_phase);
