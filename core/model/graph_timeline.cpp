@@ -78,7 +78,8 @@ int GraphTimeline::tensorFor(Role role, int index) const
     if (role == Workspace) {
         const GraphOp &op = m_graph.ops[static_cast<std::size_t>(index)];
         t.name = op.name;
-        t.size = op.backward_workspace;
+        t.copies = std::max<double>(1, op.workspace_buffers);
+        t.size = op.backward_workspace * (1.0 / t.copies);
         const bool logits = !op.inputs.empty()
                             && m_graph.tensors[static_cast<std::size_t>(op.inputs[0])].use
                                    == TensorUse::Logits;

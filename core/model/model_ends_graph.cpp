@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace membudget {
 
@@ -340,6 +341,25 @@ OpGraph embeddingGraph(const ModelArchitecture &arch,
     return g;
 }
 
+// Loss parallel: DTensor's handlers for _log_softmax, nll_loss and their backwards
+// (torch/distributed/tensor/parallel/loss.py). nll_loss's backward also does log_softmax's,
+// `(grad_input + torch.exp(x)) * grad_output` with grad_input = zeros_like(x): beside the saved
+// log-probabilities x and the gradient it returns, two more buffers of x's size live at once
+// (grad_input, and exp(x) or the sum); log_softmax's backward hands that gradient on unchanged
+// (_log_softmax_backward_no_computation). The forward's shifted copy and exp(shifted) are not
+// added: they pass below the backward's start.
+static void vocabParallelCrossEntropy(OpGraph &g)
+{
+    for (GraphOp &op : g.ops) {
+        if (std::strcmp(op.name, "nll_loss") == 0 && !op.inputs.empty()) {
+            op.backward_workspace = g.tensors[static_cast<std::size_t>(op.inputs[0])].size * 2.0;
+            op.workspace_buffers = 2;
+        }
+        if (std::strcmp(op.name, "log_softmax") == 0)
+            op.grad_passthrough = 1;
+    }
+}
+
 OpGraph headGraph(const ModelArchitecture &arch,
                   const TrainingConfig &training,
                   const ParameterLayout &layout,
@@ -389,6 +409,8 @@ OpGraph headGraph(const ModelArchitecture &arch,
         markLogits(b, logits);
     }
     g.output = p.train ? causalLmLoss(b, training, p, logits) : b.cast(logits, 4, "logits fp32");
+    if (p.train && tensorParallel.loss_parallel && tp > 1)
+        vocabParallelCrossEntropy(g);
     return g;
 }
 

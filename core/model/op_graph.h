@@ -71,10 +71,11 @@ struct GraphOp
     SmallVector<int, 4> inputs;
     SmallVector<int, 4> outputs;
     SmallVector<SavedRule, 6> saves;
-    SizeExpr backward_workspace;   // extra scratch held while its backward runs (e.g. fp32 dq)
-    unsigned grad_passthrough = 0; // bit i: input i's gradient is the output's gradient itself
-                                   // (add and views hand it on without a copy)
-    int region = -1;               // index of the recomputation region it belongs to, if any
+    SizeExpr backward_workspace;        // extra scratch held while its backward runs (e.g. fp32 dq)
+    std::uint8_t workspace_buffers = 1; // ... as that many equal allocations
+    unsigned grad_passthrough = 0;      // bit i: input i's gradient is the output's gradient itself
+                                        // (add and views hand it on without a copy)
+    int region = -1;                    // index of the recomputation region it belongs to, if any
     PolicyClass policy_class = PolicyClass::Other;
     bool cached = false; // in a region: its outputs are kept from forward and handed back to the
                          // recomputation instead of being made again (op-level selective AC)

@@ -463,7 +463,7 @@ private slots:
     }
 
     // transformers' tp_plan gathers lm_head's output ("colwise_rep"): every rank holds the whole
-    // vocabulary's logits and fp32 loss chain; a vocab-parallel loss holds 1/t of them.
+    // vocabulary's logits and fp32 loss chain; a vocab-parallel loss holds 1/t of each.
     void huggingFaceTensorParallelGathersTheLogits()
     {
         const EstimateInput plain = tensorParallel8(Precision::Bf16);
@@ -474,8 +474,40 @@ private slots:
         sharded.parallelism.loss_parallel = true;
         const qint64 gathered = at(estimateMemory(hf), Phase::Backward, Component::Logits);
         const qint64 split = at(estimateMemory(sharded), Phase::Backward, Component::Logits);
-        QVERIFY2(gathered > 7 * split && gathered < 9 * split,
+        // At backward's start: three whole-vocabulary fp32 buffers gathered, four of 1/8 split
+        // (loss parallel's fused backward holds one more): 8 * 3 / 4 = 6 times.
+        QVERIFY2(2 * gathered > 11 * split && 2 * gathered < 13 * split,
                  qPrintable(QString("%1 gathered, %2 split").arg(gathered).arg(split)));
+    }
+
+    // DTensor's loss parallel (torch/distributed/tensor/parallel/loss.py): nll_loss's backward
+    // does log_softmax's too, holding two more buffers of the log-probabilities' size beside them
+    // and the gradient it returns, as two allocations; log_softmax's backward allocates nothing.
+    void lossParallelBackwardFusesLogSoftmax()
+    {
+        EstimateInput in = resolveStackChoices(
+            withStack(tensorParallel8(Precision::Bf16), Stack::Torchtitan));
+        QVERIFY(*in.parallelism.loss_parallel);
+        in.training.checkpointing = Checkpointing::None;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        const StepTimeline &tl = model.timeline();
+        double logProbs = 0, scratch = 0, scratchBuffers = 0;
+        int upcastGrads = 0;
+        for (const TimelineTensor &t : tl.tensors) {
+            const std::string name = t.name;
+            if (name == "log_softmax" && t.origin == TensorOrigin::Value)
+                logProbs = t.size.per_token;
+            if (name == "nll_loss" && t.origin == TensorOrigin::Workspace) {
+                scratch = t.size.per_token * t.copies;
+                scratchBuffers = t.copies;
+            }
+            upcastGrads += name == "logits fp32 upcast" && t.origin == TensorOrigin::Grad;
+        }
+        QVERIFY(logProbs > 0);
+        QCOMPARE(scratch, 2 * logProbs);
+        QCOMPARE(scratchBuffers, 2.0);
+        QCOMPARE(upcastGrads, 0);
     }
 
     // bitsandbytes MatMul8bitLt keeps its input A when the input needs a gradient (LoRA over an
