@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 namespace membudget {
 
@@ -88,13 +87,29 @@ void markLogits(GraphBuilder &b, int t)
     b.graph().tensors[static_cast<std::size_t>(t)].use = TensorUse::Logits;
 }
 
-// nll_loss over log-probabilities: keeps the (shifted, contiguous) int64 targets.
-int nllLoss(GraphBuilder &b, int logProbs)
+// log_softmax keeping its output for backward, then nll_loss over it, which keeps the (shifted,
+// contiguous) int64 targets. Loss parallel (`vocabParallel`) runs DTensor's handlers instead
+// (torch/distributed/tensor/parallel/loss.py): nll_loss's backward also does log_softmax's,
+// `(grad_input + torch.exp(x)) * grad_output` with grad_input = zeros_like(x), so beside the
+// saved log-probabilities x and the gradient it returns two more buffers of x's size live at once
+// (grad_input, and exp(x) or the sum), and log_softmax's backward hands that gradient on
+// unchanged (_log_softmax_backward_no_computation). The forward's shifted copy and exp(shifted)
+// are not added: they pass below the backward's start.
+int logSoftmaxNll(GraphBuilder &b, int x, double lsmBytes, bool vocabParallel)
 {
+    const SizeExpr n = b.elements(x);
+    const int lsm = b.keepsOutput(x, n, lsmBytes, "log_softmax");
+    markLogits(b, lsm);
+    if (vocabParallel)
+        b.lastOp().grad_passthrough = 1;
     const int targets = ids(b, "shifted labels");
-    const int loss = b.scalarOp(logProbs, SizeExpr::constant(1), 4, "nll_loss");
+    const int loss = b.scalarOp(lsm, SizeExpr::constant(1), 4, "nll_loss");
     b.lastOp().inputs.push_back(targets);
     b.lastOp().saves = {{targets, -1}};
+    if (vocabParallel) {
+        b.lastOp().backward_workspace = n * (2 * lsmBytes);
+        b.lastOp().workspace_buffers = 2;
+    }
     markLogits(b, targets);
     return loss;
 }
@@ -117,6 +132,7 @@ int lossTensor(GraphBuilder &b, const char *name, SizeExpr elements, double elem
 // log-softmax output in `lsmBytes`.
 int shiftedCopyLoss(GraphBuilder &b,
                     int logits,
+                    bool vocabParallel,
                     Hold upcastHold,
                     const char *upcastName,
                     double copyBytes = 4,
@@ -128,9 +144,7 @@ int shiftedCopyLoss(GraphBuilder &b,
     b.graph().tensors[static_cast<std::size_t>(l32)].hold = upcastHold;
     const int shifted = b.copy(l32, n, copyBytes, "shift_logits contiguous");
     markLogits(b, shifted);
-    const int lsm = b.keepsOutput(shifted, n, lsmBytes, "log_softmax");
-    markLogits(b, lsm);
-    return nllLoss(b, lsm);
+    return logSoftmaxNll(b, shifted, lsmBytes, vocabParallel);
 }
 
 int torchtuneChunkedLoss(GraphBuilder &b, int logits)
@@ -247,38 +261,50 @@ int ligerFusedLoss(
 // cross_entropy on the logits cast to fp32 (`upcast`, held as `hold` says): the fp32 copy, the
 // log_softmax it keeps for backward and the nll loss; the 16-bit logits die at the cast unless
 // their caller holds them.
-int upcastCrossEntropy(GraphBuilder &b, int logits, const char *upcast, Hold hold)
+int upcastCrossEntropy(GraphBuilder &b, int logits, bool vocabParallel, const char *upcast, Hold hold)
 {
     const int l32 = b.cast(logits, 4, upcast);
     markLogits(b, l32);
     b.graph().tensors[static_cast<std::size_t>(l32)].hold = hold;
-    const int lsm = b.keepsOutput(l32, b.elements(logits), 4, "log_softmax");
-    markLogits(b, lsm);
-    return nllLoss(b, lsm);
+    return logSoftmaxNll(b, l32, 4, vocabParallel);
 }
 
-int causalLmLoss(GraphBuilder &b, const TrainingConfig &t, const GraphPrecision &p, int logits)
+int causalLmLoss(GraphBuilder &b,
+                 const TrainingConfig &t,
+                 const GraphPrecision &p,
+                 int logits,
+                 bool vocabParallel)
 {
     const SizeExpr n = b.elements(logits);
     switch (t.loss) {
     case LossImplementation::Hf:
         b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
-        return upcastCrossEntropy(b, logits, "logits fp32 upcast", Hold::None);
+        return upcastCrossEntropy(b, logits, vocabParallel, "logits fp32 upcast", Hold::None);
     case LossImplementation::HfLegacy:
-        return shiftedCopyLoss(b, logits, Hold::StepEnd, "logits.float() (model output)");
+        return shiftedCopyLoss(b,
+                               logits,
+                               vocabParallel,
+                               Hold::StepEnd,
+                               "logits.float() (model output)");
     case LossImplementation::Hf446:
         b.graph().tensors[static_cast<std::size_t>(logits)].hold = Hold::ForwardEnd;
-        return shiftedCopyLoss(b, logits, Hold::ForwardEnd, "logits.float()");
+        return shiftedCopyLoss(b, logits, vocabParallel, Hold::ForwardEnd, "logits.float()");
     case LossImplementation::TorchtuneChunked:
         return torchtuneChunkedLoss(b, logits);
     case LossImplementation::NoUpcast: {
         const double bytes = b.elementBytes(logits);
-        return shiftedCopyLoss(b, logits, Hold::ForwardEnd, "logits", bytes, p.amp ? 4 : bytes);
+        return shiftedCopyLoss(b,
+                               logits,
+                               vocabParallel,
+                               Hold::ForwardEnd,
+                               "logits",
+                               bytes,
+                               p.amp ? 4 : bytes);
     }
     case LossImplementation::Fp32Output:
-        return upcastCrossEntropy(b, logits, "output(h).float()", Hold::None);
+        return upcastCrossEntropy(b, logits, vocabParallel, "output(h).float()", Hold::None);
     case LossImplementation::Fp32OutputKept:
-        return upcastCrossEntropy(b, logits, "output(h).float()", Hold::StepEnd);
+        return upcastCrossEntropy(b, logits, vocabParallel, "output(h).float()", Hold::StepEnd);
     case LossImplementation::LigerFused: // built with the projection (ligerFusedLoss)
         return logits;
     case LossImplementation::Chunked: {
@@ -341,25 +367,6 @@ OpGraph embeddingGraph(const ModelArchitecture &arch,
     return g;
 }
 
-// Loss parallel: DTensor's handlers for _log_softmax, nll_loss and their backwards
-// (torch/distributed/tensor/parallel/loss.py). nll_loss's backward also does log_softmax's,
-// `(grad_input + torch.exp(x)) * grad_output` with grad_input = zeros_like(x): beside the saved
-// log-probabilities x and the gradient it returns, two more buffers of x's size live at once
-// (grad_input, and exp(x) or the sum); log_softmax's backward hands that gradient on unchanged
-// (_log_softmax_backward_no_computation). The forward's shifted copy and exp(shifted) are not
-// added: they pass below the backward's start.
-static void vocabParallelCrossEntropy(OpGraph &g)
-{
-    for (GraphOp &op : g.ops) {
-        if (std::strcmp(op.name, "nll_loss") == 0 && !op.inputs.empty()) {
-            op.backward_workspace = g.tensors[static_cast<std::size_t>(op.inputs[0])].size * 2.0;
-            op.workspace_buffers = 2;
-        }
-        if (std::strcmp(op.name, "log_softmax") == 0)
-            op.grad_passthrough = 1;
-    }
-}
-
 OpGraph headGraph(const ModelArchitecture &arch,
                   const TrainingConfig &training,
                   const ParameterLayout &layout,
@@ -408,9 +415,9 @@ OpGraph headGraph(const ModelArchitecture &arch,
             = b.copy(logits, b.elements(logits) * tp, b.elementBytes(logits), "logits all-gather");
         markLogits(b, logits);
     }
-    g.output = p.train ? causalLmLoss(b, training, p, logits) : b.cast(logits, 4, "logits fp32");
-    if (p.train && tensorParallel.loss_parallel && tp > 1)
-        vocabParallelCrossEntropy(g);
+    const bool vocabParallel = tensorParallel.loss_parallel && tp > 1;
+    g.output = p.train ? causalLmLoss(b, training, p, logits, vocabParallel)
+                       : b.cast(logits, 4, "logits fp32");
     return g;
 }
 

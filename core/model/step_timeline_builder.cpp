@@ -173,7 +173,7 @@ private:
                        int layer,
                        double unit,
                        bool perLayer);
-    void holdRootGradients(TimelineBlock &b, std::size_t from);
+    void holdRootGradients(TimelineBlock &b, std::size_t from, bool head);
     void reduceRootGradients(TimelineBlock &b);
     void reduceDeferredGradients();
     // torch.optim and bitsandbytes make their states in the first step() (optim/adamw.py
@@ -943,7 +943,7 @@ void StepBuilder::layerGradients(TimelineBlock &b,
     }
     const bool perLayer = g.graph().input >= 0 && &g != m_head.get();
     if (!perLayer && holdsRootGradients()) {
-        holdRootGradients(b, from);
+        holdRootGradients(b, from, &g == m_head.get());
         return;
     }
     const double unit = perLayer ? m_s.layer_grads / m_layers : paramGradBytes(b, from);
@@ -1021,11 +1021,10 @@ void StepBuilder::reduceScatter(std::vector<TimelineEvent> &kept,
 
 // The root unit's gradients of one end of the model (the head's, then the embedding's), held in
 // param_dtype until the unit reduces (holdsRootGradients).
-void StepBuilder::holdRootGradients(TimelineBlock &b, std::size_t from)
+void StepBuilder::holdRootGradients(TimelineBlock &b, std::size_t from, bool head)
 {
     const double share = paramGradBytes(b, from);
-    const int held = tensor(m_heldRootGrads.empty() ? "unsharded gradients (head)"
-                                                    : "unsharded gradients (embedding)",
+    const int held = tensor(head ? "unsharded gradients (head)" : "unsharded gradients (embedding)",
                             bytes(inParamDtype(share)),
                             Component::Gradients,
                             false);
