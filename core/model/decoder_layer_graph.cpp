@@ -8,6 +8,7 @@
 #include "model/norm_graph.h"
 #include "model/quantized_linear_graph.h"
 #include "model/selective_checkpoint_policy.h"
+#include "model/sequence_parallel_graph.h"
 #include "model/weight_format.h"
 
 #include <algorithm>
@@ -183,12 +184,13 @@ int LayerBuilder::norm(int x, const char *name, double groups)
 // Sequence parallelism: the block's input is all-gathered over the tensor-parallel group into a
 // whole-sequence tensor, which the column-parallel matmuls keep for their weight gradients (DTensor
 // PrepareModuleInput / ColwiseParallel as torchtitan applies them; Megatron-LM keeps the shard and
-// gathers again in backward instead). Its gradient is reduce-scattered back to the shard.
+// gathers again in backward instead). Its gradient is reduce-scattered back to the shard. Both
+// collectives copy on the way (sequence_parallel_graph.h).
 int LayerBuilder::gatherSequence(int x)
 {
     if (m_seq >= 1)
         return x;
-    return m_b.copy(x, tok(m_h), m_b.elementBytes(x), "sequence-parallel all-gather");
+    return allGatherSequence(m_b, x, tok(m_h), "sequence-parallel all-gather");
 }
 
 // ... and the row-parallel output's partial sums are reduce-scattered to the sequence shard
@@ -197,10 +199,7 @@ int LayerBuilder::scatterSequence(int x)
 {
     if (m_seq >= 1)
         return x;
-    const int out
-        = m_b.copy(x, tok(m_h * m_seq), m_b.elementBytes(x), "sequence-parallel reduce-scatter");
-    m_b.lastOp().policy_class = PolicyClass::SavedKernel; // reduce_scatter_tensor
-    return out;
+    return reduceScatterSequence(m_b, x, tok(m_h * m_seq), "sequence-parallel reduce-scatter");
 }
 
 // Autocast: ops on the lower-precision list cast fp32 inputs to 16-bit, a fresh copy per call.

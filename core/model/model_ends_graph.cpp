@@ -5,6 +5,7 @@
 #include "model/graph_precision.h"
 #include "model/norm_graph.h"
 #include "model/quantized_linear_graph.h"
+#include "model/sequence_parallel_graph.h"
 
 #include <algorithm>
 #include <cmath>
@@ -359,7 +360,10 @@ OpGraph embeddingGraph(const ModelArchitecture &arch,
         x = b.add(x, pe, "embeddings + positions");
     }
     if (tensorParallel.shardsSequence()) // RowwiseParallel(output_layouts=Shard(1)): torchtitan
-        x = b.copy(x, tok(h * tensorParallel.sequenceShare()), p.stream, "embedding reduce-scatter");
+        x = reduceScatterSequence(b,
+                                  x,
+                                  tok(h * tensorParallel.sequenceShare()),
+                                  "embedding reduce-scatter");
     if (arch.family == ModelFamily::Gemma)
         x = b.scalarOp(x, b.elements(x), p.stream, "embeddings * sqrt(hidden)");
     x = b.dropout(x, arch.hidden_dropout, "embedding dropout");
@@ -386,7 +390,7 @@ OpGraph headGraph(const ModelArchitecture &arch,
     if (p.train) // LlamaForCausalLM.forward holds the model's output while the loss is computed
         g.tensors[static_cast<std::size_t>(normed)].hold = Hold::ForwardEnd;
     if (share < 1) // ColwiseParallel(input_layouts=Shard(1)) on lm_head: the whole sequence
-        normed = b.copy(normed, tok(h), p.stream, "sequence-parallel all-gather");
+        normed = allGatherSequence(b, normed, tok(h), "sequence-parallel all-gather");
     if (!p.train) // generate(): logits for the last position only (logits_to_keep=1), then fp32
         normed = b.copy(normed, SizeExpr::perSequence(h), b.elementBytes(normed), "last position");
     if (p.train && training.loss == LossImplementation::LigerFused) {

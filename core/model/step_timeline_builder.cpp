@@ -12,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <string_view>
 
 namespace membudget {
 
@@ -174,6 +175,7 @@ private:
                        double unit,
                        bool perLayer);
     void holdRootGradients(TimelineBlock &b, std::size_t from, bool head);
+    double wholeVocabularyExtra(const TimelineBlock &b, std::size_t from) const;
     void reduceRootGradients(TimelineBlock &b);
     void reduceDeferredGradients();
     // torch.optim and bitsandbytes make their states in the first step() (optim/adamw.py
@@ -313,7 +315,7 @@ private:
         m_mask = -1;
     int m_gathered = -1, m_rootGathered = -1, m_unitGrad = -1, m_gradShard = -1;
     int m_allGatherOutput = -1, m_rootAllGatherOutput = -1; // FSDP2's flat outputs
-    int m_bucket = -1, m_lossGrad = -1;
+    int m_bucket = -1;
     int m_unitReduceInput = -1;
     bool m_reduceStateHeld = false;   // a unit's reduce-scatter input kept (torch >= 2.5)
     std::vector<int> m_heldRootGrads; // the root unit's gradients until it reduces ...
@@ -793,8 +795,13 @@ void StepBuilder::backward()
             = tensor("reduce buckets", bytes(reduceBucketBytes()), Component::Temporaries, false);
         alloc(b, m_bucket);
     }
-    m_lossGrad = m_head->gradTensor(m_g.head.output);
-    alloc(b, m_lossGrad);
+    if (m_g.head.output >= 0 && m_g.head.output == m_g.head.input) {
+        // A stage before the last: its backward starts from the gradient of its output, which the
+        // next stage sends back (the send graph's output is the last layer's output itself).
+        alloc(b, m_gradStream, m_layers, true);
+    } else {
+        alloc(b, m_head->gradTensor(m_g.head.output));
+    }
     const bool accumulating = m_in.training.gradient_accumulation_steps > 1;
     const std::size_t from = b.events.size();
     std::vector<std::int32_t> ops;
@@ -1024,16 +1031,44 @@ void StepBuilder::reduceScatter(std::vector<TimelineEvent> &kept,
 void StepBuilder::holdRootGradients(TimelineBlock &b, std::size_t from, bool head)
 {
     const double share = paramGradBytes(b, from);
+    const double extra = head ? 0 : wholeVocabularyExtra(b, from);
     const int held = tensor(head ? "unsharded gradients (head)" : "unsharded gradients (embedding)",
-                            bytes(inParamDtype(share)),
+                            bytes(inParamDtype(share + extra)),
                             Component::Gradients,
                             false);
     std::vector<TimelineEvent> kept;
     if (replaceParamGrads(b, from, held, 0, kept)) {
         m_heldRootGrads.push_back(held);
-        m_heldRootBytes += share;
+        // FSDP2 before pytorch PR #136237 (2024-09-17, in 2.6) reduces the replicated gradient's
+        // local tensor as it is: the flat input and the shard it keeps are sized from it
+        // (_fsdp_param.py _get_grad_inner_tensor redistributes a Partial gradient only;
+        // _fsdp_collectives.py foreach_reduce sizes the input from the gradients). From 2.6 it
+        // redistributes to the parameter's Shard(0) first, a local chunk.
+        const bool chunked = torchRelease(m_in.training.stack) >= LibraryVersion{2, 6, 0};
+        m_heldRootBytes += share + (chunked ? 0 : extra);
     }
     b.events = std::move(kept);
+}
+
+// The bytes (in the model's gradient dtype) by which the embedding's gradient exceeds its
+// parameter's share under tensor parallelism with FSDP2: DTensor has no vocabulary-sharded
+// strategy for embedding_dense_backward (replicate, column-wise, batch or partial only;
+// torch/distributed/tensor/_ops/_embedding_ops.py, the same in mid-2024 and 2026), so behind a
+// RowwiseParallel embedding the gradient is made for the whole vocabulary on every rank.
+double StepBuilder::wholeVocabularyExtra(const TimelineBlock &b, std::size_t from) const
+{
+    const double tp = static_cast<double>(m_in.parallelism.tensor_parallel);
+    if (tp <= 1 || !shardsWithFsdp2() || m_in.arch.tied_embeddings || m_p.grad <= 0)
+        return 0;
+    double sum = 0;
+    for (std::size_t i = from; i < b.events.size(); ++i) {
+        const TimelineEvent &e = b.events[i];
+        const TimelineTensor &t = m_tl.tensors[static_cast<std::size_t>(e.tensor)];
+        if (e.alloc && t.origin == TensorOrigin::ParamGrad
+            && std::string_view(t.name) == "embed_tokens")
+            sum += t.size.fixed * t.copies;
+    }
+    return sum / m_p.grad * m_s.grad_bytes_per_param * (tp - 1);
 }
 
 // The root unit's post-backward once the embedding's backward is done: resharded, the previous
@@ -1116,9 +1151,13 @@ void StepBuilder::accumulateUnsharded(TimelineBlock &b,
         m_paramDtypeGrad = make("unsharded layer gradients",
                                 inParamDtype(unit),
                                 Component::Temporaries);
+    // The embedding's whole-vocabulary gradient under tensor parallelism (wholeVocabularyExtra),
+    // chunked to the parameter's share as it is accumulated (torch >= 2.6; before, the
+    // accumulator would be whole too: not modelled).
+    const double whole = perLayer ? unit : unit + wholeVocabularyExtra(b, from);
     const int grad = perLayer
                          ? m_paramDtypeGrad
-                         : make("unsharded gradients", inParamDtype(unit), Component::Temporaries);
+                         : make("unsharded gradients", inParamDtype(whole), Component::Temporaries);
     std::vector<TimelineEvent> kept;
     if (!replaceParamGrads(b, from, grad, layer, kept)) {
         b.events = std::move(kept);

@@ -282,6 +282,129 @@ private slots:
         verifyBalancedAndExact(model);
     }
 
+    // DTensor's sequence-dimension collectives reorder through a whole-sequence copy
+    // (_functional_collectives.py): in forward the all-gather's rank-major buffer is live when its
+    // result is made, the reduce-scatter's copy when its shard is; without sequence parallelism
+    // neither exists.
+    void sequenceParallelCollectivesCopy_data()
+    {
+        QTest::addColumn<bool>("sequenceParallel");
+        QTest::newRow("sequence parallel") << true;
+        QTest::newRow("tensor parallel only") << false;
+    }
+
+    void sequenceParallelCollectivesCopy()
+    {
+        QFETCH(bool, sequenceParallel);
+        EstimateInput in = input(llama3_8b());
+        in.arch.layers = 3;
+        in.training.stack = {Stack::Torchtitan, "", ""};
+        applyStackDefaults(in.training, in.parallelism);
+        in.parallelism.gpus = 2;
+        in.parallelism.tensor_parallel = 2;
+        in.parallelism.sequence_parallel = sequenceParallel;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        const StepTimeline &tl = model.timeline();
+        const double whole = 512.0 * 4096 * 2; // one sequence of 512 tokens, bf16
+        std::map<std::string, std::int64_t> live;
+        int gathers = 0, scatters = 0, copies = 0;
+        for (const ExpandedEvent &e : expandTimeline(tl, 512, 512)) {
+            const std::string name = tl.tensors[std::size_t(e.tensor)].name;
+            live[name] += e.alloc ? e.bytes : -e.bytes;
+            if (e.layer != 1 || !e.alloc || tl.blocks[std::size_t(e.block)].stage != Stage::Forward)
+                continue;
+            copies += name.find("rank-major") != std::string::npos;
+            if (name == "sequence-parallel all-gather") {
+                ++gathers;
+                QCOMPARE(double(e.bytes), whole);
+                QCOMPARE(double(live["all-gather into a rank-major buffer"]), whole);
+            }
+            if (name == "sequence-parallel reduce-scatter") {
+                ++scatters;
+                QCOMPARE(double(e.bytes), whole / 2);
+                QCOMPARE(double(live["rank-major copy for reduce-scatter"]), whole);
+            }
+        }
+        QCOMPARE(gathers, sequenceParallel ? 2 : 0);
+        QCOMPARE(scatters, sequenceParallel ? 2 : 0);
+        QCOMPARE(copies, sequenceParallel ? 4 : 0);
+        verifyBalancedAndExact(model);
+    }
+
+    // Behind a vocabulary-sharded embedding DTensor makes the embedding's gradient for the whole
+    // vocabulary; FSDP2 before torch 2.6 reduce-scatters it whole and keeps a shard of it, from
+    // 2.6 it chunks it to the parameter's share first.
+    void embeddingGradientIsWholeUnderTensorParallel_data()
+    {
+        QTest::addColumn<QString>("torch");
+        QTest::addColumn<bool>("reducedWhole");
+        QTest::newRow("2.4") << "2.4" << true;
+        QTest::newRow("2.6") << "2.6" << false;
+    }
+
+    void embeddingGradientIsWholeUnderTensorParallel()
+    {
+        QFETCH(QString, torch);
+        QFETCH(bool, reducedWhole);
+        EstimateInput in = input(llama3_8b());
+        in.arch.layers = 3;
+        in.training.stack = {Stack::Torchtitan, "", torch.toStdString()};
+        applyStackDefaults(in.training, in.parallelism);
+        in.parallelism.gpus = 4;
+        in.parallelism.tensor_parallel = 2;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        const StepTimeline &tl = model.timeline();
+        const ModelStates &s = model.states();
+        const double vocabGrad = 128256.0 * 4096; // elements, the whole vocabulary
+        double held = 0, rootShard = 0;
+        for (const TimelineTensor &t : tl.tensors) {
+            if (std::string(t.name) == "unsharded gradients (embedding)")
+                held = t.size.fixed;
+            if (std::string(t.name) == "gradient shard" && !t.per_layer)
+                rootShard = t.size.fixed;
+        }
+        QCOMPARE(held, vocabGrad * 2);                             // bf16 param_dtype
+        const double extra = reducedWhole ? vocabGrad / 2 * 4 : 0; // the other rank's half, fp32
+        QCOMPARE(rootShard, (s.grads - s.layer_grads + extra) / s.grad_shard);
+        verifyBalancedAndExact(model);
+    }
+
+    // A pipeline defers the gradient sync: the first stage's embedding gradient is still made
+    // whole each micro-batch before it is accumulated at the parameter's share (torch 2.6). The
+    // stage's backward starts from the gradient the next stage sends back, freed by its own
+    // backward (balanced: failed before, a free of a gradient that was never made).
+    void embeddingGradientIsWholeInAPipeline()
+    {
+        EstimateInput in = input(llama3_8b());
+        in.arch.layers = 4;
+        in.training.stack = {Stack::Torchtitan, "", "2.6"};
+        applyStackDefaults(in.training, in.parallelism);
+        in.training.gradient_accumulation_steps = 2;
+        in.parallelism.gpus = 8;
+        in.parallelism.tensor_parallel = 2;
+        in.parallelism.pipeline_parallel = 2;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        in.pipeline_stage = 0;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        verifyBalancedAndExact(model); // the gradient from the next stage is allocated as freed
+        const ModelStates &s = model.states();
+        double made = 0, accumulated = 0;
+        for (const TimelineTensor &t : model.timeline().tensors) {
+            if (std::string(t.name) == "unsharded gradients" && !t.per_layer)
+                made = t.size.fixed;
+            if (std::string(t.name) == "unsharded gradients (sync deferred)" && !t.per_layer)
+                accumulated = t.size.fixed;
+        }
+        const double vocabGrad = 128256.0 * 4096;
+        const double root = s.grads - s.layer_grads;    // fp32, the parameters' share
+        QCOMPARE(made, (root + vocabGrad / 2 * 4) / 2); // bf16, the embedding whole
+        QCOMPARE(accumulated, root);
+    }
+
     // Inference keeps its KV cache to the end; nothing else outlives the prefill but the weights.
     void inferenceKeepsTheCache()
     {
