@@ -1435,8 +1435,19 @@ void StepBuilder::zeroGrad(TimelineBlock &root)
     if (m_firstDiffers) {
         layerGrads(*m_first, 0, 1);
         layerGrads(*m_body, 1, m_layers - 1);
-    } else {
+    } else if (sharded || !m_checkpointed) {
         layerGrads(*m_body, 0, m_layers);
+    } else { // every N-th layer checkpointed: its .grad tensors are the checkpointed graph's
+        for (const LayerRun &run : layerRuns(false)) {
+            TimelineBlock &b = m_tl.addBlock(Stage::OptimizerStep,
+                                             Phase::OptimizerStep,
+                                             run.first,
+                                             run.step,
+                                             run.repeat);
+            for (std::size_t j = 0; j < run.layers.size(); ++j)
+                for (int t : run.layers[j]->paramGradTensors())
+                    release(b, t, static_cast<int>(j));
+        }
     }
 }
 
