@@ -201,7 +201,10 @@ private:
         const Stack s = m_in.training.stack.name;
         return s == Stack::Torchtitan || s == Stack::Torchtune;
     }
-    bool shardsWithFsdp2() const { return usesFsdp2() && shardsGradients(m_s.sharding); }
+    bool shardsWithFsdp2() const
+    {
+        return usesFsdp2() && shardsGradients(m_s.sharding) && !isDeepSpeed(m_s.sharding);
+    }
     // FSDP2 gathers a unit into a flat output on its all-gather copy-in stream and copies it out
     // into the parameters' own storage on the current stream (_fsdp_collectives.py
     // foreach_all_gather, foreach_all_gather_copy_out; _fsdp_param.py alloc_all_gather_outputs).

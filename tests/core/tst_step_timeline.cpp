@@ -69,9 +69,11 @@ EstimateInput input(const ModelArchitecture &arch)
 }
 
 // At two shapes: no tensor freed that is not live or allocated twice, the step ending with what it
-// started with, and the block-by-block phase peaks equal to those of the expanded event list.
+// started with (a training step; inference keeps its KV cache), and the block-by-block phase peaks
+// equal to those of the expanded event list.
 void verifyBalancedAndExact(const StepModel &model)
 {
+    const bool training = model.input().training.mode == Mode::Train;
     for (auto [b, s] : {std::pair{1, 7}, std::pair{3, 512}}) {
         const double tokens = double(b) * s;
         const Replayed r = replay(model.timeline(), tokens, s);
@@ -80,7 +82,7 @@ void verifyBalancedAndExact(const StepModel &model)
         // A step ends with what it started with, but for gradients that zero_grad frees
         // (those kept by gradient accumulation; ZeRO-2's partition buffer stays).
         const double others = r.liveAtEnd - r.gradientsAtEnd;
-        QVERIFY2(std::abs(others - (r.residentAtStart - r.residentGradients)) <= 16,
+        QVERIFY2(!training || std::abs(others - (r.residentAtStart - r.residentGradients)) <= 16,
                  qPrintable(QString("%1 left at the end, %2 resident at the start")
                                 .arg(r.liveAtEnd)
                                 .arg(r.residentAtStart)));
@@ -96,6 +98,38 @@ void verifyBalancedAndExact(const StepModel &model)
                                     .arg(expected)));
         }
     }
+}
+
+// The choices of a drawn combination, for a failure message.
+QString describe(const EstimateInput &in)
+{
+    const TrainingConfig &t = in.training;
+    const ParallelismConfig &p = in.parallelism;
+    return QString("hidden %1, stack %2, mode %3, method %4, precision %5, optimizer %6, "
+                   "checkpointing %7 every %8, attention %9, loss %10, accumulation %11, "
+                   "in-backward %12, activation offload %13, offload optimizer %14 parameters "
+                   "%15, tp %16 cp %17 pp %18 stage %19, sharding %20, gpus %21")
+        .arg(in.arch.hidden_size)
+        .arg(stackName(t.stack.name))
+        .arg(int(t.mode))
+        .arg(int(t.method))
+        .arg(int(t.precision))
+        .arg(int(t.optimizer))
+        .arg(int(t.checkpointing))
+        .arg(t.checkpoint_every)
+        .arg(int(t.attention))
+        .arg(int(t.loss))
+        .arg(t.gradient_accumulation_steps)
+        .arg(t.optimizer_in_backward)
+        .arg(t.activation_offloading)
+        .arg(t.offload.optimizer)
+        .arg(t.offload.parameters)
+        .arg(p.tensor_parallel)
+        .arg(p.context_parallel)
+        .arg(p.pipeline_parallel)
+        .arg(in.pipeline_stage)
+        .arg(int(p.sharding))
+        .arg(p.gpus);
 }
 
 } // namespace
@@ -208,6 +242,67 @@ private slots:
         const StepModel model(in);
         QVERIFY2(model.valid(), validateInput(in).c_str());
         verifyBalancedAndExact(model);
+    }
+
+    // Valid combinations drawn over every stack, method, precision, optimizer, checkpointing,
+    // attention, loss, sharding, parallelism and offloading choice (a fixed linear congruential
+    // sequence, so a failure names its draw): balanced over the step and exact block by block.
+    // (It found FSDP2's kept reduce-scatter input applied to DeepSpeed's ZeRO-2 under the
+    // torchtitan stack, never released.) Twelve other seeds passed when it was written.
+    void drawnCombinationsAreBalanced()
+    {
+        std::uint64_t state = 20261129;
+        const auto pick = [&state](int n) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            return static_cast<int>((state >> 33) % static_cast<std::uint64_t>(n));
+        };
+        int valid = 0;
+        for (int draw = 0; draw < 1500; ++draw) {
+            EstimateInput in = input(pick(2) ? llama3_8b() : tinyLlama());
+            in.arch.layers = 4;
+            TrainingConfig &t = in.training;
+            t.stack = {static_cast<Stack>(pick(7)), "", ""};
+            applyStackDefaults(t, in.parallelism);
+            t.mode = pick(8) == 0 ? Mode::Inference : Mode::Train;
+            t.method = static_cast<Method>(pick(4));
+            t.quantization = t.method == Method::Qlora ? Quantization::Nf4 : Quantization::None;
+            t.precision = static_cast<Precision>(pick(7));
+            t.optimizer = static_cast<Optimizer>(pick(9));
+            t.checkpointing = static_cast<Checkpointing>(pick(4));
+            t.checkpoint_every = 1 + pick(3);
+            t.attention = static_cast<Attention>(pick(3));
+            t.loss = static_cast<LossImplementation>(pick(9));
+            t.gradient_accumulation_steps = pick(2) ? 1 : 3;
+            t.optimizer_in_backward = pick(6) == 0;
+            t.activation_offloading = pick(6) == 0;
+            t.offload.optimizer = pick(6) == 0;
+            t.offload.parameters = pick(8) == 0;
+            ParallelismConfig &par = in.parallelism;
+            par.tensor_parallel = pick(3) == 0 ? 2 : 1;
+            par.context_parallel = pick(5) == 0 ? 2 : 1;
+            par.pipeline_parallel = pick(5) == 0 ? 2 : 1;
+            par.sharding = static_cast<Sharding>(pick(6));
+            par.gpus = par.tensor_parallel * par.context_parallel * par.pipeline_parallel
+                       * (par.sharding == Sharding::None && pick(2) ? 1 : 2);
+            in.pipeline_stage = par.pipeline_parallel > 1 ? pick(2) : -1;
+            if (!validateInput(in).empty())
+                continue;
+            ++valid;
+            const StepModel model(in);
+            if (!model.valid())
+                continue;
+            const Replayed r = replay(model.timeline(), 512, 512);
+            if (r.badFrees != 0 || r.doubleAllocs != 0)
+                QFAIL(qPrintable(QString("draw %1: %2 frees of nothing, %3 second allocations: %4")
+                                     .arg(draw)
+                                     .arg(r.badFrees)
+                                     .arg(r.doubleAllocs)
+                                     .arg(describe(in))));
+            verifyBalancedAndExact(model);
+            if (QTest::currentTestFailed())
+                QFAIL(qPrintable(QString("draw %1: %2").arg(draw).arg(describe(in))));
+        }
+        QVERIFY(valid > 300);
     }
 
     // FSDP2's gathers (torchtitan, torchtune): each unit's flat all-gather output on the gather
