@@ -14,6 +14,7 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 #include <QUndoCommand>
+#include <QtConcurrent/QtConcurrentRun>
 
 #include <filesystem>
 
@@ -65,6 +66,7 @@ ScenarioDocument::ScenarioDocument(PresetCatalog catalog, QObject *parent)
     m_settleTimer->setSingleShot(true);
     m_settleTimer->setInterval(kSettleMs);
     connect(m_settleTimer, &QTimer::timeout, this, &ScenarioDocument::settle);
+    connect(&m_settling, &QFutureWatcher<Settled>::finished, this, &ScenarioDocument::takeSettled);
     recompute();
 }
 
@@ -260,31 +262,62 @@ void ScenarioDocument::setDragging(bool dragging)
         settle();
 }
 
+// The replayed model of the provisional one's scenario, on a worker thread (StepModel and the
+// stage peaks are pure functions of their input); takeSettled() takes it on this one.
 void ScenarioDocument::settle()
 {
     m_settleTimer->stop();
-    if (!m_provisional)
+    if (!m_provisional || !m_input || m_settlingGeneration == m_generation)
         return;
-    recompute(false);
+    m_settlingGeneration = m_generation;
+    m_settling.setFuture(
+        QtConcurrent::run([input = *m_input] { return buildModel(input, false, 0); }));
+}
+
+void ScenarioDocument::takeSettled()
+{
+    const bool current = m_settlingGeneration == m_generation && m_provisional;
+    m_settlingGeneration = 0;
+    if (!current) { // the scenario changed while it was built
+        if (m_provisional && !m_dragging)
+            settle();
+        return;
+    }
+    Settled settled = m_settling.result();
+    m_model = std::move(settled.model);
+    m_stagePeaks = std::move(settled.stagePeaks);
+    m_estimate = m_model->estimate();
+    m_provisional = false;
+    m_settledRatio = m_model->reserveRatio();
     Q_EMIT changed();
 }
 
-void ScenarioDocument::recompute(bool allowProvisional)
+ScenarioDocument::Settled ScenarioDocument::buildModel(EstimateInput input,
+                                                       bool provisional,
+                                                       double settledRatio)
+{
+    Settled out;
+    if (!provisional && input.parallelism.pipeline_parallel > 1) {
+        out.stagePeaks = pipelineStagePeaks(input);
+        if (input.pipeline_stage < 0)
+            input.pipeline_stage = static_cast<std::int32_t>(worstStage(out.stagePeaks));
+    }
+    out.model = provisional ? std::make_shared<const StepModel>(input, settledRatio)
+                            : std::make_shared<const StepModel>(input);
+    return out;
+}
+
+void ScenarioDocument::recompute()
 {
     std::string error;
+    ++m_generation;
     m_input = resolveScenario(m_scenario, m_catalog, error);
     if (m_input) {
         // estimateMemory(), kept; during a drag without the replay (setDragging).
-        m_provisional = allowProvisional && m_dragging && m_settledRatio > 0;
-        EstimateInput modelled = *m_input;
-        m_stagePeaks.clear();
-        if (!m_provisional && m_input->parallelism.pipeline_parallel > 1) {
-            m_stagePeaks = pipelineStagePeaks(*m_input);
-            if (modelled.pipeline_stage < 0)
-                modelled.pipeline_stage = static_cast<std::int32_t>(worstStage(m_stagePeaks));
-        }
-        m_model = m_provisional ? std::make_shared<const StepModel>(modelled, m_settledRatio)
-                                : std::make_shared<const StepModel>(modelled);
+        m_provisional = m_dragging && m_settledRatio > 0;
+        Settled built = buildModel(*m_input, m_provisional, m_settledRatio);
+        m_model = std::move(built.model);
+        m_stagePeaks = std::move(built.stagePeaks);
         m_estimate = m_model->estimate();
         if (m_provisional) {
             m_settleTimer->start();

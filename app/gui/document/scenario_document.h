@@ -13,11 +13,13 @@
 #include "model/scenario.h"
 #include "model/step_model.h"
 
+#include <QFutureWatcher>
 #include <QObject>
 #include <QString>
 #include <QTimer>
 #include <QUndoStack>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -109,7 +111,9 @@ public:
     // While a slider is dragged the estimate is provisional: each value's step model takes the
     // reserved-to-allocated ratio of the last settled estimate instead of replaying the step on
     // this thread (the first step and the steady one: 10-30 ms for a large model, twice a frame).
-    // It settles, replayed, when the drag ends or pauses for kSettleMs; changed() says so.
+    // It settles when the drag ends or pauses for kSettleMs: the replayed model is built on a
+    // worker thread and taken when it is done, unless the scenario changed meanwhile; changed()
+    // says so.
     void setDragging(bool dragging);
     bool isProvisional() const { return m_provisional; }
     static constexpr int kSettleMs = 150;
@@ -124,8 +128,17 @@ Q_SIGNALS:
 private:
     friend class ScenarioEditCommand;
     void apply(const Scenario &scenario);
-    void recompute(bool allowProvisional = true);
+    void recompute();
     void settle();
+    void takeSettled();
+
+    // What settling builds: the replayed step model and, with a pipeline, every stage's peak.
+    struct Settled
+    {
+        std::shared_ptr<const StepModel> model;
+        std::vector<PipelineStagePeak> stagePeaks;
+    };
+    static Settled buildModel(EstimateInput input, bool provisional, double settledRatio);
 
     PresetCatalog m_catalog;
     Scenario m_scenario;
@@ -143,6 +156,9 @@ private:
     bool m_provisional = false;
     double m_settledRatio = 0; // the last settled estimate's reserve ratio; 0: none yet
     QTimer *m_settleTimer = nullptr;
+    std::uint64_t m_generation = 0; // counts recomputes: a settled model of an older one is late
+    std::uint64_t m_settlingGeneration = 0; // the generation being settled on the worker, or 0
+    QFutureWatcher<Settled> m_settling;
 };
 
 } // namespace membudget
