@@ -30,8 +30,8 @@ AttentionShape attentionShape(const TrainingConfig &training);
 
 // Whether SDPA gets grouped keys and values copied to every query head (repeat_kv) rather than the
 // groups themselves: transformers' sdpa_attention_forward hands SDPA the groups (enable_gqa) only
-// with torch >= 2.5 and no mask (integrations/sdpa_attention.py, use_gqa_in_sdpa); torchtitan's
-// Llama repeats them before 0.2.2 (stackRepeatsGroupedKv).
+// with torch >= 2.5 and no mask (integrations/sdpa_attention.py, use_gqa_in_sdpa, from 4.54);
+// transformers before 4.54 and torchtitan's Llama before 0.2.2 repeat them (stackRepeatsGroupedKv).
 bool sdpaRepeatsKv(const TrainingConfig &training);
 
 } // namespace membudget

@@ -476,10 +476,15 @@ bool kbitKeepsHead16bit(const TrainingConfig &t)
 
 // torchtitan's Llama called repeat_kv before SDPA until PR #2259 ("GQA without kv repeats",
 // torchtitan/models/llama3/model/model.py), first released in 0.2.2; since then SDPA gets the
-// grouped keys and values with enable_gqa.
+// grouped keys and values with enable_gqa. transformers' SDPA path repeated them always (4.46's
+// LlamaSdpaAttention, 4.48-4.53's integrations/sdpa_attention.py) until use_gqa_in_sdpa
+// (PR #39412, 2025-07-21, first in 4.54).
 bool stackRepeatsGroupedKv(const StackConfig &stack)
 {
-    return stack.name == Stack::Torchtitan && before(effectiveVersion(stack), 0, 2, 2);
+    const LibraryVersion v = effectiveVersion(stack);
+    if (stack.name == Stack::HfTrainer)
+        return before(v, 4, 54);
+    return stack.name == Stack::Torchtitan && before(v, 0, 2, 2);
 }
 
 // transformers before 4.53: _prepare_4d_causal_attention_mask_with_cache_position (additive).

@@ -64,7 +64,7 @@ bool kbitKeepsHead16bit(const TrainingConfig &training);
 // stack but an older hf-trainer) or, before, additive in the hidden states' dtype.
 bool boolAttentionMask(const StackConfig &stack);
 // Whether the stack's own model copies grouped keys and values to every query head before SDPA
-// (torchtitan before 0.2.2).
+// whatever the mask and torch (transformers before 4.54, torchtitan before 0.2.2).
 bool stackRepeatsGroupedKv(const StackConfig &stack);
 
 // One choice that decides bytes, as the estimate used it, for people to see.

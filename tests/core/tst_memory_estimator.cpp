@@ -359,16 +359,22 @@ private slots:
         in.training.stack = {Stack::PlainTorch, "2.4", ""};
         QCOMPARE(estimateMemory(in).derivation.saved_activation_bytes, none + 32 * repeat);
 
+        // transformers before 4.54 repeats them whatever the mask (use_gqa_in_sdpa is 4.54's).
+        in.training.stack = {Stack::HfTrainer, "4.54", "2.6"};
+        const double gqa = estimateMemory(in).derivation.saved_activation_bytes;
+        in.training.stack = {Stack::HfTrainer, "4.53", "2.6"};
+        QCOMPARE(estimateMemory(in).derivation.saved_activation_bytes, gqa + 32 * repeat);
+
         // transformers before 4.53: one additive bf16 mask, shared by every layer's SDPA and kept
         // until the backward ends.
         in.training.batch_padding = BatchPadding::Padded;
         in.training.stack = {Stack::HfTrainer, "4.50", ""};
         const MemoryEstimate legacy = estimateMemory(in);
         QCOMPARE(legacy.derivation.saved_activation_bytes, none + mask + 32 * repeat);
-        in.training.batch_padding = BatchPadding::None;
+        in.training.batch_padding = BatchPadding::None; // repeated K/V either way before 4.54
         QCOMPARE(at(legacy, Phase::Forward, Component::Activations)
                      - at(estimateMemory(in), Phase::Forward, Component::Activations),
-                 static_cast<qint64>(mask + 32 * repeat));
+                 static_cast<qint64>(mask));
     }
 
     // FlashAttention-2's backward with grouped K/V writes dK and dV for every query head (2 bytes
