@@ -3,12 +3,12 @@
 
 #include "model/attention_shape.h"
 #include "model/context_parallel.h"
+#include "model/dtensor_collective_graph.h"
 #include "model/graph_builder.h"
 #include "model/graph_precision.h"
 #include "model/norm_graph.h"
 #include "model/quantized_linear_graph.h"
 #include "model/selective_checkpoint_policy.h"
-#include "model/sequence_parallel_graph.h"
 #include "model/weight_format.h"
 
 #include <algorithm>
@@ -185,7 +185,7 @@ int LayerBuilder::norm(int x, const char *name, double groups)
 // whole-sequence tensor, which the column-parallel matmuls keep for their weight gradients (DTensor
 // PrepareModuleInput / ColwiseParallel as torchtitan applies them; Megatron-LM keeps the shard and
 // gathers again in backward instead). Its gradient is reduce-scattered back to the shard. Both
-// collectives copy on the way (sequence_parallel_graph.h).
+// collectives copy on the way (dtensor_collective_graph.h).
 int LayerBuilder::gatherSequence(int x)
 {
     if (m_seq >= 1)

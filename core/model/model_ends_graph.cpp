@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "model/model_ends_graph.h"
 
+#include "model/dtensor_collective_graph.h"
 #include "model/graph_builder.h"
 #include "model/graph_precision.h"
 #include "model/norm_graph.h"
 #include "model/quantized_linear_graph.h"
-#include "model/sequence_parallel_graph.h"
 
 #include <algorithm>
 #include <cmath>
@@ -415,9 +415,10 @@ OpGraph headGraph(const ModelArchitecture &arch,
     const double rows = p.train ? batch * static_cast<double>(training.sequence_length) : batch;
     int logits = lmHead(b, arch, p, normed, vocab, layout, tp, rows);
     if (!tensorParallel.loss_parallel && tp > 1) { // colwise_rep: every rank gets every logit
-        logits
-            = b.copy(logits, b.elements(logits) * tp, b.elementBytes(logits), "logits all-gather");
+        const int shard = logits;
+        logits = allGatherToReplicate(b, shard, b.elements(shard) * tp, "logits all-gather");
         markLogits(b, logits);
+        markLogits(b, b.graph().ops.back().inputs[1]); // the rank-major buffer: logits too
     }
     const bool vocabParallel = tensorParallel.loss_parallel && tp > 1;
     g.output = p.train ? causalLmLoss(b, training, p, logits, vocabParallel)

@@ -484,6 +484,38 @@ private slots:
         verifyBalancedAndExact(model);
     }
 
+    // transformers' "colwise_rep" lm_head gathers its output through a rank-major buffer (live
+    // when the whole logits are made); its backward takes a chunk of the gradient, so the buffer
+    // gets none.
+    void gatheredLogitsCopyOnce()
+    {
+        EstimateInput in = input(llama3_8b());
+        in.arch.layers = 2;
+        in.training.stack = {Stack::HfTrainer, "", ""};
+        applyStackDefaults(in.training, in.parallelism);
+        in.parallelism.gpus = 2;
+        in.parallelism.tensor_parallel = 2;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        const StepTimeline &tl = model.timeline();
+        const double whole = 512.0 * 128256 * 2; // bf16 logits of 512 tokens
+        std::map<std::string, std::int64_t> live;
+        int gathers = 0;
+        for (const ExpandedEvent &e : expandTimeline(tl, 512, 512)) {
+            const std::string name = tl.tensors[std::size_t(e.tensor)].name;
+            QVERIFY(name != "gradient of all-gather into a rank-major buffer");
+            live[name] += e.alloc ? e.bytes : -e.bytes;
+            const bool forward = tl.blocks[std::size_t(e.block)].phase == Phase::Forward;
+            if (name == "logits all-gather" && e.alloc && forward) {
+                ++gathers;
+                QCOMPARE(double(e.bytes), whole);
+                QCOMPARE(double(live["all-gather into a rank-major buffer"]), whole);
+            }
+        }
+        QCOMPARE(gathers, 1);
+        verifyBalancedAndExact(model);
+    }
+
     // Behind a vocabulary-sharded embedding DTensor makes the embedding's gradient for the whole
     // vocabulary; FSDP2 before torch 2.6 reduce-scatters it whole and keeps a shard of it, from
     // 2.6 it chunks it to the parameter's share first.
