@@ -74,6 +74,10 @@ struct ModelArchitecture
     // embedding, as Megatron-LM keeps it). The whole model holds both. Not a config.json field.
     bool holds_embedding = true;
     bool holds_head = true;
+    // Whether tensor parallelism splits the embedding's vocabulary over its ranks (Megatron-LM,
+    // torchtitan's RowwiseParallel). transformers' tp_plan leaves an untied embed_tokens whole on
+    // every rank (resolveStackChoices). Not a config.json field.
+    bool tensor_parallel_embedding = true;
 
     bool isMoe() const { return experts > 1; }
     bool isGatedMlp() const { return mlp == MlpKind::GatedSilu || mlp == MlpKind::GatedGelu; }

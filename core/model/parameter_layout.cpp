@@ -55,7 +55,7 @@ ParameterLayout parameterLayout(const ModelArchitecture &arch)
                           || arch.family == ModelFamily::Falcon;
 
     if (arch.holds_embedding) {
-        b.add(TensorRole::Embedding, arch.vocab_size, h, 1, false, 0, true);
+        b.add(TensorRole::Embedding, arch.vocab_size, h, 1, false, 0, arch.tensor_parallel_embedding);
         if (arch.positions == PositionKind::Learned)
             b.add(TensorRole::PositionEmbedding, arch.max_position_embeddings, h, 1, false, 0, false);
     }

@@ -440,6 +440,24 @@ private slots:
         QVERIFY(resolveStackChoices(trainer).overheads.allocator_conf.empty());
     }
 
+    // transformers' tp_plan splits lm_head but not embed_tokens: an untied embedding is whole on
+    // every rank (bf16 weights here, V x h x 2 bytes, where the Megatron layout holds 1/8 of it);
+    // a tied one shares lm_head's split weight, and plain torch's Megatron layout splits it.
+    void huggingFaceTensorParallelKeepsTheEmbeddingWhole()
+    {
+        EstimateInput untied = tensorParallel8(Precision::Bf16);
+        untied.arch.tied_embeddings = false;
+        const double embedding = 128256.0 * 2048 * 2;
+        const auto weights = [](const EstimateInput &in) {
+            return static_cast<double>(at(estimateMemory(in), Phase::Forward, Component::Weights));
+        };
+        const double split = weights(untied);
+        for (Stack hf : {Stack::HfTrainer, Stack::TrlSft, Stack::AccelerateFsdp})
+            QCOMPARE(weights(withStack(untied, hf)) - split, embedding * 7 / 8);
+        const EstimateInput tied = tensorParallel8(Precision::Bf16);
+        QCOMPARE(weights(withStack(tied, Stack::HfTrainer)), weights(tied));
+    }
+
     void torchtitanShardsTheSequenceWithTensorParallel()
     {
         const EstimateInput plain = tensorParallel8(Precision::AmpBf16);
