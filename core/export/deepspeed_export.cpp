@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+
 namespace membudget {
 
 namespace {
@@ -92,6 +94,14 @@ TrainingExport exportDeepSpeedJson(const ExportPlan &plan)
         zero["offload_optimizer"] = {{"device", "cpu"}, {"pin_memory", true}};
     if (t.offload.parameters)
         zero["offload_param"] = {{"device", "cpu"}, {"pin_memory", true}};
+    // The scenario's own ZeRO sizes (DeepSpeed's defaults otherwise); whole numbers of elements.
+    const DeepSpeedConfig &ds = s.parallelism.deepspeed;
+    if (ds.reduce_bucket_size && stage > 0)
+        zero["reduce_bucket_size"] = static_cast<std::int64_t>(*ds.reduce_bucket_size);
+    if (ds.overlap_comm && stage > 0)
+        zero["overlap_comm"] = *ds.overlap_comm;
+    if (ds.sub_group_size && stage == 3)
+        zero["sub_group_size"] = static_cast<std::int64_t>(*ds.sub_group_size);
     if (plan.scenario.parallelism.shard_group > 0) {
         if (stage == 3) // MiCS (DeepSpeed docs, zero3.rst): partition within groups of this size
             zero["mics_shard_size"] = plan.scenario.parallelism.shard_group;

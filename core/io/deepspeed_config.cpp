@@ -94,7 +94,8 @@ bool readZero(const Json &zero, DeepSpeedFileSettings &out, std::string &problem
     }
     DeepSpeedConfig &b = out.buckets;
     if (!(readNumber(zero, "reduce_bucket_size", b.reduce_bucket_size, problem)
-          && readFlag(zero, "overlap_comm", b.overlap_comm, problem)))
+          && readFlag(zero, "overlap_comm", b.overlap_comm, problem)
+          && readNumber(zero, "sub_group_size", b.sub_group_size, problem)))
         return false;
     // MiCS (DeepSpeed docs, zero3.rst "MiCS Configurations"): -1 (the default) turns it off.
     if (zero.contains("mics_shard_size") && !isAuto(zero["mics_shard_size"])) {

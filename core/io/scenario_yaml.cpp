@@ -255,10 +255,13 @@ bool readStack(YamlReader &r, const YAML::Node &node, StackConfig &stack)
 
 bool readDeepSpeedKeys(YamlReader &r, const YAML::Node &d, DeepSpeedConfig &c)
 {
-    if (!r.expectMap(d, "parallelism.deepspeed", {"reduce_bucket_size", "overlap_comm"}))
+    if (!r.expectMap(d,
+                     "parallelism.deepspeed",
+                     {"reduce_bucket_size", "overlap_comm", "sub_group_size"}))
         return false;
     return r.getDouble(d, "reduce_bucket_size", c.reduce_bucket_size, 1, 1e12)
-           && r.getBool(d, "overlap_comm", c.overlap_comm);
+           && r.getBool(d, "overlap_comm", c.overlap_comm)
+           && r.getDouble(d, "sub_group_size", c.sub_group_size, 1, 1e15);
 }
 
 // parallelism.pipeline_layers: decoder layers per stage, first to last ([7, 9, 9, 7]). That it
@@ -788,6 +791,8 @@ void parallelismYaml(const ParallelismConfig &p, std::string &out)
             out += "    reduce_bucket_size: " + formatYamlNumber(*d.reduce_bucket_size) + "\n";
         if (d.overlap_comm)
             out += std::string("    overlap_comm: ") + (*d.overlap_comm ? "true" : "false") + "\n";
+        if (d.sub_group_size)
+            out += "    sub_group_size: " + formatYamlNumber(*d.sub_group_size) + "\n";
     }
     if (!p.deepspeed_config.empty())
         out += "  deepspeed_config: " + yamlString(p.deepspeed_config) + "\n";

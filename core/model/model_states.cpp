@@ -101,10 +101,20 @@ void addAdapter(ModelStates &s, bool inLayer, double elements, double bytes, dou
     (inLayer ? s.layer_tensors : s.root_tensors) += perLayer;
 }
 
+// The trainable tensors' elements in the order the model registers them: the embeddings, each
+// decoder layer's (the same for every layer), then the final norm and lm_head.
+struct TrainableOrder
+{
+    std::vector<double> before, layer, after;
+};
+
 // Bytes per element: weights in their storage dtype; gradients in the parameter dtype; fp32 master
 // copy and fp32 states for mixed precision (Rajbhandari et al. 2020, arXiv:1910.02054, section 3.1:
 // 2 + 2 + 12 bytes per parameter with Adam); torch optimizers keep states in the parameter dtype.
-void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &layout)
+void addGroups(ModelStates &s,
+               const EstimateInput &in,
+               const ParameterLayout &layout,
+               TrainableOrder &order)
 {
     const TrainingConfig &tr = in.training;
     const bool train = tr.mode == Mode::Train;
@@ -122,7 +132,7 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
     s.master_bytes_per_param = mb;
     s.state_bytes = sb;
     s.trainable_state_bytes = full ? sb : asb;
-    std::vector<double> layerSequence; // a layer's trainable tensors' elements, in order
+    std::vector<double> &layerSequence = order.layer;
     for (const TensorGroup &g : layout) {
         const double rows = static_cast<double>(g.rows);
         const double cols = static_cast<double>(g.cols) / (g.tensor_parallel_split ? tp : 1.0);
@@ -154,10 +164,10 @@ void addGroups(ModelStates &s, const EstimateInput &in, const ParameterLayout &l
             paged = pagedStateBytes(tr.optimizer, rows, cols, count, sb);
             tensors = perLayer;
             s.largest_trainable = std::max(s.largest_trainable, rows * cols);
-            if (inLayer)
-                layerSequence.insert(layerSequence.end(),
-                                     static_cast<std::size_t>(perLayer),
-                                     rows * cols);
+            const bool first = g.role == TensorRole::Embedding
+                               || g.role == TensorRole::PositionEmbedding;
+            std::vector<double> &seq = inLayer ? layerSequence : first ? order.before : order.after;
+            seq.insert(seq.end(), static_cast<std::size_t>(perLayer), rows * cols);
         } else if (tr.method == Method::Ia3) {
             if (!g.linear || (g.lora_bits & tr.ia3.targets) == 0)
                 continue;
@@ -265,13 +275,45 @@ void shard(ModelStates &s, const EstimateInput &in)
         s.paged_state_bytes = s.paged_states / s.state_shard;
 }
 
+// DeepSpeed ZeRO-3 splits the optimizer's parameters into sub-groups at parameter boundaries,
+// adding each parameter's local partition until the sum reaches sub_group_size (stage3.py,
+// _create_fp16_sub_groups; one sub-group when the whole partition is no larger). The largest
+// sub-group's elements on this GPU.
+double largestSubGroup(const ModelStates &s, const TrainableOrder &order, const EstimateInput &in)
+{
+    const double whole = s.trainable / s.state_shard;
+    const double limit = in.parallelism.deepspeed.sub_group_size.value_or(1e9);
+    if (whole <= limit || order.layer.empty())
+        return whole;
+    double largest = 0, current = 0;
+    auto add = [&](double elements) {
+        current += elements / s.state_shard;
+        if (current >= limit) {
+            largest = std::max(largest, current);
+            current = 0;
+        }
+    };
+    for (double e : order.before)
+        add(e);
+    for (std::int64_t l = 0; l < in.arch.layers; ++l)
+        for (double e : order.layer)
+            add(e);
+    for (double e : order.after)
+        add(e);
+    return std::max(largest, current);
+}
+
 } // namespace
 
 ModelStates modelStates(const EstimateInput &in, const ParameterLayout &layout)
 {
     ModelStates s;
-    addGroups(s, in, layout);
+    TrainableOrder order;
+    addGroups(s, in, layout, order);
     shard(s, in);
+    s.largest_step_group = s.trainable / s.state_shard;
+    if (s.sharding == Sharding::Zero3 && in.training.mode == Mode::Train)
+        s.largest_step_group = largestSubGroup(s, order, in);
     return s;
 }
 

@@ -31,6 +31,9 @@ struct ModelStates
     // those of the one before it (the previous layer's last before the first), which torch < 2.0's
     // per-tensor AdamW holds at once (step_timeline_builder.cpp, adamWWorkspace).
     double layer_step_window = 0;
+    // Elements of the largest group of trainable parameters the optimizer steps at once on this GPU:
+    // all of them, but a DeepSpeed ZeRO-3 sub-group (sub_group_size) when that is less.
+    double largest_step_group = 0;
     double trainable_state_bytes = 0; // bytes per element of a trainable tensor's state
     double linear_elements = 0;       // elements of all linear weights (autocast copies)
     double trainable_all = 0;         // trainable parameters of the whole model

@@ -203,12 +203,16 @@ void deepSpeedBuckets(EstimateInput &in)
         d.reduce_bucket_size = file.reduce_bucket_size;
     if (!d.overlap_comm)
         d.overlap_comm = file.overlap_comm;
+    if (!d.sub_group_size)
+        d.sub_group_size = file.sub_group_size;
     const double h = static_cast<double>(in.arch.hidden_size);
     const bool native = in.training.stack.name == Stack::DeepSpeed;
     if (!d.reduce_bucket_size)
         d.reduce_bucket_size = native ? 5e8 : h * h;
     if (!d.overlap_comm)
         d.overlap_comm = native ? in.parallelism.sharding == Sharding::Zero3 : true;
+    if (!d.sub_group_size) // DeepSpeed's default (config.py, 1e9 since 2021), which HF keeps too
+        d.sub_group_size = 1e9;
 }
 
 std::string dtypeText(const std::optional<ParamDtype> &d)
@@ -464,6 +468,10 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
         out.push_back({"parallelism.deepspeed.overlap_comm",
                        *ds.overlap_comm ? "true" : "false",
                        !given.overlap_comm.has_value()});
+        if (p.sharding == Sharding::Zero3)
+            out.push_back({"parallelism.deepspeed.sub_group_size",
+                           number(*ds.sub_group_size),
+                           !given.sub_group_size.has_value()});
     }
     return out;
 }
@@ -492,6 +500,15 @@ bool stackRepeatsGroupedKv(const StackConfig &stack)
     if (stack.name == Stack::HfTrainer)
         return before(v, 4, 54);
     return stack.name == Stack::Torchtitan && before(v, 0, 2, 2);
+}
+
+// deepspeed/runtime/zero/stage3.py, step(): check_overflow() ran whatever the dtype until PR #4512
+// made it `if self.dtype == torch.float16` (read at v0.10.0 and in 0.19).
+bool deepSpeedZero3ChecksOverflow(const TrainingConfig &t)
+{
+    if (t.precision == Precision::MixedFp16 || t.precision == Precision::Fp16)
+        return true;
+    return t.stack.name == Stack::DeepSpeed && before(effectiveVersion(t.stack), 0, 11, 2);
 }
 
 // transformers before 4.53: _prepare_4d_causal_attention_mask_with_cache_position (additive).

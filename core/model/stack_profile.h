@@ -66,6 +66,10 @@ bool boolAttentionMask(const StackConfig &stack);
 // Whether the stack's own model copies grouped keys and values to every query head before SDPA
 // whatever the mask and torch (transformers before 4.54, torchtitan before 0.2.2).
 bool stackRepeatsGroupedKv(const StackConfig &stack);
+// Whether DeepSpeed ZeRO-3's step checks the 16-bit gradient partition for inf and nan: with fp16
+// always, with bf16 before DeepSpeed 0.11.2 (PR #4512). Stacks other than deepspeed name no
+// DeepSpeed release: the newest behaviour.
+bool deepSpeedZero3ChecksOverflow(const TrainingConfig &training);
 
 // One choice that decides bytes, as the estimate used it, for people to see.
 struct StackChoice

@@ -301,6 +301,7 @@ private:
     StreamBinding runBinding(const LayerRun &run, std::size_t j, int at) const;
     void optimizerStep();
     void adamWWorkspace(TimelineBlock &b);
+    void deepSpeedMasterGradients(TimelineBlock &b);
     void zeroGrad(TimelineBlock &b);
 
     const EstimateInput &m_in;
@@ -1325,7 +1326,9 @@ void StepBuilder::optimizerStep()
     const TrainingConfig &t = m_in.training;
     const double trainable = m_s.trainable / m_s.state_shard;
     if (!t.offload.optimizer) {
-        if (isMixedMaster(t.precision)) {
+        if (isMixedMaster(t.precision) && isDeepSpeed(m_s.sharding)) {
+            deepSpeedMasterGradients(b);
+        } else if (isMixedMaster(t.precision)) {
             const int fp32 = tensor("fp32 gradients for the master update",
                                     bytes(4 * trainable),
                                     Component::Temporaries,
@@ -1360,6 +1363,45 @@ void StepBuilder::optimizerStep()
         }
     }
     zeroGrad(b);
+}
+
+// DeepSpeed's ZeRO step with fp32 master weights (deepspeed/runtime/zero/stage3.py and
+// stage_1_and_2.py, step(), read at v0.10.0 and 0.19 by helper sessions):
+//  - ZeRO-3 checks the 16-bit gradient partition for overflow where it does (isinf, then isnan: a
+//    bool per element each, one after the other; has_overflow);
+//  - the gradient norm makes a float64 copy of one gradient at a time (get_grad_norm_direct): of
+//    its partition under ZeRO-3, of a whole parameter's under ZeRO-1/2 (views of whole tensors);
+//  - then group by group (ZeRO-3: sub-group by sub-group, sub_group_size) the gradients are
+//    flattened (torch.cat: a 16-bit copy) and cast to an fp32 gradient that lives through the
+//    in-place update (_prepare_fp32_grad_for_sub_group / step: freed before the next group).
+void StepBuilder::deepSpeedMasterGradients(TimelineBlock &b)
+{
+    const double partition = m_s.trainable / m_s.state_shard;
+    const bool zero3 = m_s.sharding == Sharding::Zero3;
+    const auto transient = [&](const char *name, double size) {
+        const int t = tensor(name, bytes(size), Component::Temporaries, false);
+        alloc(b, t);
+        release(b, t);
+    };
+    if (zero3 && deepSpeedZero3ChecksOverflow(m_in.training))
+        transient("ZeRO-3 overflow check (isinf, then isnan, of the gradients)", partition);
+    const double normed = zero3 ? m_s.largest_trainable / m_s.state_shard
+                                : std::min(m_s.largest_trainable, partition);
+    transient("gradient norm's float64 copy of one gradient", 8 * normed);
+    const double n = m_s.largest_step_group;
+    const int flat = tensor("a ZeRO optimizer group's flattened 16-bit gradients",
+                            bytes(m_s.grad_bytes_per_param * n),
+                            Component::Temporaries,
+                            false);
+    const int fp32 = tensor(zero3 ? "fp32 gradients of one ZeRO-3 sub-group"
+                                  : "fp32 gradients for the master update",
+                            bytes(4 * n),
+                            Component::Temporaries,
+                            false);
+    alloc(b, flat);
+    alloc(b, fp32);
+    release(b, flat);
+    release(b, fp32);
 }
 
 // torch.optim.AdamW's temporaries as the scenario's torch release makes them (model/torch_release.h).

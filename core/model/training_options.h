@@ -218,12 +218,15 @@ struct TrainingConfig
 // many later ones have been packed (one per checkpointed layer: its input).
 inline constexpr int kActivationOffloadStash = 5;
 
-// DeepSpeed ZeRO-1/2 gradient-reduction settings (deepspeed/runtime/zero/config.py); unset: the
-// stack's default. Bucket sizes are in elements.
+// DeepSpeed ZeRO settings that change the bytes (deepspeed/runtime/zero/config.py); unset: the
+// stack's default. Sizes are in elements.
 struct DeepSpeedConfig
 {
-    std::optional<double> reduce_bucket_size;
+    std::optional<double> reduce_bucket_size; // ZeRO-1/2 gradient buckets
     std::optional<bool> overlap_comm;
+    // ZeRO-3 steps the optimizer over sub-groups of parameters of about this many elements of the
+    // local partition each, one fp32 gradient at a time (stage3.py, _create_fp16_sub_groups).
+    std::optional<double> sub_group_size;
     bool operator==(const DeepSpeedConfig &) const = default;
 };
 

@@ -409,6 +409,7 @@ parallelism:
         all.parallelism.fsdp_reduce_dtype = ParamDtype::Fp32;
         all.parallelism.deepspeed.reduce_bucket_size = 2e8;
         all.parallelism.deepspeed.overlap_comm = false;
+        all.parallelism.deepspeed.sub_group_size = 5e8;
         const auto allBack = parseScenario(scenarioToYaml(all), "all.yaml", error);
         QVERIFY2(allBack.has_value(), error.toString().c_str());
         QVERIFY(*allBack == all);
@@ -436,7 +437,8 @@ parallelism:
         std::filesystem::create_directories(dir);
         std::ofstream(dir + "/ds.json")
             << R"({"zero_optimization": {"stage": 2, "reduce_bucket_size": 2e8, "overlap_comm": true,
-   "allgather_bucket_size": "auto", "offload_optimizer": {"device": "cpu"}},
+   "allgather_bucket_size": "auto", "offload_optimizer": {"device": "cpu"},
+   "sub_group_size": 1e8},
  "bf16": {"enabled": true}})";
         std::ofstream(dir + "/s.yaml") << "format: membudget/1\nstack: deepspeed\n"
                                           "parallelism: {gpus: 2, deepspeed_config: ds.json}\n";
@@ -448,6 +450,7 @@ parallelism:
         QVERIFY(s->training.offload.optimizer);
         QCOMPARE(*s->parallelism.deepspeed_from_file.reduce_bucket_size, 2e8);
         QVERIFY(!s->parallelism.deepspeed.reduce_bucket_size); // the file's, not written back
+        QCOMPARE(*s->parallelism.deepspeed_from_file.sub_group_size, 1e8);
         QVERIFY(scenarioToYaml(*s).find("deepspeed_config: ds.json") != std::string::npos);
 
         // MiCS: ZeRO-3 over groups of mics_shard_size GPUs (-1, DeepSpeed's default: off).

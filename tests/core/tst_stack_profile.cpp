@@ -255,6 +255,7 @@ private slots:
         const EstimateInput resolved = resolveStackChoices(in);
         QCOMPARE(*resolved.parallelism.deepspeed.reduce_bucket_size, 5e8);
         QVERIFY(!*resolved.parallelism.deepspeed.overlap_comm);
+        QCOMPARE(*resolved.parallelism.deepspeed.sub_group_size, 1e9); // config.py's default
     }
 
     // accelerate's FSDP plugin under bf16: MixedPrecision(param_dtype=bf16): the layers run as a

@@ -590,6 +590,78 @@ private slots:
     }
 
     // Inference keeps its KV cache to the end; nothing else outlives the prefill but the weights.
+    // DeepSpeed's step with fp32 master weights (stage3.py, stage_1_and_2.py): a float64 copy of
+    // one gradient for the norm, then group by group a flattened 16-bit copy and an fp32 gradient.
+    // ZeRO-3 groups by sub_group_size elements of the local partition, split at parameters: 1 puts
+    // every tensor alone (the embedding and lm_head the largest), more than the partition one group.
+    // ZeRO-2 steps its whole partition as one group; its norm copies a whole gradient.
+    void deepSpeedStepsGroupByGroup_data()
+    {
+        QTest::addColumn<int>("stage");
+        QTest::addColumn<double>("subGroup");
+        QTest::addColumn<double>("largest"); // elements of the largest group on one GPU
+        QTest::addColumn<double>("normed");  // elements of the norm's float64 copy
+        const double embedding = 32000.0 * 4096, total = 6738415616.0; // Llama-2-7B
+        QTest::newRow("zero3, one sub-group") << 3 << 1e12 << total / 2 << embedding / 2;
+        QTest::newRow("zero3, every tensor alone") << 3 << 1.0 << embedding / 2 << embedding / 2;
+        QTest::newRow("zero2, the whole partition") << 2 << 1.0 << total / 2 << embedding;
+    }
+
+    void deepSpeedStepsGroupByGroup()
+    {
+        QFETCH(int, stage);
+        QFETCH(double, subGroup);
+        QFETCH(double, largest);
+        QFETCH(double, normed);
+        EstimateInput in = input(llama2_7b());
+        in.training.precision = Precision::MixedBf16;
+        in.parallelism.gpus = 2;
+        in.parallelism.sharding = stage == 3 ? Sharding::Zero3 : Sharding::Zero2;
+        in.parallelism.deepspeed.sub_group_size = subGroup;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        std::map<std::string, double> sizes;
+        for (const TimelineTensor &t : model.timeline().tensors)
+            sizes[t.name] += t.size.fixed;
+        const char *fp32 = stage == 3 ? "fp32 gradients of one ZeRO-3 sub-group"
+                                      : "fp32 gradients for the master update";
+        QCOMPARE(sizes[fp32], 4 * largest);
+        QCOMPARE(sizes["a ZeRO optimizer group's flattened 16-bit gradients"], 2 * largest);
+        QCOMPARE(sizes["gradient norm's float64 copy of one gradient"], 8 * normed);
+        QVERIFY(!sizes.count("ZeRO-3 overflow check (isinf, then isnan, of the gradients)"));
+        verifyBalancedAndExact(model);
+    }
+
+    // DeepSpeed's default sub_group_size (1e9): Llama-2-7B's 3.37e9 elements per GPU step in groups
+    // that reach 1e9 at a parameter's end, so the largest exceeds it by less than one layer tensor
+    // (11008 x 4096 / 2). DeepSpeed before 0.11.2 also checks bf16 gradients for overflow, a bool per
+    // element of the partition (stage3.py step; PR #4512 limited it to fp16).
+    void deepSpeedSubGroupsAndOverflowCheck()
+    {
+        EstimateInput in = input(llama2_7b());
+        in.training.stack = {Stack::DeepSpeed, "0.10.0", ""};
+        applyStackDefaults(in.training, in.parallelism);
+        in.training.precision = Precision::MixedBf16;
+        in.parallelism.gpus = 2;
+        in.parallelism.sharding = Sharding::Zero3;
+        const StepModel older(in);
+        QVERIFY(older.valid());
+        const double n = older.states().largest_step_group;
+        QVERIFY2(n >= 1e9 && n < 1e9 + 11008.0 * 4096 / 2, qPrintable(QString::number(n)));
+        auto overflowBytes = [](const StepModel &m) {
+            for (const TimelineTensor &t : m.timeline().tensors)
+                if (std::string(t.name).rfind("ZeRO-3 overflow check", 0) == 0)
+                    return t.size.fixed;
+            return 0.0;
+        };
+        QCOMPARE(overflowBytes(older), 6738415616.0 / 2);
+        in.training.stack.version = "0.11.2";
+        QCOMPARE(overflowBytes(StepModel(in)), 0.0);
+        in.training.precision = Precision::MixedFp16;
+        QCOMPARE(overflowBytes(StepModel(in)), 6738415616.0 / 2);
+        verifyBalancedAndExact(older);
+    }
+
     void inferenceKeepsTheCache()
     {
         EstimateInput in = input(llama3_8b());

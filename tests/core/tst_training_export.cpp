@@ -135,9 +135,15 @@ private slots:
             QVERIFY(!j.contains("bf16") && !j.contains("fp16") && !j.contains("torch_autocast"));
         if (precision == int(Precision::Bf16))
             QVERIFY(j["bf16"]["bf16_master_weights_and_grads"].get<bool>());
+        s.parallelism.deepspeed = {2e8, false, 5e8};
+        const auto sized = nlohmann::json::parse(exported(s, TrainingFormat::DeepSpeed).text);
+        const auto &z = sized["zero_optimization"];
+        QCOMPARE(z.value("reduce_bucket_size", 0LL), stage > 0 ? 200000000LL : 0LL);
+        QCOMPARE(z.contains("overlap_comm"), stage > 0);
+        QCOMPARE(z.value("sub_group_size", 0LL), stage == 3 ? 500000000LL : 0LL);
         const auto keys = keyList("deepspeed");
         std::vector<std::string> paths;
-        jsonPaths(j, "", paths);
+        jsonPaths(sized, "", paths);
         for (const std::string &p : paths)
             QVERIFY2(keys.count(p), p.c_str());
         QCOMPARE(e.fileName, std::string("ds_config.json"));
