@@ -190,7 +190,7 @@ int LayerBuilder::gatherSequence(int x)
 {
     if (m_seq >= 1)
         return x;
-    return allGatherSequence(m_b, x, tok(m_h), "sequence-parallel all-gather");
+    return allGatherWithCopy(m_b, x, tok(m_h), "sequence-parallel all-gather");
 }
 
 // ... and the row-parallel output's partial sums are reduce-scattered to the sequence shard

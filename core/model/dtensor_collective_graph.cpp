@@ -10,11 +10,6 @@ int allGatherWithCopy(GraphBuilder &b, int x, SizeExpr whole, const char *name)
     return b.copy(rankMajor, whole, bytes, name); // torch.cat(..., dim=d)
 }
 
-int allGatherSequence(GraphBuilder &b, int x, SizeExpr whole, const char *name)
-{
-    return allGatherWithCopy(b, x, whole, name);
-}
-
 int allGatherToReplicate(GraphBuilder &b, int x, SizeExpr whole, const char *name)
 {
     const double bytes = b.elementBytes(x);

@@ -22,9 +22,6 @@ namespace membudget {
 // x (a shard) gathered to `whole` elements.
 int allGatherWithCopy(GraphBuilder &b, int x, SizeExpr whole, const char *name);
 
-// x (a sequence shard) gathered to `whole` elements of the whole sequence.
-int allGatherSequence(GraphBuilder &b, int x, SizeExpr whole, const char *name);
-
 // x gathered to `whole` elements whose gradient comes back replicated (lm_head's output gathered
 // to a Replicate placement): the backward takes its shard of it (_redistribute.py,
 // Shard._replicate_to_shard: a chunk, cloned), so the rank-major buffer gets no gradient.

@@ -344,7 +344,7 @@ OpGraph embeddingGraph(const ModelArchitecture &arch,
     const double tp = tensorParallel.ranks();
     const double h = static_cast<double>(arch.hidden_size);
     const double vocabElements = parameterElements(layout, TensorRole::Embedding, tp);
-    const int w = b.parameter("embed_tokens", vocabElements * p.grad, p.train_base);
+    const int w = b.parameter(kEmbeddingWeight, vocabElements * p.grad, p.train_base);
     b.graph().tensors[static_cast<std::size_t>(w)].grad_exists = arch.tied_embeddings;
     const int tokens = ids(b, "input ids");
     int x = b.matmul(tokens, w, tok(h), p.stream, "embedding lookup");
@@ -390,7 +390,7 @@ OpGraph headGraph(const ModelArchitecture &arch,
     if (p.train) // LlamaForCausalLM.forward holds the model's output while the loss is computed
         g.tensors[static_cast<std::size_t>(normed)].hold = Hold::ForwardEnd;
     if (share < 1) // ColwiseParallel(input_layouts=Shard(1)) on lm_head: the whole sequence
-        normed = allGatherSequence(b, normed, tok(h), "sequence-parallel all-gather");
+        normed = allGatherWithCopy(b, normed, tok(h), "sequence-parallel all-gather");
     if (!p.train) // generate(): logits for the last position only (logits_to_keep=1), then fp32
         normed = b.copy(normed, SizeExpr::perSequence(h), b.elementBytes(normed), "last position");
     if (p.train && training.loss == LossImplementation::LigerFused) {

@@ -11,6 +11,9 @@
 
 namespace membudget {
 
+// The name of the embedding's weight in the graphs (the step timeline finds its gradient by it).
+inline constexpr const char *kEmbeddingWeight = "embed_tokens";
+
 // What enters the first decoder layer: token ids looked up in the embedding (plus learned
 // positions, Gemma's scaling, GPT-2's dropout). Its output is the first layer's input.
 // `outputRequiresGrad`: HF's enable_input_require_grads hook (gradient checkpointing with a frozen

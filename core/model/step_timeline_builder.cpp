@@ -5,6 +5,7 @@
 #include "model/context_parallel.h"
 #include "model/graph_precision.h"
 #include "model/graph_timeline.h"
+#include "model/model_ends_graph.h"
 #include "model/stack_profile.h"
 #include "model/torch_release.h"
 
@@ -166,8 +167,11 @@ private:
                            int layer,
                            std::vector<TimelineEvent> &kept) const;
     // Bytes, in the model's gradient dtype (ModelStates), of the weights' .grad tensors `b` makes
-    // from event `from` on (the graphs make them in GraphPrecision::grad).
-    double paramGradBytes(const TimelineBlock &b, std::size_t from) const;
+    // from event `from` on (the graphs make them in GraphPrecision::grad); only those of the
+    // parameter named `only` when given.
+    double paramGradBytes(const TimelineBlock &b,
+                          std::size_t from,
+                          std::string_view only = {}) const;
     void reduceScatter(std::vector<TimelineEvent> &kept,
                        int unsharded,
                        int input,
@@ -925,13 +929,15 @@ bool StepBuilder::replaceParamGrads(const TimelineBlock &b,
     return seen;
 }
 
-double StepBuilder::paramGradBytes(const TimelineBlock &b, std::size_t from) const
+double StepBuilder::paramGradBytes(const TimelineBlock &b,
+                                   std::size_t from,
+                                   std::string_view only) const
 {
     double sum = 0;
     for (std::size_t i = from; i < b.events.size(); ++i) {
         const TimelineEvent &e = b.events[i];
         const TimelineTensor &t = m_tl.tensors[static_cast<std::size_t>(e.tensor)];
-        if (e.alloc && t.origin == TensorOrigin::ParamGrad)
+        if (e.alloc && t.origin == TensorOrigin::ParamGrad && (only.empty() || t.name == only))
             sum += t.size.fixed * t.copies;
     }
     return m_p.grad > 0 ? sum / m_p.grad * m_s.grad_bytes_per_param : 0;
@@ -1062,17 +1068,9 @@ void StepBuilder::holdRootGradients(TimelineBlock &b, std::size_t from, bool hea
 double StepBuilder::wholeVocabularyExtra(const TimelineBlock &b, std::size_t from) const
 {
     const double tp = static_cast<double>(m_in.parallelism.tensor_parallel);
-    if (tp <= 1 || !shardsWithFsdp2() || m_in.arch.tied_embeddings || m_p.grad <= 0)
+    if (tp <= 1 || !shardsWithFsdp2() || m_in.arch.tied_embeddings)
         return 0;
-    double sum = 0;
-    for (std::size_t i = from; i < b.events.size(); ++i) {
-        const TimelineEvent &e = b.events[i];
-        const TimelineTensor &t = m_tl.tensors[static_cast<std::size_t>(e.tensor)];
-        if (e.alloc && t.origin == TensorOrigin::ParamGrad
-            && std::string_view(t.name) == "embed_tokens")
-            sum += t.size.fixed * t.copies;
-    }
-    return sum / m_p.grad * m_s.grad_bytes_per_param * (tp - 1);
+    return paramGradBytes(b, from, kEmbeddingWeight) * (tp - 1);
 }
 
 // The root unit's post-backward once the embedding's backward is done: resharded, the previous
