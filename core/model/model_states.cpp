@@ -153,6 +153,8 @@ void addGroups(ModelStates &s,
         s.weights += w;
         (inLayer ? s.layer_weights : s.root_weights) += w;
         (inLayer ? s.layer_tensors : s.root_tensors) += perLayer;
+        if (g.role == TensorRole::LmHead || g.role == TensorRole::FinalNorm)
+            s.head_weights += w;
         if (!train)
             continue;
         double grad = 0, master = 0, states = 0, tensors = 0, paged = 0;

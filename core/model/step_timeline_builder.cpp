@@ -219,7 +219,8 @@ private:
     // _lazy_init: post_forward_mesh_info = None). Without a pipeline, whose units stay gathered.
     bool gathersWithFsdp2() const
     {
-        return m_prefetch && usesFsdp2() && m_in.parallelism.pipeline_parallel <= 1;
+        return m_prefetch && usesFsdp2() && !isDeepSpeed(m_s.sharding)
+               && m_in.parallelism.pipeline_parallel <= 1;
     }
     // Before torch 2.5 FSDP2 allocated the reduce-scatter input on its reduce-scatter stream, a
     // pool whose cached blocks the compute stream cannot reuse; pytorch PR #129721 (2024-06-27,
@@ -247,6 +248,17 @@ private:
     // (_fsdp_state.py _root_post_backward_final_callback). Until then the lm_head's gradient is held
     // from the head's backward and the embedding's from its own. DeepSpeed reduces each gradient
     // as it is made (bucketed).
+    // DeepSpeed ZeRO-3 frees a module's gathered parameters after it runs unless the recorded
+    // trace uses them again within stage3_max_reuse_distance elements (1e9;
+    // partitioned_param_coordinator.py, release_sub_module and __params_to_release, read at
+    // v0.10.0 and 0.19). The embedding's next use, its backward, lies past every layer: it is
+    // freed after its forward and gathered again by its pre-backward hook, then kept to the end of
+    // backward (its input ids need no gradient, so no post-backward hook frees it). The final norm
+    // and lm_head are used again at once by their backward and stay gathered through the loss.
+    bool releasesRootAfterUse() const
+    {
+        return m_p.train && m_s.gathers && m_s.sharding == Sharding::Zero3;
+    }
     bool holdsRootGradients() const
     {
         return m_p.train && shardsGradients(m_s.sharding) && !isDeepSpeed(m_s.sharding)
@@ -323,6 +335,7 @@ private:
         m_mask = -1;
     int m_gathered = -1, m_rootGathered = -1, m_unitGrad = -1, m_gradShard = -1;
     int m_allGatherOutput = -1, m_rootAllGatherOutput = -1; // FSDP2's flat outputs
+    int m_embedGathered = -1, m_headGathered = -1; // DeepSpeed ZeRO-3's, releasesRootAfterUse()
     int m_bucket = -1;
     int m_unitReduceInput = -1;
     bool m_reduceStateHeld = false;   // a unit's reduce-scatter input kept (torch >= 2.5)
@@ -478,7 +491,22 @@ void StepBuilder::forward()
     TimelineBlock &b = m_tl.addBlock(stage, Phase::Forward);
     const double d = static_cast<double>(m_in.arch.head_dim);
     const std::uint8_t unsharded = gathersWithFsdp2() ? 0 : kGatherStream;
-    if (m_s.gathers) {
+    if (releasesRootAfterUse()) {
+        const double head = m_in.arch.tied_embeddings ? m_s.root_weights : m_s.head_weights;
+        m_embedGathered = tensor("gathered embedding parameters",
+                                 bytes((m_s.root_weights - m_s.head_weights) * gatheredScale()),
+                                 Component::Temporaries,
+                                 false,
+                                 1,
+                                 kGatherStream);
+        m_headGathered = tensor("gathered final norm and lm_head parameters",
+                                bytes(head * gatheredScale()),
+                                Component::Temporaries,
+                                false,
+                                1,
+                                kGatherStream);
+        alloc(b, m_embedGathered);
+    } else if (m_s.gathers) {
         const SizeExpr root = bytes(m_s.root_weights * gatheredScale());
         if (gathersWithFsdp2()) {
             m_rootAllGatherOutput = tensor("all-gather output (embedding and head)",
@@ -499,6 +527,8 @@ void StepBuilder::forward()
     }
     m_embed->bind({m_stream, m_gradStream, false, true, 0, false, 0, true, 0, true});
     m_embed->forward(b);
+    if (m_embedGathered >= 0)
+        release(b, m_embedGathered);
     if (m_in.arch.positions == PositionKind::Rotary) {
         m_cos = tensor("rotary cos",
                        SizeExpr::perPosition(d * m_p.stream),
@@ -543,6 +573,8 @@ void StepBuilder::forward()
         for (int l = std::max(0, m_layers - kActivationOffloadStash); l < m_layers; ++l)
             release(head, m_stream, l, true);
     m_head->bind({m_stream, m_gradStream, true, false, m_layers, true, 0, false, 0, false});
+    if (m_headGathered >= 0)
+        alloc(head, m_headGathered);
     m_head->forward(head);
     forwardEnd();
 }
@@ -816,6 +848,8 @@ void StepBuilder::backward()
     m_head->backward(b, accumulating, opsOf(ops));
     layerGradients(b, *m_head, from);
     stepInBackward(b, from, ops, m_in.arch.tied_embeddings);
+    if (m_headGathered >= 0)
+        release(b, m_headGathered);
     m_liveGradLayer = m_layers;
     if (m_prefetch && !keepsLastLayerGathered()) {
         if (gathersWithFsdp2())
@@ -837,6 +871,8 @@ void StepBuilder::backward()
         release(end, m_mask);
     m_embed->bind({m_stream, m_gradStream, false, true, 0, false, 0, true, m_liveGradLayer, true});
     const std::size_t embedFrom = end.events.size();
+    if (m_embedGathered >= 0)
+        alloc(end, m_embedGathered);
     m_embed->backward(end, accumulating, opsOf(ops));
     layerGradients(end, *m_embed, embedFrom);
     stepInBackward(end, embedFrom, ops);
@@ -850,6 +886,8 @@ void StepBuilder::backward()
         release(end, m_gathered, -1, true); // the prefetch past the first layer
     if (m_rootGathered >= 0)
         release(end, m_rootGathered);
+    if (m_embedGathered >= 0)
+        release(end, m_embedGathered);
     if (m_bucket >= 0)
         release(end, m_bucket);
     if (defersGradientSync())

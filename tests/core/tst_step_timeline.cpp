@@ -248,10 +248,14 @@ private slots:
     // attention, loss, sharding, parallelism and offloading choice (a fixed linear congruential
     // sequence, so a failure names its draw): balanced over the step and exact block by block.
     // (It found FSDP2's kept reduce-scatter input applied to DeepSpeed's ZeRO-2 under the
-    // torchtitan stack, never released.) Ten other seeds passed when it was written.
+    // torchtitan stack, never released; then FSDP2's root all-gather output under a DeepSpeed
+    // ZeRO-3 choice with torchtune.) Ten other seeds passed when it was written; another seed can
+    // be tried with MEMBUDGET_DRAW_SEED.
     void drawnCombinationsAreBalanced()
     {
-        std::uint64_t state = 20261129;
+        bool seeded = false;
+        const qulonglong seed = qEnvironmentVariable("MEMBUDGET_DRAW_SEED").toULongLong(&seeded);
+        std::uint64_t state = seeded ? seed : 20261129;
         const auto pick = [&state](int n) {
             state = state * 6364136223846793005ULL + 1442695040888963407ULL;
             return static_cast<int>((state >> 33) % static_cast<std::uint64_t>(n));
@@ -660,6 +664,60 @@ private slots:
         in.training.precision = Precision::MixedFp16;
         QCOMPARE(overflowBytes(StepModel(in)), 6738415616.0 / 2);
         verifyBalancedAndExact(older);
+    }
+
+    // DeepSpeed ZeRO-3 frees gathered parameters unless the trace uses them again within
+    // stage3_max_reuse_distance (partitioned_param_coordinator.py): the embedding is gathered for
+    // its forward and again for its backward (kept to the end), the final norm and lm_head from
+    // their forward to their backward; neither is held while the layers run. FSDP keeps the root
+    // unit gathered throughout.
+    void deepSpeedReleasesTheRootAfterUse()
+    {
+        EstimateInput in = input(llama2_7b());
+        in.arch.layers = 4;
+        in.training.precision = Precision::MixedBf16;
+        in.parallelism.gpus = 2;
+        in.parallelism.sharding = Sharding::Zero3;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        const StepTimeline &tl = model.timeline();
+        std::map<std::string, std::vector<std::pair<std::size_t, bool>>> seen;
+        const std::vector<ExpandedEvent> events = expandTimeline(tl, 512, 512);
+        for (std::size_t i = 0; i < events.size(); ++i)
+            seen[tl.tensors[static_cast<std::size_t>(events[i].tensor)].name].push_back(
+                {i, events[i].alloc});
+        const auto &embedding = seen["gathered embedding parameters"];
+        const auto &head = seen["gathered final norm and lm_head parameters"];
+        const auto &layers = seen["gathered layer parameters"];
+        QCOMPARE(embedding.size(), std::size_t(4)); // forward, then its backward
+        QCOMPARE(head.size(), std::size_t(2));
+        QVERIFY(!layers.empty());
+        std::size_t lastForward = 0, firstBackward = events.size(), lastGather = 0;
+        for (const auto &[i, alloc] : layers) {
+            if (!alloc)
+                continue;
+            lastGather = i;
+            if (tl.blocks[static_cast<std::size_t>(events[i].block)].stage == Stage::Forward)
+                lastForward = std::max(lastForward, i);
+            else
+                firstBackward = std::min(firstBackward, i);
+        }
+        QVERIFY(embedding[1].first < layers.front().first); // freed before layer 0 is gathered
+        QVERIFY(embedding[2].first > lastGather);           // gathered again after the layers
+        QVERIFY(head[0].first > lastForward);               // gathered after the forward's layers
+        QVERIFY(head[1].first < firstBackward);             // and freed before backward's
+        const double embeddingBytes = 32000.0 * 4096 * 2, headBytes = 32000.0 * 4096 * 2 + 4096 * 2;
+        QCOMPARE(double(events[embedding[0].first].bytes), embeddingBytes);
+        QCOMPARE(double(events[head[0].first].bytes), headBytes);
+        QVERIFY(seen["gathered embedding and head parameters"].empty());
+        verifyBalancedAndExact(model);
+        in.parallelism.sharding = Sharding::FsdpFull;
+        const StepModel fsdp(in);
+        QVERIFY(fsdp.valid());
+        bool root = false;
+        for (const TimelineTensor &t : fsdp.timeline().tensors)
+            root = root || std::string(t.name) == "gathered embedding and head parameters";
+        QVERIFY(root);
     }
 
     void inferenceKeepsTheCache()
