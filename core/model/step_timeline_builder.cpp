@@ -195,6 +195,14 @@ private:
     }
     bool stepsInBackward() const { return m_p.train && m_in.training.optimizer_in_backward; }
     bool accumulates() const { return m_p.train && m_in.training.gradient_accumulation_steps > 1; }
+    // DeepSpeed ZeRO-2 without optimizer offload (see resident()).
+    bool partitionsGradientsEachBackward() const
+    {
+        const std::int64_t gpus = m_in.parallelism.gpus
+                                  / std::max<std::int64_t>(1, m_in.parallelism.pipeline_parallel);
+        return m_p.train && m_s.sharding == Sharding::Zero2 && gpus > 1
+               && !m_in.training.offload.optimizer;
+    }
     // torch.distributed.pipelining runs every backward of a stage's FSDP2 module with gradient
     // sync and resharding off and reduces once after the stage's last backward (stage.py,
     // backward_maybe_with_nosync and run_post_backward, pytorch PR #134052; at the end of step()
@@ -465,6 +473,18 @@ void StepBuilder::resident()
     const bool multiGpu = par.gpus / std::max<std::int64_t>(1, par.pipeline_parallel) > 1;
     if (m_p.train && m_s.sharding == Sharding::None && multiGpu) // gradient_as_bucket_view=False
         alloc(root, tensor("DDP gradient buckets", bytes(m_s.grads), Component::Temporaries, false));
+    if (partitionsGradientsEachBackward()) {
+        // DeepSpeedZeroOptimizer (stage_1_and_2.py, read at v0.10.0 and 0.19 by a helper): every
+        // micro-batch's backward copies the gradients of this rank's partition into a new buffer
+        // (copy_grads_in_partition, at the first reduction), freed by the epilogue
+        // (_release_ipg_buffers). The first micro-batch's is kept, through views, as the
+        // accumulator; a later one is added into it. The step lets go of it once cast to fp32.
+        m_partition = tensor(accumulates() ? "this micro-batch's gradient partition"
+                                           : "partitioned gradients",
+                             bytes(m_s.resident_grads),
+                             Component::Gradients,
+                             false);
+    }
     if (accumulates()) {
         m_accumulated = tensor("gradients of earlier micro-batches",
                                bytes(deferred ? inAccumulatorDtype(rootGrads)
@@ -473,7 +493,8 @@ void StepBuilder::resident()
                                false,
                                perTensor ? std::max(1.0, m_s.trainable_root_tensors) : 1);
         alloc(root, m_accumulated);
-    } else if (m_p.train && m_s.sharding == Sharding::Zero2 && multiGpu) {
+    } else if (m_p.train && m_s.sharding == Sharding::Zero2 && multiGpu
+               && !partitionsGradientsEachBackward()) { // with CPU offload: up front
         m_partition = tensor("partitioned gradients",
                              bytes(m_s.resident_grads),
                              Component::Gradients,
@@ -846,6 +867,8 @@ void StepBuilder::backward()
     const std::size_t from = b.events.size();
     std::vector<std::int32_t> ops;
     m_head->backward(b, accumulating, opsOf(ops));
+    if (partitionsGradientsEachBackward()) // lm_head's gradient is the first reduced
+        alloc(b, m_partition);
     layerGradients(b, *m_head, from);
     stepInBackward(b, from, ops, m_in.arch.tied_embeddings);
     if (m_headGathered >= 0)
@@ -888,6 +911,8 @@ void StepBuilder::backward()
         release(end, m_rootGathered);
     if (m_embedGathered >= 0)
         release(end, m_embedGathered);
+    if (partitionsGradientsEachBackward() && accumulates())
+        release(end, m_partition); // added into the earlier micro-batches' partition
     if (m_bucket >= 0)
         release(end, m_bucket);
     if (defersGradientSync())
@@ -1494,8 +1519,11 @@ void StepBuilder::zeroGrad(TimelineBlock &root)
                     m_accumulatedLayer);
         return;
     }
-    if (m_partition >= 0)
+    if (m_partition >= 0) {
+        if (partitionsGradientsEachBackward())
+            release(root, m_partition);
         return;
+    }
     const bool sharded = m_gradShard >= 0;
     for (int g : m_rootShards)
         release(root, g);

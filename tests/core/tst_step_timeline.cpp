@@ -720,6 +720,57 @@ private slots:
         QVERIFY(root);
     }
 
+    // DeepSpeed ZeRO-2 copies each backward's gradients of this rank's partition into a new buffer
+    // (stage_1_and_2.py, copy_grads_in_partition): none before backward; with one micro-batch it is
+    // let go by the step, with more it is added into the first one's and freed at the end of
+    // backward. With the optimizer offloaded the partition stays on the GPU from the start.
+    void deepSpeedZero2PartitionsEachBackward_data()
+    {
+        QTest::addColumn<int>("accumulation");
+        QTest::addColumn<bool>("offload");
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<int>("allocatedIn");
+        QTest::addColumn<int>("freedIn"); // -1: never
+        QTest::newRow("one micro-batch") << 1 << false << "partitioned gradients"
+                                         << int(Stage::Loss) << int(Stage::OptimizerStep);
+        QTest::newRow("three") << 3 << false << "this micro-batch's gradient partition"
+                               << int(Stage::Loss) << int(Stage::Backward);
+        QTest::newRow("offloaded optimizer")
+            << 1 << true << "partitioned gradients" << int(Stage::Resident) << -1;
+    }
+
+    void deepSpeedZero2PartitionsEachBackward()
+    {
+        QFETCH(int, accumulation);
+        QFETCH(bool, offload);
+        QFETCH(QString, name);
+        QFETCH(int, allocatedIn);
+        QFETCH(int, freedIn);
+        EstimateInput in = input(llama2_7b());
+        in.arch.layers = 4;
+        in.training.precision = Precision::MixedBf16;
+        in.training.gradient_accumulation_steps = accumulation;
+        in.training.offload.optimizer = offload;
+        in.parallelism.gpus = 4;
+        in.parallelism.sharding = Sharding::Zero2;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        const StepTimeline &tl = model.timeline();
+        std::vector<std::pair<int, bool>> seen; // the block's stage, allocation or free
+        for (const ExpandedEvent &e : expandTimeline(tl, 512, 512)) {
+            const TimelineTensor &t = tl.tensors[static_cast<std::size_t>(e.tensor)];
+            if (name == t.name) {
+                QCOMPARE(double(e.bytes), model.states().resident_grads);
+                seen.push_back({int(tl.blocks[static_cast<std::size_t>(e.block)].stage), e.alloc});
+            }
+        }
+        QCOMPARE(seen.size(), std::size_t(freedIn < 0 ? 1 : 2));
+        QCOMPARE(seen[0], std::make_pair(allocatedIn, true));
+        if (freedIn >= 0)
+            QCOMPARE(seen[1], std::make_pair(freedIn, false));
+        verifyBalancedAndExact(model);
+    }
+
     void inferenceKeepsTheCache()
     {
         EstimateInput in = input(llama3_8b());
