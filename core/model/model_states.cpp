@@ -140,6 +140,9 @@ void addGroups(ModelStates &s,
         const double n = rows * cols * count;
         const bool inLayer = inDecoderLayer(g.role);
         s.params += n;
+        (inLayer ? s.layer_params : s.root_params) += n;
+        if (g.role == TensorRole::LmHead || g.role == TensorRole::FinalNorm)
+            s.head_params += n;
         if (g.linear || g.role == TensorRole::LmHead
             || (g.role == TensorRole::Embedding && in.arch.tied_embeddings))
             s.linear_elements += n;

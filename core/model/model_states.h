@@ -12,6 +12,9 @@ struct ModelStates
 {
     // This GPU's slice after tensor parallelism, before sharding.
     double params = 0;                  // parameters
+    double layer_params = 0;            // ... of all decoder layers
+    double root_params = 0;             // ... of embeddings, final norm, lm_head
+    double head_params = 0;             // ... of the final norm and an untied lm_head
     double trainable = 0;               // trainable parameters (adapters for LoRA)
     double weights = 0;                 // bytes of weights (quantized base and adapters included)
     double layer_weights = 0;           // ... of all decoder layers

@@ -283,10 +283,20 @@ private:
     // torchtitan does not reshard the last transformer block after forward, since backward
     // gathers it first (parallelize_llama's apply_fsdp: reshard_after_forward = layer_id <
     // n_layers - 1, without a pipeline): its gathered parameters stay through the loss.
+    // DeepSpeed ZeRO-3 keeps it when the trace uses it again within stage3_max_reuse_distance
+    // (releasesRootAfterUse): its backward (or recomputation) follows the head's forward and
+    // backward, so when p + 2 x the head's elements stay under 1e9, DeepSpeed's default. The
+    // layers before it come back only after three passes of the later layers: about
+    // (1e9 - head - p) / 3p of them are kept too, which is not modelled (memory-model.md).
     bool keepsLastLayerGathered() const
     {
-        return m_prefetch && m_p.train && m_in.training.stack.name == Stack::Torchtitan
-               && m_s.sharding == Sharding::FsdpFull && m_in.parallelism.pipeline_parallel <= 1;
+        const bool torchtitan = m_in.training.stack.name == Stack::Torchtitan
+                                && m_s.sharding == Sharding::FsdpFull;
+        const double head = m_in.arch.tied_embeddings ? m_s.root_params : m_s.head_params;
+        const bool deepSpeed = releasesRootAfterUse()
+                               && m_s.layer_params / m_layers + 2 * head < 1e9;
+        return m_prefetch && m_p.train && (torchtitan || deepSpeed)
+               && m_in.parallelism.pipeline_parallel <= 1;
     }
     // Bytes of `gradBytes` of gradients (in the model's gradient dtype) as FSDP2 holds them
     // unsharded: .grad in param_dtype, and the accumulator of a step whose sync is off in
