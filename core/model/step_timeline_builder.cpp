@@ -249,13 +249,6 @@ private:
         const bool from25 = torchRelease(m_in.training.stack) >= LibraryVersion{2, 5, 0};
         return shardsWithFsdp2() && from25 && !defersGradientSync();
     }
-    // FSDP's root unit (embeddings, final norm, lm_head) reduces once, after the embedding's
-    // backward: FSDP1's post-backward hook waits for the flat parameter's gradient, which autograd
-    // assembles from every view's gradient (_runtime_utils.py _post_backward_hook); FSDP2's root
-    // gets no post-backward hook from its integer inputs and reduces in the final callback
-    // (_fsdp_state.py _root_post_backward_final_callback). Until then the lm_head's gradient is held
-    // from the head's backward and the embedding's from its own. DeepSpeed reduces each gradient
-    // as it is made (bucketed).
     // DeepSpeed ZeRO-3 frees a module's gathered parameters after it runs unless the recorded
     // trace uses them again within stage3_max_reuse_distance elements (1e9;
     // partitioned_param_coordinator.py, release_sub_module and __params_to_release, read at
@@ -267,6 +260,13 @@ private:
     {
         return m_p.train && m_s.gathers && m_s.sharding == Sharding::Zero3;
     }
+    // FSDP's root unit (embeddings, final norm, lm_head) reduces once, after the embedding's
+    // backward: FSDP1's post-backward hook waits for the flat parameter's gradient, which autograd
+    // assembles from every view's gradient (_runtime_utils.py _post_backward_hook); FSDP2's root
+    // gets no post-backward hook from its integer inputs and reduces in the final callback
+    // (_fsdp_state.py _root_post_backward_final_callback). Until then the lm_head's gradient is held
+    // from the head's backward and the embedding's from its own. DeepSpeed reduces each gradient
+    // as it is made (bucketed).
     bool holdsRootGradients() const
     {
         return m_p.train && shardsGradients(m_s.sharding) && !isDeepSpeed(m_s.sharding)
