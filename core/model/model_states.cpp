@@ -139,9 +139,10 @@ void addGroups(ModelStates &s,
         const double count = static_cast<double>(g.count);
         const double n = rows * cols * count;
         const bool inLayer = inDecoderLayer(g.role);
+        const bool inHead = g.role == TensorRole::LmHead || g.role == TensorRole::FinalNorm;
         s.params += n;
         (inLayer ? s.layer_params : s.root_params) += n;
-        if (g.role == TensorRole::LmHead || g.role == TensorRole::FinalNorm)
+        if (inHead)
             s.head_params += n;
         if (g.linear || g.role == TensorRole::LmHead
             || (g.role == TensorRole::Embedding && in.arch.tied_embeddings))
@@ -156,7 +157,7 @@ void addGroups(ModelStates &s,
         s.weights += w;
         (inLayer ? s.layer_weights : s.root_weights) += w;
         (inLayer ? s.layer_tensors : s.root_tensors) += perLayer;
-        if (g.role == TensorRole::LmHead || g.role == TensorRole::FinalNorm)
+        if (inHead)
             s.head_weights += w;
         if (!train)
             continue;
@@ -287,7 +288,7 @@ void shard(ModelStates &s, const EstimateInput &in)
 double largestSubGroup(const ModelStates &s, const TrainableOrder &order, const EstimateInput &in)
 {
     const double whole = s.trainable / s.state_shard;
-    const double limit = in.parallelism.deepspeed.sub_group_size.value_or(1e9);
+    const double limit = in.parallelism.deepspeed.sub_group_size.value_or(kDeepSpeedSubGroupSize);
     if (whole <= limit || order.layer.empty())
         return whole;
     double largest = 0, current = 0;

@@ -211,8 +211,8 @@ void deepSpeedBuckets(EstimateInput &in)
         d.reduce_bucket_size = native ? 5e8 : h * h;
     if (!d.overlap_comm)
         d.overlap_comm = native ? in.parallelism.sharding == Sharding::Zero3 : true;
-    if (!d.sub_group_size) // DeepSpeed's default (config.py, 1e9 since 2021), which HF keeps too
-        d.sub_group_size = 1e9;
+    if (!d.sub_group_size)
+        d.sub_group_size = kDeepSpeedSubGroupSize;
 }
 
 std::string dtypeText(const std::optional<ParamDtype> &d)

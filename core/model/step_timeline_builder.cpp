@@ -195,13 +195,26 @@ private:
     }
     bool stepsInBackward() const { return m_p.train && m_in.training.optimizer_in_backward; }
     bool accumulates() const { return m_p.train && m_in.training.gradient_accumulation_steps > 1; }
+    // Other GPUs hold this GPU's layers (not the other stages of a pipeline).
+    bool layersOnSeveralGpus() const
+    {
+        const ParallelismConfig &par = m_in.parallelism;
+        return par.gpus / std::max<std::int64_t>(1, par.pipeline_parallel) > 1;
+    }
+    bool zero2Partitions() const
+    {
+        return m_p.train && m_s.sharding == Sharding::Zero2 && layersOnSeveralGpus();
+    }
     // DeepSpeed ZeRO-2 without optimizer offload (see resident()).
     bool partitionsGradientsEachBackward() const
     {
-        const std::int64_t gpus = m_in.parallelism.gpus
-                                  / std::max<std::int64_t>(1, m_in.parallelism.pipeline_parallel);
-        return m_p.train && m_s.sharding == Sharding::Zero2 && gpus > 1
-               && !m_in.training.offload.optimizer;
+        return zero2Partitions() && !m_in.training.offload.optimizer;
+    }
+    // What the head's modules use of the root's `root` (bytes or elements): the final norm and
+    // lm_head (`head`), and the embedding too where lm_head shares its weight.
+    double headPart(double root, double head) const
+    {
+        return m_in.arch.tied_embeddings ? root : head;
     }
     // torch.distributed.pipelining runs every backward of a stage's FSDP2 module with gradient
     // sync and resharding off and reduces once after the stage's last backward (stage.py,
@@ -292,9 +305,9 @@ private:
     {
         const bool torchtitan = m_in.training.stack.name == Stack::Torchtitan
                                 && m_s.sharding == Sharding::FsdpFull;
-        const double head = m_in.arch.tied_embeddings ? m_s.root_params : m_s.head_params;
+        const double head = headPart(m_s.root_params, m_s.head_params);
         const bool deepSpeed = releasesRootAfterUse()
-                               && m_s.layer_params / m_layers + 2 * head < 1e9;
+                               && m_s.layer_params / m_layers + 2 * head < kDeepSpeedReuseDistance;
         return m_prefetch && m_p.train && (torchtitan || deepSpeed)
                && m_in.parallelism.pipeline_parallel <= 1;
     }
@@ -478,23 +491,21 @@ void StepBuilder::resident()
                      bytes(static_cast<double>(m_in.overheads.extra_resident_bytes)),
                      Component::Temporaries,
                      false));
-    // Other GPUs that hold this GPU's layers (not the other stages of a pipeline).
-    const ParallelismConfig &par = m_in.parallelism;
-    const bool multiGpu = par.gpus / std::max<std::int64_t>(1, par.pipeline_parallel) > 1;
-    if (m_p.train && m_s.sharding == Sharding::None && multiGpu) // gradient_as_bucket_view=False
-        alloc(root, tensor("DDP gradient buckets", bytes(m_s.grads), Component::Temporaries, false));
-    if (partitionsGradientsEachBackward()) {
-        // DeepSpeedZeroOptimizer (stage_1_and_2.py, read at v0.10.0 and 0.19 by a helper): every
-        // micro-batch's backward copies the gradients of this rank's partition into a new buffer
-        // (copy_grads_in_partition, at the first reduction), freed by the epilogue
-        // (_release_ipg_buffers). The first micro-batch's is kept, through views, as the
-        // accumulator; a later one is added into it. The step lets go of it once cast to fp32.
+    if (m_p.train && m_s.sharding == Sharding::None && layersOnSeveralGpus())
+        alloc(root, // gradient_as_bucket_view=False
+              tensor("DDP gradient buckets", bytes(m_s.grads), Component::Temporaries, false));
+    // DeepSpeedZeroOptimizer (stage_1_and_2.py, read at v0.10.0 and 0.19 by a helper): every
+    // micro-batch's backward copies the gradients of this rank's partition into a new buffer
+    // (copy_grads_in_partition, at the first reduction), freed by the epilogue
+    // (_release_ipg_buffers). The first micro-batch's is kept, through views, as the accumulator;
+    // a later one is added into it. The step lets go of it once cast to fp32. With the optimizer
+    // offloaded the partition is kept from the start.
+    if (partitionsGradientsEachBackward() || (zero2Partitions() && !accumulates()))
         m_partition = tensor(accumulates() ? "this micro-batch's gradient partition"
                                            : "partitioned gradients",
                              bytes(m_s.resident_grads),
                              Component::Gradients,
                              false);
-    }
     if (accumulates()) {
         m_accumulated = tensor("gradients of earlier micro-batches",
                                bytes(deferred ? inAccumulatorDtype(rootGrads)
@@ -503,12 +514,7 @@ void StepBuilder::resident()
                                false,
                                perTensor ? std::max(1.0, m_s.trainable_root_tensors) : 1);
         alloc(root, m_accumulated);
-    } else if (m_p.train && m_s.sharding == Sharding::Zero2 && multiGpu
-               && !partitionsGradientsEachBackward()) { // with CPU offload: up front
-        m_partition = tensor("partitioned gradients",
-                             bytes(m_s.resident_grads),
-                             Component::Gradients,
-                             false);
+    } else if (zero2Partitions() && !partitionsGradientsEachBackward()) {
         alloc(root, m_partition);
     }
 }
@@ -523,7 +529,7 @@ void StepBuilder::forward()
     const double d = static_cast<double>(m_in.arch.head_dim);
     const std::uint8_t unsharded = gathersWithFsdp2() ? 0 : kGatherStream;
     if (releasesRootAfterUse()) {
-        const double head = m_in.arch.tied_embeddings ? m_s.root_weights : m_s.head_weights;
+        const double head = headPart(m_s.root_weights, m_s.head_weights);
         m_embedGathered = tensor("gathered embedding parameters",
                                  bytes((m_s.root_weights - m_s.head_weights) * gatheredScale()),
                                  Component::Temporaries,

@@ -218,6 +218,11 @@ struct TrainingConfig
 // many later ones have been packed (one per checkpointed layer: its input).
 inline constexpr int kActivationOffloadStash = 5;
 
+// DeepSpeed's defaults (deepspeed/runtime/zero/config.py), which Hugging Face's configs keep:
+// sub_group_size, and stage3_max_reuse_distance (not a scenario key), in elements.
+constexpr double kDeepSpeedSubGroupSize = 1e9;
+constexpr double kDeepSpeedReuseDistance = 1e9;
+
 // DeepSpeed ZeRO settings that change the bytes (deepspeed/runtime/zero/config.py); unset: the
 // stack's default. Sizes are in elements.
 struct DeepSpeedConfig

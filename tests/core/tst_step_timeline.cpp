@@ -100,6 +100,19 @@ void verifyBalancedAndExact(const StepModel &model)
     }
 }
 
+// Llama-2-7B in mixed bf16 (fp32 master weights, as DeepSpeed keeps them) under `sharding` on
+// `gpus` GPUs, with `stack` (its defaults applied).
+EstimateInput deepSpeedInput(Sharding sharding, std::int64_t gpus, StackConfig stack = {})
+{
+    EstimateInput in = input(llama2_7b());
+    in.training.stack = stack;
+    applyStackDefaults(in.training, in.parallelism);
+    in.training.precision = Precision::MixedBf16;
+    in.parallelism.gpus = gpus;
+    in.parallelism.sharding = sharding;
+    return in;
+}
+
 // The choices of a drawn combination, for a failure message.
 QString describe(const EstimateInput &in)
 {
@@ -617,10 +630,7 @@ private slots:
         QFETCH(double, subGroup);
         QFETCH(double, largest);
         QFETCH(double, normed);
-        EstimateInput in = input(llama2_7b());
-        in.training.precision = Precision::MixedBf16;
-        in.parallelism.gpus = 2;
-        in.parallelism.sharding = stage == 3 ? Sharding::Zero3 : Sharding::Zero2;
+        EstimateInput in = deepSpeedInput(stage == 3 ? Sharding::Zero3 : Sharding::Zero2, 2);
         in.parallelism.deepspeed.sub_group_size = subGroup;
         const StepModel model(in);
         QVERIFY(model.valid());
@@ -642,12 +652,7 @@ private slots:
     // element of the partition (stage3.py step; PR #4512 limited it to fp16).
     void deepSpeedSubGroupsAndOverflowCheck()
     {
-        EstimateInput in = input(llama2_7b());
-        in.training.stack = {Stack::DeepSpeed, "0.10.0", ""};
-        applyStackDefaults(in.training, in.parallelism);
-        in.training.precision = Precision::MixedBf16;
-        in.parallelism.gpus = 2;
-        in.parallelism.sharding = Sharding::Zero3;
+        EstimateInput in = deepSpeedInput(Sharding::Zero3, 2, {Stack::DeepSpeed, "0.10.0", ""});
         const StepModel older(in);
         QVERIFY(older.valid());
         const double n = older.states().largest_step_group;
@@ -673,11 +678,8 @@ private slots:
     // unit gathered throughout.
     void deepSpeedReleasesTheRootAfterUse()
     {
-        EstimateInput in = input(llama2_7b());
+        EstimateInput in = deepSpeedInput(Sharding::Zero3, 2);
         in.arch.layers = 4;
-        in.training.precision = Precision::MixedBf16;
-        in.parallelism.gpus = 2;
-        in.parallelism.sharding = Sharding::Zero3;
         const StepModel model(in);
         QVERIFY(model.valid());
         const StepTimeline &tl = model.timeline();
@@ -764,13 +766,10 @@ private slots:
         QFETCH(QString, name);
         QFETCH(int, allocatedIn);
         QFETCH(int, freedIn);
-        EstimateInput in = input(llama2_7b());
+        EstimateInput in = deepSpeedInput(Sharding::Zero2, 4);
         in.arch.layers = 4;
-        in.training.precision = Precision::MixedBf16;
         in.training.gradient_accumulation_steps = accumulation;
         in.training.offload.optimizer = offload;
-        in.parallelism.gpus = 4;
-        in.parallelism.sharding = Sharding::Zero2;
         const StepModel model(in);
         QVERIFY(model.valid());
         const StepTimeline &tl = model.timeline();
