@@ -18,6 +18,7 @@
 #include "panels/fit_panel.h"
 #include "panels/timeline_view.h"
 #include "panels/verdict_panel.h"
+#include "widgets/steady_label.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -236,7 +237,7 @@ MainWindow::MainWindow(PresetCatalog catalog, std::unique_ptr<AppSettings> setti
     statusBar()->setSizeGripEnabled(true);
     m_peakLabel = new QLabel;
     m_peakLabel->setObjectName(QStringLiteral("peakLabel"));
-    statusBar()->addPermanentWidget(m_peakLabel);
+    statusBar()->addPermanentWidget(new SteadyLabel(m_peakLabel)); // new text at every value
 
     connect(m_doc, &ScenarioDocument::changed, this, &MainWindow::refresh);
     connect(m_doc, &ScenarioDocument::modifiedChanged, this, &MainWindow::updateTitle);

@@ -7,7 +7,9 @@
 #include "charts/timeline_chart.h"
 #include "document/scenario_document.h"
 #include "main_window.h"
+#include "panels/controls_panel.h"
 #include "panels/timeline_view.h"
+#include "panels/verdict_panel.h"
 #include "test_main_window.h"
 
 #include <QMimeData>
@@ -39,6 +41,18 @@ const char *kBcrafton = "bcrafton__assignment2-systems__memory_snapshot.pickle";
 
 } // namespace
 
+// Counts the layout requests a widget receives (a layout whose items' sizes changed posts one).
+class LayoutRequests : public QObject
+{
+public:
+    int count = 0;
+    bool eventFilter(QObject *, QEvent *event) override
+    {
+        count += event->type() == QEvent::LayoutRequest;
+        return false;
+    }
+};
+
 class TestTimelineView : public QObject
 {
     Q_OBJECT
@@ -55,6 +69,7 @@ private Q_SLOTS:
     void stackedAreasFollowTheSteps();
     void hiddenComparisonChartReplotsWhenShown();
     void dragDrawsReservedWhenSettled();
+    void dragLaysNothingOutNorReplays();
 
 private:
     TimelineChart *chart() const { return m_window->timelineView()->chart(); }
@@ -298,6 +313,45 @@ void TestTimelineView::hiddenComparisonChartReplotsWhenShown()
     QCOMPARE(replots.count(), 0);
     m_window->views()->setCurrentIndex(MainWindow::ComparisonView);
     QTRY_VERIFY(replots.count() >= 1);
+}
+
+// A drag's values lay nothing out above the panels (the labels whose texts follow every value sit
+// in SteadyLabel boxes, the verdict's text keeps its height, the forms' rows are left alone) and
+// start no replays for the verdict table or the comparison chart's bars, which would take a core
+// from the drag on a 2-core machine; letting go asks for them. The first pass may widen a label (one line keeps the widest
+// width it had); the same values again may not.
+void TestTimelineView::dragLaysNothingOutNorReplays()
+{
+    ScenarioDocument *doc = m_window->document();
+    VerdictPanel *verdicts = m_window->verdictPanel();
+    auto *bars = m_window->findChild<BudgetChart *>(QStringLiteral("comparisonChart"));
+    QVERIFY(bars);
+    LayoutRequests requests;
+    m_window->installEventFilter(&requests);
+    for (int view : {int(MainWindow::ComparisonView), int(MainWindow::TimelineViewIndex)}) {
+        m_window->views()->setCurrentIndex(view);
+        verdicts->limitsWorker()->waitForNewest();
+        QTRY_VERIFY(verdicts->limitsExact());
+        bars->verdictWorker()->waitForNewest();
+        Q_EMIT m_window->controls()->dragStateChanged(true); // what pressing a slider says
+        for (int pass = 0; pass < 2; ++pass) {
+            requests.count = 0;
+            for (int batch : {3, 4, 5, 6, 12}) {
+                doc->edit(QStringLiteral("micro-batch"),
+                          [batch](Scenario &s) { s.training.micro_batch_size = batch; });
+                QVERIFY(doc->isProvisional());
+                QVERIFY(!verdicts->limitsWorker()->busy());
+                QVERIFY(!bars->verdictWorker()->busy());
+                QVERIFY(!verdicts->limitsExact()); // the fast estimates ("≈") meanwhile
+                for (int i = 0; i < 5; ++i)
+                    QCoreApplication::processEvents();
+            }
+        }
+        QCOMPARE(requests.count, 0);
+        Q_EMIT m_window->controls()->dragStateChanged(false);
+        QTRY_VERIFY(!doc->isProvisional());
+        QTRY_VERIFY(verdicts->limitsExact());
+    }
 }
 
 QTEST_MAIN(TestTimelineView)

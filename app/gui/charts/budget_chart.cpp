@@ -390,6 +390,7 @@ void BudgetChart::setAxisFrozen(bool frozen)
     m_frozen = frozen;
     if (!frozen) {
         updateRange();
+        askForVerdicts();
         requestReplot();
     }
 }
@@ -748,7 +749,11 @@ FitVerdict BudgetChart::verdictOn(int index, const GpuSpec &gpu) const
 void BudgetChart::askForVerdicts()
 {
     // The first bar with a capacity inside its band and no replayed verdict for it yet; one
-    // request at a time, a newer one replacing it (the current bar during a drag).
+    // request at a time, a newer one replacing it. Not while a slider is held (the axis frozen):
+    // each value is gone before its replay could answer, and the replay would take a core from
+    // the drag; the band's verdict shows until the drag ends.
+    if (m_frozen)
+        return;
     for (std::size_t i = 0; i < m_bars.size(); ++i) {
         const ChartBar &bar = m_bars[i];
         if (!bar.valid || bar.estimate.too_large || i >= m_bands.size())

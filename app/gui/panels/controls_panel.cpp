@@ -15,6 +15,7 @@
 #include "model/stack_profile.h"
 #include "model/torch_release.h"
 #include "widgets/log_slider.h"
+#include "widgets/steady_label.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -203,6 +204,16 @@ QFormLayout *formLayout(QWidget *parent)
     form->setLabelAlignment(Qt::AlignLeft | Qt::AlignVCenter);
     form->setRowWrapPolicy(QFormLayout::DontWrapRows);
     return form;
+}
+
+// Shows or hides a form's row only when that changes: QFormLayout::setRowVisible shows every
+// widget of a row's layout again, even a shown row's, which undid a widget hidden inside it (hidden
+// again just after) and laid the panel out again at every slider value.
+template<typename Item>
+void setRowShown(QFormLayout *form, Item *item, bool shown)
+{
+    if (form->isRowVisible(item) != shown)
+        form->setRowVisible(item, shown);
 }
 
 QLabel *noteLabel()
@@ -866,7 +877,7 @@ QWidget *ControlsPanel::buildBatchGroup()
     form->addRow(tr("KV dtype:"), m_kvDtype);
     m_effectiveBatch = noteLabel();
     m_effectiveBatch->setObjectName(QStringLiteral("effectiveBatch"));
-    form->addRow(m_effectiveBatch);
+    form->addRow(new SteadyLabel(m_effectiveBatch)); // its text changes with every value
     return group;
 }
 
@@ -1350,16 +1361,15 @@ void ControlsPanel::syncFromDocument()
     const bool train = t.mode == Mode::Train;
     selectName(m_mode, modeName(t.mode));
     selectName(m_method, methodName(t.method));
-    m_trainingForm->setRowVisible(m_method, train);
-    m_trainingForm->setRowVisible(m_optimizer, train);
-    m_batchForm->setRowVisible(m_accumulation, train);
+    setRowShown(m_trainingForm, m_method, train);
+    setRowShown(m_trainingForm, m_optimizer, train);
+    setRowShown(m_batchForm, m_accumulation, train);
     for (QWidget *w : {static_cast<QWidget *>(m_generated),
                        static_cast<QWidget *>(m_kvCache),
                        static_cast<QWidget *>(m_kvDtype)})
-        m_batchForm->setRowVisible(w, !train);
-    m_techniquesForm->setRowVisible(m_checkpointingRow, train);
-    m_techniquesForm->setRowVisible(m_loss, train);
-    m_offloadOptimizer->setVisible(train);
+        setRowShown(m_batchForm, w, !train);
+    setRowShown(m_techniquesForm, m_checkpointingRow, train);
+    setRowShown(m_techniquesForm, m_loss, train);
     if (auto *items = qobject_cast<QStandardItemModel *>(m_precision->model()))
         for (int i = 0; i < items->rowCount(); ++i) {
             Precision p{};
@@ -1383,14 +1393,14 @@ void ControlsPanel::syncFromDocument()
     selectName(m_precision, precisionName(t.precision));
     m_float8->setChecked(t.float8);
     m_float8->setEnabled((t.method == Method::Full) || t.float8);
-    m_trainingForm->setRowVisible(m_float8, train);
+    setRowShown(m_trainingForm, m_float8, train);
     selectName(m_quantization, quantizationName(t.quantization));
     m_quantization->setEnabled(t.method == Method::Qlora || t.method == Method::Ia3 || !train
                                || t.quantization != Quantization::None);
     selectName(m_optimizer, optimizerName(t.optimizer));
     m_optimizer->setEnabled(train);
     m_optimizerInBackward->setChecked(t.optimizer_in_backward);
-    m_trainingForm->setRowVisible(m_optimizerInBackward, train);
+    setRowShown(m_trainingForm, m_optimizerInBackward, train);
 
     // Batch and sequence
     m_microBatch->setValue(static_cast<double>(t.micro_batch_size));
@@ -1431,7 +1441,7 @@ void ControlsPanel::syncFromDocument()
         static_cast<int>(std::clamp<std::int64_t>(t.checkpoint_every, 1, 1'000'000)));
     m_checkpointEvery->setVisible(t.checkpointing == Checkpointing::Full);
     m_activationOffloading->setChecked(t.activation_offloading);
-    m_techniquesForm->setRowVisible(m_activationOffloading, train);
+    setRowShown(m_techniquesForm, m_activationOffloading, train);
     // Offered with full checkpointing on every layer; left enabled while set, so it can be unset.
     m_activationOffloading->setEnabled(
         t.activation_offloading
@@ -1447,7 +1457,8 @@ void ControlsPanel::syncFromDocument()
                             || s.parallelism.sharding == Sharding::FsdpFull;
     m_offloadParameters->setEnabled(paramShard || t.offload.parameters);
     // Parameter offload needs ZeRO-3 or FSDP: in inference without them the row offers nothing.
-    m_techniquesForm->setRowVisible(m_offloadRow, train || paramShard || t.offload.parameters);
+    setRowShown(m_techniquesForm, m_offloadRow, train || paramShard || t.offload.parameters);
+    m_offloadOptimizer->setVisible(train); // after the row, which shows all of it when it returns
 
     // Parallelism and GPUs
     m_gpuCount->setValue(static_cast<int>(s.parallelism.gpus));

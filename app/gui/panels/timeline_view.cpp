@@ -8,6 +8,7 @@
 #include "snapshot/estimate_comparison.h"
 #include "snapshot/snapshot_file.h"
 #include "snapshot/trace_alignment.h"
+#include "widgets/steady_label.h"
 
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -76,7 +77,7 @@ TimelineView::TimelineView(ScenarioDocument *document, QWidget *parent)
     connect(m_close, &QPushButton::clicked, this, &TimelineView::closeSnapshot);
 
     auto *buttons = new QHBoxLayout;
-    buttons->addWidget(m_summary, 1);
+    buttons->addWidget(new SteadyLabel(m_summary), 1); // new text at every value
     buttons->addWidget(m_open);
     buttons->addWidget(m_calibrate);
     buttons->addWidget(m_close);

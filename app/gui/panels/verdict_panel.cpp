@@ -195,8 +195,12 @@ void configureTextLine(QTextEdit *text)
                      &QAbstractTextDocumentLayout::documentSizeChanged,
                      text,
                      [text](const QSizeF &size) {
+                         // setHtml clears the document first: a height for that moment only
+                         // would lay the window out twice for nothing.
+                         if (text->document()->isEmpty())
+                             return;
                          const int height = static_cast<int>(std::ceil(size.height()));
-                         if (height != text->height())
+                         if (height != text->maximumHeight()) // the height last fixed
                              text->setFixedHeight(height);
                      });
 }
@@ -498,8 +502,12 @@ void VerdictPanel::updateReplays(const ScenarioDocument &doc, const StepModel &m
             v.fits = v.verdict != FitVerdict::DoesNotFit;
             m_provisionalVerdicts.push_back(v);
         }
+        // During a drag each value is gone before its replays could answer, and they would take
+        // a core from the drag: the settled estimate asks.
         m_limitsGeneration
-            = m_limitsWorker->request(doc.sharedStepModel(), capacities, queries, m_unit);
+            = doc.isProvisional()
+                  ? 0 // no answer matches: a late one of an earlier value is dropped
+                  : m_limitsWorker->request(doc.sharedStepModel(), capacities, queries, m_unit);
     }
     showLimits();
 }

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// SteadyLabel: a new text that needs no other size lays nothing out above the label; one that
+// needs more lines, or a wider line, gets them; a hidden label hides its box.
+#include "widgets/steady_label.h"
+
+#include <QLabel>
+#include <QPushButton>
+#include <QTest>
+#include <QVBoxLayout>
+
+using namespace membudget;
+
+namespace {
+
+// Counts the layout requests a widget receives (a layout above a changed size hint posts one).
+class LayoutRequests : public QObject
+{
+public:
+    int count = 0;
+    bool eventFilter(QObject *, QEvent *event) override
+    {
+        count += event->type() == QEvent::LayoutRequest;
+        return false;
+    }
+};
+
+struct Window
+{
+    QWidget widget;
+    QLabel *label = new QLabel;
+    SteadyLabel *box = nullptr;
+    LayoutRequests requests;
+
+    explicit Window(bool wrap)
+    {
+        label->setWordWrap(wrap);
+        label->setText(QStringLiteral("Peak 12.34 GiB allocated"));
+        box = new SteadyLabel(label);
+        auto *row = new QHBoxLayout;
+        row->addWidget(box, 1);
+        row->addWidget(new QPushButton(QStringLiteral("Open")));
+        auto *layout = new QVBoxLayout(&widget);
+        layout->addLayout(row);
+        layout->addStretch(1);
+        widget.resize(400, 300);
+        widget.show();
+        QVERIFY(QTest::qWaitForWindowExposed(&widget));
+        settle();
+        widget.installEventFilter(&requests);
+    }
+    // Requests posted while posted events are delivered wait for the next round.
+    void settle()
+    {
+        for (int i = 0; i < 5; ++i)
+            QCoreApplication::processEvents();
+    }
+};
+
+} // namespace
+
+class TestSteadyLabel : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void sameSizeLaysOutNothing_data();
+    void sameSizeLaysOutNothing();
+    void moreLinesGrowTheBox();
+    void aWiderLineWidensTheBox();
+    void hidingTheLabelHidesTheBox();
+    void findChildFindsTheLabel();
+};
+
+void TestSteadyLabel::sameSizeLaysOutNothing_data()
+{
+    QTest::addColumn<bool>("wrap");
+    QTest::newRow("one line") << false;
+    QTest::newRow("word-wrapped") << true;
+}
+
+void TestSteadyLabel::sameSizeLaysOutNothing()
+{
+    QFETCH(bool, wrap);
+    Window w(wrap);
+    const QRect before = w.box->geometry();
+    for (const char *text : {"Peak 98.76 GiB allocated", "Peak 1.02 GiB allocated"}) {
+        w.label->setText(QLatin1String(text));
+        w.settle();
+    }
+    QCOMPARE(w.requests.count, 0);
+    QCOMPARE(w.box->geometry(), before);
+    QCOMPARE(w.label->geometry(), w.box->rect());
+    // A plain label in the same place makes the window lay itself out at every text.
+    QLabel plain(QStringLiteral("Peak 12.34 GiB"));
+    w.widget.layout()->addWidget(&plain);
+    w.settle();
+    w.requests.count = 0;
+    plain.setText(QStringLiteral("Peak 98.76 GiB"));
+    w.settle();
+    QCOMPARE(w.requests.count, 1);
+}
+
+void TestSteadyLabel::moreLinesGrowTheBox()
+{
+    Window w(true);
+    const int oneLine = w.box->height();
+    QString longer;
+    for (int i = 0; i < 12; ++i)
+        longer += QStringLiteral("allocations and frees ");
+    w.label->setText(longer);
+    w.settle();
+    QVERIFY(w.requests.count >= 1);
+    QVERIFY2(w.box->height() >= w.label->heightForWidth(w.box->width()),
+             qPrintable(QStringLiteral("%1 < %2")
+                            .arg(w.box->height())
+                            .arg(w.label->heightForWidth(w.box->width()))));
+    QVERIFY(w.box->height() > oneLine);
+    w.label->setText(QStringLiteral("Peak 1.02 GiB"));
+    w.settle();
+    QCOMPARE(w.box->height(), oneLine);
+    // A narrower window: the text wraps to more lines, and the box follows.
+    w.label->setText(longer);
+    w.settle();
+    const int wide = w.box->height();
+    w.widget.resize(250, 300);
+    w.settle();
+    QVERIFY(w.box->height() > wide);
+    QVERIFY(w.box->height() >= w.label->heightForWidth(w.box->width()));
+}
+
+void TestSteadyLabel::aWiderLineWidensTheBox()
+{
+    Window w(false);
+    const int width = w.box->width();
+    w.label->setText(QStringLiteral("Peak 12.34 GiB allocated, 80.00 GiB reserved of 79.25 GiB"));
+    w.settle();
+    QVERIFY(w.requests.count >= 1);
+    QVERIFY(w.box->width() >= w.label->sizeHint().width());
+    QVERIFY(w.box->width() > width);
+}
+
+void TestSteadyLabel::hidingTheLabelHidesTheBox()
+{
+    Window w(true);
+    w.label->hide();
+    w.settle();
+    QVERIFY(w.box->isHidden());
+    w.label->show();
+    w.settle();
+    QVERIFY(!w.box->isHidden());
+}
+
+void TestSteadyLabel::findChildFindsTheLabel()
+{
+    Window w(false);
+    w.label->setObjectName(QStringLiteral("peakLabel"));
+    QCOMPARE(w.widget.findChild<QLabel *>(QStringLiteral("peakLabel")), w.label);
+}
+
+QTEST_MAIN(TestSteadyLabel)
+#include "tst_steady_label.moc"
