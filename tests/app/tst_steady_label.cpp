@@ -68,6 +68,8 @@ private Q_SLOTS:
     void moreLinesGrowTheBox();
     void aWiderLineWidensTheBox();
     void hidingTheLabelHidesTheBox();
+    void aTextSetWhileHiddenShowsWhole_data();
+    void aTextSetWhileHiddenShowsWhole();
     void findChildFindsTheLabel();
 };
 
@@ -148,6 +150,33 @@ void TestSteadyLabel::hidingTheLabelHidesTheBox()
     w.label->show();
     w.settle();
     QVERIFY(!w.box->isHidden());
+}
+
+void TestSteadyLabel::aTextSetWhileHiddenShowsWhole_data()
+{
+    QTest::addColumn<bool>("wrap");
+    QTest::newRow("one line") << false;
+    QTest::newRow("word-wrapped") << true;
+}
+
+// A label's text set while its window is hidden (the app sets its first texts before it shows)
+// posts no request: shown, the box still fits the text.
+void TestSteadyLabel::aTextSetWhileHiddenShowsWhole()
+{
+    QFETCH(bool, wrap);
+    Window w(wrap);
+    w.widget.hide();
+    QString longer = QStringLiteral("Peak 52.73 GiB per GPU (backward) · does not fit 1 GPU(s)");
+    if (wrap)
+        longer = longer.repeated(4);
+    w.label->setText(longer);
+    w.widget.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w.widget));
+    w.settle();
+    if (wrap)
+        QVERIFY(w.box->height() >= w.label->heightForWidth(w.box->width()));
+    else
+        QVERIFY(w.box->width() >= w.label->sizeHint().width());
 }
 
 void TestSteadyLabel::findChildFindsTheLabel()

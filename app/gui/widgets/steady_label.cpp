@@ -82,17 +82,30 @@ void SteadyLabel::passOn()
     updateGeometry();
 }
 
-// Layouts cache a height-for-width per width; a text kept from them may leave a stale one for a
-// width seen before. Resized to a height the text does not want, the box asks again.
+// Layouts cache a height-for-width per width, and a size hint: a text kept from them may leave a
+// stale one (for a width seen before, or from a text set while the box was hidden, when the
+// label's request reaches no one). Resized smaller than the text wants, the box asks again.
 void SteadyLabel::resizeEvent(QResizeEvent *event)
 {
     QWidget::resizeEvent(event);
     m_label->setGeometry(rect());
     const QSize before = m_seen;
     m_seen = seenNow();
-    if (m_label->hasHeightForWidth() && m_seen.height() > height()
-        && m_seen.height() != before.height())
+    if (m_seen != before && tooSmall())
         updateGeometry();
+}
+
+void SteadyLabel::showEvent(QShowEvent *event)
+{
+    QWidget::showEvent(event);
+    if (tooSmall())
+        passOn();
+}
+
+bool SteadyLabel::tooSmall() const
+{
+    const QSize now = seenNow();
+    return now.height() > height() || (!m_label->hasHeightForWidth() && now.width() > width());
 }
 
 } // namespace membudget

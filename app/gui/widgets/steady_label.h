@@ -30,10 +30,12 @@ protected:
     bool event(QEvent *event) override;
     bool eventFilter(QObject *watched, QEvent *event) override;
     void resizeEvent(QResizeEvent *event) override;
+    void showEvent(QShowEvent *event) override;
 
 private:
     QSize seenNow() const;
     bool needsAnotherSize() const;
+    bool tooSmall() const;
     void passOn();
 
     QLabel *m_label;
