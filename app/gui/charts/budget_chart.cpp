@@ -3,6 +3,7 @@
 
 #include "advice/explanation.h"
 #include "advice/gpu_verdict.h"
+#include "charts/cached_text_item.h"
 #include "charts/chart_theme.h"
 #include "model/step_model.h"
 #include "workers/fit_limits_worker.h"
@@ -40,94 +41,6 @@ QString bytesText(Bytes bytes, ByteUnit unit, int decimals = 1)
 {
     return QString::fromStdString(formatBytes(bytes, unit, decimals));
 }
-
-// A text item that, on screen, draws a pixmap of its text made when the text (or its font, colour,
-// alignment or padding) last changed: laying out and shaping text is the largest part of a
-// replot, and during a slider drag most labels (the pinned bars', the capacity lines') keep their
-// text. Exports (vectorized or non-caching painters) draw real text, as QCPItemText does.
-class CachedTextItem : public QCPItemText
-{
-public:
-    using QCPItemText::QCPItemText;
-
-    // The size of the text with its padding, as QCPItemText lays it out.
-    QSize boxSize()
-    {
-        const QFont font = mainFont();
-        if (!m_boxValid || m_text != mText || m_font != font || m_alignment != mTextAlignment
-            || m_padding != mPadding) {
-            m_text = mText;
-            m_font = font;
-            m_alignment = mTextAlignment;
-            m_padding = mPadding;
-            m_textRect = QFontMetrics(font)
-                             .boundingRect(0, 0, 0, 0, Qt::TextDontClip | mTextAlignment, mText);
-            m_boxValid = true;
-            m_pixmap = QPixmap();
-        }
-        return m_textRect
-            .adjusted(-mPadding.left(), -mPadding.top(), mPadding.right(), mPadding.bottom())
-            .size();
-    }
-
-protected:
-    void draw(QCPPainter *painter) override
-    {
-        const bool plain = qFuzzyIsNull(mRotation) && mainPen().style() == Qt::NoPen
-                           && (mainBrush().style() == Qt::NoBrush
-                               || mainBrush().style() == Qt::SolidPattern);
-        if (!plain || painter->modes().testFlag(QCPPainter::pmVectorized)
-            || painter->modes().testFlag(QCPPainter::pmNoCaching)) {
-            QCPItemText::draw(painter);
-            return;
-        }
-        const QSize box = boxSize();
-        if (mText.isEmpty() || box.isEmpty())
-            return;
-        const qreal dpr = painter->device() ? painter->device()->devicePixelRatioF() : 1.0;
-        const QColor color = mainColor();
-        if (m_pixmap.isNull() || m_color != color
-            || !qFuzzyCompare(m_pixmap.devicePixelRatio(), dpr)) {
-            m_color = color;
-            m_pixmap = QPixmap(QSize(qCeil(box.width() * dpr), qCeil(box.height() * dpr)));
-            m_pixmap.setDevicePixelRatio(dpr);
-            m_pixmap.fill(Qt::transparent);
-            QPainter p(&m_pixmap);
-            p.setFont(m_font);
-            p.setPen(color);
-            p.drawText(m_textRect.translated(mPadding.left() - m_textRect.left(),
-                                             mPadding.top() - m_textRect.top()),
-                       Qt::TextDontClip | mTextAlignment,
-                       mText);
-        }
-        // Where QCPItemText puts the box: the anchor plus the alignment offset, rounded as it does.
-        const QPointF pos = position->pixelPosition();
-        // A label scrolled far off the axis range lands at a pixel position past int; not drawn
-        // (qRound of it would overflow, found by tst_monkey_input under UBSan).
-        if (!(std::abs(pos.x()) < 1e6 && std::abs(pos.y()) < 1e6))
-            return;
-        const QPoint offset = getTextDrawPoint(QPointF(0, 0),
-                                               QRectF(QPointF(0, 0), QSizeF(box)),
-                                               mPositionAlignment)
-                                  .toPoint();
-        const QPoint corner(qRound(pos.x()) + offset.x(), qRound(pos.y()) + offset.y());
-        if (!QRect(corner, box).intersects(clipRect()))
-            return;
-        if (mainBrush().style() == Qt::SolidPattern) // a backdrop: lines behind stay behind
-            painter->fillRect(QRect(corner, box), mainBrush());
-        painter->drawPixmap(corner, m_pixmap);
-    }
-
-private:
-    bool m_boxValid = false;
-    QString m_text;
-    QFont m_font;
-    Qt::Alignment m_alignment;
-    QMargins m_padding;
-    QRect m_textRect;
-    QColor m_color;
-    QPixmap m_pixmap;
-};
 
 // A legend entry for a component's bars that remembers its text's size and, on screen, draws the
 // text from a pixmap: the legend is laid out and drawn on every replot, its texts hardly change.

@@ -2,6 +2,7 @@
 #include "charts/timeline_chart.h"
 
 #include "base/column_decimation.h"
+#include "charts/cached_text_item.h"
 #include "charts/chart_theme.h"
 
 #include <QFontMetricsF>
@@ -311,7 +312,7 @@ void TimelineChart::drawStages(double top)
         rect->setBrush(stageShade(b.stage, colors.dark));
         rect->topLeft->setCoords(static_cast<double>(b.first), top);
         rect->bottomRight->setCoords(static_cast<double>(b.end), 0);
-        auto *label = new QCPItemText(this);
+        auto *label = new CachedTextItem(this);
         label->setLayer(QStringLiteral("grid"));
         label->position->setCoords((static_cast<double>(b.first) + static_cast<double>(b.end)) / 2,
                                    top);
@@ -321,7 +322,7 @@ void TimelineChart::drawStages(double top)
         label->setClipToAxisRect(true);
         const double span = xAxis->coordToPixel(double(b.end))
                             - xAxis->coordToPixel(double(b.first));
-        label->setVisible(span > QFontMetrics(label->font()).horizontalAdvance(label->text()) + 4);
+        label->setVisible(span > label->boxSize().width() + 4);
     }
 }
 
@@ -335,7 +336,7 @@ void TimelineChart::drawCapacities()
         line->setPen(QPen(gpuLineColor(static_cast<int>(i), colors.dark), 1.5));
         line->point1->setCoords(0, cap);
         line->point2->setCoords(1, cap);
-        auto *label = new QCPItemText(this);
+        auto *label = new CachedTextItem(this);
         label->position->setCoords(xAxis->range().upper, cap);
         label->setPositionAlignment(Qt::AlignRight | Qt::AlignBottom);
         label->setColor(gpuLabelColor(static_cast<int>(i), colors));
@@ -366,7 +367,7 @@ void TimelineChart::drawPeak()
     dot->setStyle(QCPItemTracer::tsCircle);
     dot->setSize(8);
     dot->setPen(QPen(colors.text, 1.5));
-    auto *label = new QCPItemText(this);
+    auto *label = new CachedTextItem(this);
     label->position->setCoords(x, y);
     const bool right = x < xAxis->range().center();
     label->setPadding(QMargins(6, 2, 6, 4));
