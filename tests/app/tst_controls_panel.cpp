@@ -225,11 +225,20 @@ void TestControlsPanel::inferenceHidesTrainingAndNamesTheKvCache()
                  && !rows.contains(QStringLiteral("Gradients")),
              qPrintable(rows.join(", ")));
 
+    // With ZeRO-3 the offload row returns for the parameters, without the optimizer's box (the
+    // form shows every widget of a row it shows again; the box is hidden after it).
+    doc->edit(QStringLiteral("zero3"), [](Scenario &s) {
+        s.parallelism.gpus = 2;
+        s.parallelism.sharding = Sharding::Zero3;
+    });
+    QVERIFY(rowShown(m_window->findChild<QWidget *>(QStringLiteral("offloadParameters"))));
+    QVERIFY(!rowShown(m_window->findChild<QWidget *>(QStringLiteral("offloadOptimizer"))));
+
     // Back to training: everything returns.
     const int train = mode->findData(QStringLiteral("train"));
     mode->setCurrentIndex(train);
     Q_EMIT mode->activated(train);
-    for (const char *name : {"method", "optimizer", "checkpointing"})
+    for (const char *name : {"method", "optimizer", "checkpointing", "offloadOptimizer"})
         QVERIFY2(rowShown(m_window->findChild<QWidget *>(QLatin1String(name))), name);
     QVERIFY(items->item(precision->findData(QStringLiteral("mixed-bf16")))->isEnabled());
 }

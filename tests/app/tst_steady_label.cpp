@@ -67,6 +67,8 @@ private Q_SLOTS:
     void sameSizeLaysOutNothing();
     void moreLinesGrowTheBox();
     void aWiderLineWidensTheBox();
+    void aShorterLineShrinksTheBoxOncePaused();
+    void aShorterTextSetWhileHiddenShrinksTheBox();
     void hidingTheLabelHidesTheBox();
     void aTextSetWhileHiddenShowsWhole_data();
     void aTextSetWhileHiddenShowsWhole();
@@ -139,6 +141,40 @@ void TestSteadyLabel::aWiderLineWidensTheBox()
     QVERIFY(w.requests.count >= 1);
     QVERIFY(w.box->width() >= w.label->sizeHint().width());
     QVERIFY(w.box->width() > width);
+}
+
+// A line that got shorter keeps its box while texts keep coming (no jitter during a drag), and
+// gives the room back once they pause.
+void TestSteadyLabel::aShorterLineShrinksTheBoxOncePaused()
+{
+    Window w(false);
+    const auto minimumWidth = [&w] { return w.widget.layout()->minimumSize().width(); };
+    const int narrow = minimumWidth();
+    w.label->setText(QStringLiteral("Cannot estimate: the model preset no-such-model is unknown"));
+    w.settle();
+    const int wide = minimumWidth();
+    QVERIFY(wide > narrow);
+    w.requests.count = 0;
+    w.label->setText(QStringLiteral("Peak 12.34 GiB allocated"));
+    w.settle();
+    QCOMPARE(minimumWidth(), wide);
+    QCOMPARE(w.requests.count, 0);
+    QTRY_COMPARE(minimumWidth(), narrow);
+}
+
+// A word-wrapped text that got shorter while its tab was hidden: shown, the box is as tall as it.
+void TestSteadyLabel::aShorterTextSetWhileHiddenShrinksTheBox()
+{
+    Window w(true);
+    w.label->setText(QStringLiteral("allocations and frees ").repeated(12));
+    w.settle();
+    const int tall = w.box->height();
+    w.widget.hide();
+    w.label->setText(QStringLiteral("Peak 1.02 GiB"));
+    w.widget.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&w.widget));
+    w.settle();
+    QVERIFY(w.box->height() < tall);
 }
 
 void TestSteadyLabel::hidingTheLabelHidesTheBox()

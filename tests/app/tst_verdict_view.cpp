@@ -13,7 +13,9 @@
 #include "workers/fit_limits_worker.h"
 
 #include <QTest>
+#include <QTextEdit>
 #include <QTreeWidget>
+#include <cmath>
 
 using namespace membudget;
 
@@ -35,6 +37,7 @@ class TestVerdictView : public QObject
 private Q_SLOTS:
     void threeStatesInColourAndWords();
     void reasonUnderTheTable();
+    void textsAreAsTallAsTheirText();
     void exactLimitsReplaceTheEstimate();
     void staleAnswersAreDropped();
     void chartDrawsTheBand();
@@ -113,6 +116,33 @@ void TestVerdictView::reasonUnderTheTable()
     panel.limitsWorker()->waitForNewest();
     QVERIFY(panel.reasonText().isEmpty());
     QVERIFY(!panel.findChild<QWidget *>(QStringLiteral("verdictReason"))->isVisibleTo(&panel));
+}
+
+// The summary above the table is as tall as its text, also when a longer text is followed by a
+// shorter one (the text layout reports a new size only against the empty document of setHtml).
+void TestVerdictView::textsAreAsTallAsTheirText()
+{
+    ScenarioDocument doc(PresetCatalog::bundled());
+    openTightScenario(doc);
+    VerdictPanel panel;
+    panel.resize(420, 600);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.update(doc, ByteUnit::GiB);
+    panel.limitsWorker()->waitForNewest();
+    auto *summary = panel.findChild<QTextEdit *>(QStringLiteral("verdictSummary"));
+    QVERIFY(summary);
+    const auto textHeight = [summary] {
+        return static_cast<int>(std::ceil(summary->document()->size().height()));
+    };
+    QTRY_COMPARE(summary->height(), textHeight());
+    const int several = summary->height();
+    QVERIFY(several > summary->fontMetrics().height() * 3 / 2); // more than one line
+    doc.edit(QStringLiteral("model"), [](Scenario &s) { s.model.preset = "no-such-model"; });
+    QVERIFY(!doc.valid());
+    panel.update(doc, ByteUnit::GiB);
+    QTRY_COMPARE(summary->height(), textHeight());
+    QVERIFY(summary->height() < several);
 }
 
 void TestVerdictView::exactLimitsReplaceTheEstimate()

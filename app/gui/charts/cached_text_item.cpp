@@ -25,6 +25,17 @@ QCache<QString, QRect> &sharedTextRects()
     return cache;
 }
 
+// Everything of a font that changes how a text is laid out or drawn: QFont::key() leaves out
+// kerning, overline and the hinting preference.
+QString fontKey(const QFont &font)
+{
+    return font.toString()
+           + QStringLiteral(",%1,%2,%3")
+                 .arg(font.kerning())
+                 .arg(font.overline())
+                 .arg(int(font.hintingPreference()));
+}
+
 } // namespace
 
 QSize CachedTextItem::boxSize()
@@ -36,8 +47,8 @@ QSize CachedTextItem::boxSize()
         m_font = font;
         m_alignment = mTextAlignment;
         m_padding = mPadding;
-        const QString key = font.key() + QLatin1Char('\x1f') + QString::number(int(mTextAlignment))
-                            + QLatin1Char('\x1f') + mText;
+        const QString key = fontKey(font) + QLatin1Char('\x1f')
+                            + QString::number(int(mTextAlignment)) + QLatin1Char('\x1f') + mText;
         if (const QRect *known = sharedTextRects().object(key)) {
             m_textRect = *known;
         } else {
@@ -61,7 +72,7 @@ QPixmap CachedTextItem::pixmap(qreal dpr)
         return m_pixmap;
     m_color = color;
     const QString key = QStringLiteral("%1\x1f%2\x1f%3\x1f%4\x1f%5,%6,%7,%8\x1f%9")
-                            .arg(m_font.key())
+                            .arg(fontKey(m_font))
                             .arg(color.rgba())
                             .arg(int(m_alignment))
                             .arg(dpr)

@@ -180,6 +180,13 @@ private:
 } // namespace
 
 namespace {
+void fitHeight(QTextEdit *text)
+{
+    const int height = static_cast<int>(std::ceil(text->document()->size().height()));
+    if (height != text->maximumHeight()) // the height last fixed
+        text->setFixedHeight(height);
+}
+
 // A read-only text view as tall as its text, on the panel's background (the summary, the reason).
 void configureTextLine(QTextEdit *text)
 {
@@ -194,15 +201,20 @@ void configureTextLine(QTextEdit *text)
     QObject::connect(text->document()->documentLayout(),
                      &QAbstractTextDocumentLayout::documentSizeChanged,
                      text,
-                     [text](const QSizeF &size) {
+                     [text] {
                          // setHtml clears the document first: a height for that moment only
-                         // would lay the window out twice for nothing.
-                         if (text->document()->isEmpty())
-                             return;
-                         const int height = static_cast<int>(std::ceil(size.height()));
-                         if (height != text->maximumHeight()) // the height last fixed
-                             text->setFixedHeight(height);
+                         // would lay the window out twice for nothing (setHtmlFitted fits after).
+                         if (!text->document()->isEmpty())
+                             fitHeight(text);
                      });
+}
+
+// New text, then the height it needs: the layout reports a size only when it differs from the
+// last one reported, which during setHtml was the empty document's.
+void setHtmlFitted(QTextEdit *text, const QString &html)
+{
+    text->setHtml(html);
+    fitHeight(text);
 }
 } // namespace
 
@@ -306,7 +318,7 @@ void VerdictPanel::setSummary(const QString &html)
     if (html == m_summaryHtml)
         return;
     m_summaryHtml = html;
-    m_summary->setHtml(html);
+    setHtmlFitted(m_summary, html);
 }
 
 QString VerdictPanel::stagePeaksLine(const ScenarioDocument &doc, ByteUnit unit)
@@ -465,7 +477,7 @@ void VerdictPanel::showReason(ByteUnit unit)
     if (html == m_reasonHtml)
         return;
     m_reasonHtml = html;
-    m_reason->setHtml(html);
+    setHtmlFitted(m_reason, html);
     m_reason->setVisible(!html.isEmpty());
 }
 

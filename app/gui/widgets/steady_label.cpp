@@ -13,6 +13,13 @@ SteadyLabel::SteadyLabel(QLabel *label, QWidget *parent)
     m_label->setParent(this);
     m_label->installEventFilter(this);
     setSizePolicy(m_label->sizePolicy());
+    // A smaller size is passed on once the texts pause (a drag's values come every few ms).
+    m_shrink.setSingleShot(true);
+    m_shrink.setInterval(300);
+    connect(&m_shrink, &QTimer::timeout, this, [this] {
+        if (const QSize now = seenNow(); now != m_seen)
+            passOn(now);
+    });
 }
 
 // Shown or hidden, the label takes its box with it (a hidden box hears nothing of its children).
@@ -46,16 +53,18 @@ int SteadyLabel::heightForWidth(int width) const
 }
 
 // The label has no layout above it but this box, so its updateGeometry posts a layout request
-// here (QWidgetPrivate::updateGeometry_helper): passed on only when the text wants another height,
-// or more width than the box has (a single-line label keeps the widest width it had until the next
-// layout, so that changing digits do not make it jitter).
+// here (QWidgetPrivate::updateGeometry_helper): passed on at once when the text wants another
+// height or more width than the box has; a text that would fit a smaller box is passed on once
+// the texts pause, so that changing digits do not make a line's box jitter during a drag.
 bool SteadyLabel::event(QEvent *event)
 {
     if (event->type() == QEvent::LayoutRequest) {
         if (sizePolicy() != m_label->sizePolicy()) // word wrap switched: hfw with it
             setSizePolicy(m_label->sizePolicy());
-        else if (needsAnotherSize())
-            passOn();
+        else if (const QSize now = seenNow(); needsAnotherSize(now))
+            passOn(now);
+        else if (now != m_seen)
+            m_shrink.start();
         return true;
     }
     return QWidget::event(event);
@@ -70,15 +79,15 @@ QSize SteadyLabel::seenNow() const
     return m_label->sizeHint();
 }
 
-bool SteadyLabel::needsAnotherSize() const
+bool SteadyLabel::needsAnotherSize(QSize now) const
 {
-    const QSize now = seenNow();
     return now.height() != m_seen.height() || now.width() > width();
 }
 
-void SteadyLabel::passOn()
+void SteadyLabel::passOn(QSize now)
 {
-    m_seen = seenNow();
+    m_shrink.stop();
+    m_seen = now;
     updateGeometry();
 }
 
@@ -98,8 +107,15 @@ void SteadyLabel::resizeEvent(QResizeEvent *event)
 void SteadyLabel::showEvent(QShowEvent *event)
 {
     QWidget::showEvent(event);
-    if (tooSmall())
-        passOn();
+    if (sizePolicy() != m_label->sizePolicy())
+        setSizePolicy(m_label->sizePolicy());
+    // A text set while hidden reached no layout: passed on if it wants another height or more
+    // width (a smaller width waits for the texts to pause, as above).
+    const QSize now = seenNow();
+    if (tooSmall() || now.height() != m_seen.height())
+        passOn(now);
+    else if (now != m_seen)
+        m_shrink.start();
 }
 
 bool SteadyLabel::tooSmall() const

@@ -2,10 +2,12 @@
 #pragma once
 
 // A box around a QLabel that tells the layouts above it about a new text only when the label needs
-// another size. QLabel::setText calls QWidget::updateGeometry, which invalidates every layout up to
-// the window: a label whose text changes with every slider value (a peak, a count) made the whole
+// another size: at once for another height or more width, once the texts pause (300 ms) for less
+// width. QLabel::setText calls QWidget::updateGeometry, which invalidates every layout up to the
+// window: a label whose text changes with every slider value (a peak, a count) made the whole
 // main window lay itself out again, word-wrapped labels measured again, at every value.
 
+#include <QTimer>
 #include <QWidget>
 
 class QLabel;
@@ -34,12 +36,13 @@ protected:
 
 private:
     QSize seenNow() const;
-    bool needsAnotherSize() const;
+    bool needsAnotherSize(QSize now) const;
     bool tooSmall() const;
-    void passOn();
+    void passOn(QSize now);
 
     QLabel *m_label;
     QSize m_seen; // the label's size when the layouts above last asked
+    QTimer m_shrink;
 };
 
 } // namespace membudget
