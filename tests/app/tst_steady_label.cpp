@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // SteadyLabel: a new text that needs no other size lays nothing out above the label; one that
 // needs more lines, or a wider line, gets them; a hidden label hides its box.
+#include "layout_requests.h"
 #include "widgets/steady_label.h"
 
 #include <QLabel>
@@ -9,20 +10,9 @@
 #include <QVBoxLayout>
 
 using namespace membudget;
+using test::LayoutRequests;
 
 namespace {
-
-// Counts the layout requests a widget receives (a layout above a changed size hint posts one).
-class LayoutRequests : public QObject
-{
-public:
-    int count = 0;
-    bool eventFilter(QObject *, QEvent *event) override
-    {
-        count += event->type() == QEvent::LayoutRequest;
-        return false;
-    }
-};
 
 struct Window
 {

@@ -6,6 +6,7 @@
 #include "charts/budget_chart.h"
 #include "charts/timeline_chart.h"
 #include "document/scenario_document.h"
+#include "layout_requests.h"
 #include "main_window.h"
 #include "panels/controls_panel.h"
 #include "panels/timeline_view.h"
@@ -22,6 +23,7 @@
 #include <QUrl>
 
 using namespace membudget;
+using test::LayoutRequests;
 
 namespace {
 
@@ -41,18 +43,6 @@ QString snapshotFile(const char *name)
 const char *kBcrafton = "bcrafton__assignment2-systems__memory_snapshot.pickle";
 
 } // namespace
-
-// Counts the layout requests a widget receives (a layout whose items' sizes changed posts one).
-class LayoutRequests : public QObject
-{
-public:
-    int count = 0;
-    bool eventFilter(QObject *, QEvent *event) override
-    {
-        count += event->type() == QEvent::LayoutRequest;
-        return false;
-    }
-};
 
 class TestTimelineView : public QObject
 {
