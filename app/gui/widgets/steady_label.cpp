@@ -53,21 +53,29 @@ int SteadyLabel::heightForWidth(int width) const
 }
 
 // The label has no layout above it but this box, so its updateGeometry posts a layout request
-// here (QWidgetPrivate::updateGeometry_helper): passed on at once when the text wants another
-// height or more width than the box has; a text that would fit a smaller box is passed on once
-// the texts pause, so that changing digits do not make a line's box jitter during a drag.
+// here (QWidgetPrivate::updateGeometry_helper).
 bool SteadyLabel::event(QEvent *event)
 {
-    if (event->type() == QEvent::LayoutRequest) {
-        if (sizePolicy() != m_label->sizePolicy()) // word wrap switched: hfw with it
-            setSizePolicy(m_label->sizePolicy());
-        else if (const QSize now = seenNow(); needsAnotherSize(now))
-            passOn(now);
-        else if (now != m_seen)
-            m_shrink.start();
-        return true;
+    if (event->type() != QEvent::LayoutRequest)
+        return QWidget::event(event);
+    reconsider();
+    return true;
+}
+
+// Passed on at once when the text wants another height, more width than the box has, or more
+// height than the box was given; a text that would fit a smaller box is passed on once the texts
+// pause, so that changing digits do not make a line's box jitter during a drag.
+void SteadyLabel::reconsider()
+{
+    if (sizePolicy() != m_label->sizePolicy()) { // word wrap switched: hfw with it
+        setSizePolicy(m_label->sizePolicy());    // which asks the layouts itself
+        return;
     }
-    return QWidget::event(event);
+    const QSize now = seenNow();
+    if (needsAnotherSize(now) || now.height() > height())
+        passOn(now);
+    else if (now != m_seen)
+        m_shrink.start();
 }
 
 // What the layouts above last saw of the label: a word-wrapped one's height at the box's width (its
@@ -104,18 +112,11 @@ void SteadyLabel::resizeEvent(QResizeEvent *event)
         updateGeometry();
 }
 
+// A text set while hidden reached no layout (the label's request went nowhere): looked at now.
 void SteadyLabel::showEvent(QShowEvent *event)
 {
     QWidget::showEvent(event);
-    if (sizePolicy() != m_label->sizePolicy())
-        setSizePolicy(m_label->sizePolicy());
-    // A text set while hidden reached no layout: passed on if it wants another height or more
-    // width (a smaller width waits for the texts to pause, as above).
-    const QSize now = seenNow();
-    if (tooSmall() || now.height() != m_seen.height())
-        passOn(now);
-    else if (now != m_seen)
-        m_shrink.start();
+    reconsider();
 }
 
 bool SteadyLabel::tooSmall() const

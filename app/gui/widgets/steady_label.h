@@ -36,6 +36,7 @@ protected:
 
 private:
     QSize seenNow() const;
+    void reconsider();
     bool needsAnotherSize(QSize now) const;
     bool tooSmall() const;
     void passOn(QSize now);
