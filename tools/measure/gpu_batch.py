@@ -5,7 +5,7 @@
 
 PLAN.json is a list of runs, each {"id": ..., "case": "cases/gpu/x.yaml", "set": ["KEY=VALUE", ...],
 "env": {"PYTORCH_CUDA_ALLOC_CONF": ...}, "args": [more measure.py arguments], "snapshot": true, "snapshot_warmup": false,
-"timeout": 150}. Every run is `measure.py --no-dispatch` in a process of its own (one measurement
+"snapshot_from_load": false, "timeout": 150}. Every run is `measure.py --no-dispatch` in a process of its own (one measurement
 per process, the GPU otherwise idle), in the plan's order; a run that would start after --budget
 seconds is skipped, so a time-boxed machine returns what it managed. OUTDIR gets results.json
 (rewritten after every run: the device, torch, and per run its exit code, the end of its stderr and
@@ -52,6 +52,8 @@ def run_one(run, outdir, python, device):
         cmd += ["--snapshot", os.path.join(outdir, run["id"] + ".pickle")]
         if run.get("snapshot_warmup"):
             cmd.append("--snapshot-warmup")
+        if run.get("snapshot_from_load"):
+            cmd.append("--snapshot-from-load")
     env = dict(os.environ, **run.get("env", {}))
     t0 = time.time()
     try:

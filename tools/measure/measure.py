@@ -209,10 +209,12 @@ def run(args):
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise scenario_mod.Unsupported("--device %s: CUDA is not available in this torch" % args.device)
     foreach = {"default": None, "on": True, "off": False}[args.foreach]
+    # --snapshot-from-load: the trace starts with an empty allocator, before the weights exist.
+    loading = args.snapshot_from_load and start_snapshot(args.snapshot, torch.device(args.device))
     setup = Setup(sc, args.device, args.seed, foreach)
     device = setup.device
 
-    recording = args.snapshot_warmup and start_snapshot(args.snapshot, device)
+    recording = loading or (args.snapshot_warmup and start_snapshot(args.snapshot, device))
     t_start = time.perf_counter()
     warmup_peak = None
     if device.type == "cuda":
@@ -365,6 +367,9 @@ def build_parser():
     parser.add_argument("--snapshot-warmup", action="store_true",
                         help="with --snapshot: record from the first warm-up step on (an out-of-"
                              "memory failure in warm-up is then in the trace too)")
+    parser.add_argument("--snapshot-from-load", action="store_true",
+                        help="with --snapshot: record from before the model is built, so that the "
+                             "trace starts with an empty allocator (expandable segments included)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print the saved-tensor table to stderr and add it to the JSON")
     return parser
