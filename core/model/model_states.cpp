@@ -316,6 +316,9 @@ ModelStates modelStates(const EstimateInput &in, const ParameterLayout &layout)
     ModelStates s;
     TrainableOrder order;
     addGroups(s, in, layout, order);
+    s.trainable_order_before = order.before;
+    s.trainable_order_layer = order.layer;
+    s.trainable_order_after = order.after;
     shard(s, in);
     s.largest_step_group = s.trainable / s.state_shard;
     if (s.sharding == Sharding::Zero3 && in.training.mode == Mode::Train)

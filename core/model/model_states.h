@@ -4,6 +4,8 @@
 #include "model/memory_estimator.h"
 #include "model/parameter_layout.h"
 
+#include <vector>
+
 namespace membudget {
 
 // What one GPU holds of the model between steps, and what its gradients weigh: exact, tensor group
@@ -39,8 +41,12 @@ struct ModelStates
     // all of them, but a DeepSpeed ZeRO-3 sub-group (sub_group_size) when that is less.
     double largest_step_group = 0;
     double trainable_state_bytes = 0; // bytes per element of a trainable tensor's state
-    double linear_elements = 0;       // elements of all linear weights (autocast copies)
-    double trainable_all = 0;         // trainable parameters of the whole model
+    // Elements of each trainable tensor on this GPU in the order the model registers them: the
+    // embeddings, one decoder layer's, then the final norm and lm_head (what torch's optimizers
+    // walk, one parameter at a time, when they make their states).
+    std::vector<double> trainable_order_before, trainable_order_layer, trainable_order_after;
+    double linear_elements = 0; // elements of all linear weights (autocast copies)
+    double trainable_all = 0;   // trainable parameters of the whole model
     double grad_bytes_per_param = 0;
     double master_bytes_per_param = 0;
     double state_bytes = 2; // bytes of a full-precision optimizer state element

@@ -195,6 +195,50 @@ private:
     }
     bool stepsInBackward() const { return m_p.train && m_in.training.optimizer_in_backward; }
     bool accumulates() const { return m_p.train && m_in.training.gradient_accumulation_steps > 1; }
+    // torch's optimizers make a parameter's states when they first step it, parameter by
+    // parameter in registration order, each state a tensor of the parameter's shape
+    // (torch/optim/adamw.py, _init_group: exp_avg, then exp_avg_sq; sgd.py: momentum_buffer,
+    // lion likewise). Which cached blocks those land in decides the next steps' fragmentation,
+    // so unsharded states are laid out tensor by tensor; other optimizers' states (8-bit, paged,
+    // factored) and flat shards stay one equal share per tensor.
+    double statesPerParameter() const
+    {
+        switch (m_in.training.optimizer) {
+        case Optimizer::AdamW:
+        case Optimizer::AdamWFused:
+            return 2;
+        case Optimizer::SgdMomentum:
+        case Optimizer::Lion:
+            return 1;
+        default:
+            return 0;
+        }
+    }
+    bool statesPerTensor() const
+    {
+        return m_p.train && m_s.resident_states > 0 && m_s.state_shard == 1 && !m_s.gathers
+               && m_s.weight_shard == 1 && m_s.paged_states == 0 && statesPerParameter() > 0
+               && !m_s.trainable_order_layer.empty();
+    }
+    // The states of `elements` (one tensor each, in order) in `b`: their share of the states of
+    // the layer (perLayer) or of the tensors outside the layers, by elements.
+    void allocStates(TimelineBlock &b, const std::vector<double> &elements, bool perLayer)
+    {
+        const double total = perLayer ? m_s.layer_states / static_cast<double>(m_layers)
+                                      : m_s.states - m_s.layer_states;
+        double sum = 0;
+        for (const double e : m_s.trainable_order_before)
+            sum += perLayer ? 0 : e;
+        for (const double e : perLayer ? m_s.trainable_order_layer : m_s.trainable_order_after)
+            sum += e;
+        for (const double e : elements)
+            alloc(b,
+                  tensor("optimizer states",
+                         bytes(total * e / std::max(1.0, sum)),
+                         Component::OptimizerStates,
+                         perLayer,
+                         statesPerParameter()));
+    }
     // Other GPUs hold this GPU's layers (not the other stages of a pipeline).
     bool layersOnSeveralGpus() const
     {
@@ -422,6 +466,11 @@ void StepBuilder::resident()
 {
     const double L = static_cast<double>(m_layers);
     const bool flat = m_s.gathers || m_s.weight_shard > 1;
+    const bool perTensor = statesPerTensor();
+    if (perTensor && !m_s.trainable_order_before.empty()) // the embeddings' come first
+        allocStates(m_tl.addBlock(Stage::Resident, Phase::Forward),
+                    m_s.trainable_order_before,
+                    false);
     TimelineBlock &b = m_tl.addBlock(Stage::Resident, Phase::Forward, 0, 1, m_layers);
     const double layerWeights = m_s.resident_weights
                                 * (m_s.layer_weights / std::max(1.0, m_s.weights));
@@ -438,7 +487,9 @@ void StepBuilder::resident()
                      Component::MasterWeights,
                      true,
                      m_s.trainable_layer_tensors));
-    if (m_s.resident_states > 0)
+    if (perTensor)
+        allocStates(b, m_s.trainable_order_layer, true);
+    else if (m_s.resident_states > 0)
         alloc(b,
               tensor("optimizer states",
                      bytes(m_s.layer_states / m_s.state_shard / L),
@@ -450,7 +501,7 @@ void StepBuilder::resident()
     // sharded), which the allocator places one by one; unsharded, one per parameter, when the
     // sync is deferred.
     const bool deferred = defersGradientSync();
-    const bool perTensor = !flat || deferred;
+    const bool gradsPerTensor = !flat || deferred;
     const double rootGrads = m_s.grads - m_s.layer_grads;
     const double layerAccumulated = deferred ? inAccumulatorDtype(m_s.layer_grads)
                                              : m_s.resident_grads
@@ -460,7 +511,7 @@ void StepBuilder::resident()
                                     bytes(layerAccumulated / L),
                                     Component::Gradients,
                                     true,
-                                    perTensor ? m_s.trainable_layer_tensors : 1);
+                                    gradsPerTensor ? m_s.trainable_layer_tensors : 1);
         alloc(b, m_accumulatedLayer);
     }
 
@@ -478,7 +529,9 @@ void StepBuilder::resident()
                      Component::MasterWeights,
                      false,
                      m_s.trainable_root_tensors));
-    if (m_s.resident_states > 0)
+    if (perTensor)
+        allocStates(root, m_s.trainable_order_after, false);
+    else if (m_s.resident_states > 0)
         alloc(root,
               tensor("optimizer states",
                      bytes((m_s.states - m_s.layer_states) / m_s.state_shard),
@@ -512,7 +565,7 @@ void StepBuilder::resident()
                                               : m_s.resident_grads - layerAccumulated),
                                Component::Gradients,
                                false,
-                               perTensor ? std::max(1.0, m_s.trainable_root_tensors) : 1);
+                               gradsPerTensor ? std::max(1.0, m_s.trainable_root_tensors) : 1);
         alloc(root, m_accumulated);
     } else if (zero2Partitions() && !partitionsGradientsEachBackward()) {
         alloc(root, m_partition);
