@@ -19,8 +19,9 @@ const char *verdictLabel(FitVerdict v); // "fits" | "tight" | "does not fit"
 //  low       the allocated peak as if the allocator wasted nothing (expandable segments come close),
 //            the CUDA context of lazy module loading, NCCL's smallest buffers;
 //  expected  the replayed caching allocator and the scenario's overheads;
-//  high      the same allocator with a context of eager module loading plus cuBLAS/cuDNN
-//            workspaces and NCCL buffers as large as measured with two ranks.
+//  high      the same allocator reserving 1.5% more (how far measured runs reserved beyond the
+//            replay), a context of eager module loading plus cuBLAS/cuDNN workspaces and NCCL
+//            buffers as large as measured with two ranks.
 // Overheads the scenario sets (calibrated from a run) are taken as known.
 struct MemoryBand
 {
