@@ -189,9 +189,12 @@ std::string replayText(const MeasuredTimeline &t,
         note += pct;
     }
     s += row("peak reserved", formatBytes(r.stats.reserved.peak, unit), note);
-    s += row("segment allocs",
+    // With expandable segments each mapping of pages is the model's device allocation.
+    const bool maps = t.count(TraceAction::SegmentMap) > 0;
+    s += row(maps ? "segment maps" : "segment allocs",
              count(static_cast<std::size_t>(r.stats.device_allocations)),
-             "recorded " + count(t.count(TraceAction::SegmentAlloc)));
+             "recorded "
+                 + count(t.count(maps ? TraceAction::SegmentMap : TraceAction::SegmentAlloc)));
     if (!r.fits)
         s += "  out of memory at request " + count(r.failed_at + 1) + " of "
              + count(replay->requests) + oomDetail(r, unit) + "\n";

@@ -29,23 +29,50 @@ std::map<std::int64_t, StartSegment> finalSegments(const MemorySnapshot &snapsho
     return segments;
 }
 
+// Expandable segments map and unmap pages inside one reserved range, which the walk back does not
+// take apart. It need not when the trace mapped or allocated every byte the snapshot holds: then
+// recording began with nothing reserved (a block older than the trace is refused later, as it
+// lies in no segment).
+bool beganEmpty(const std::vector<TraceEvent> &events,
+                const std::map<std::int64_t, StartSegment> &segments)
+{
+    Bytes net = 0, held = 0;
+    for (const TraceEvent &e : events) {
+        if (e.action == TraceAction::SegmentMap || e.action == TraceAction::SegmentAlloc)
+            net += e.size;
+        else if (e.action == TraceAction::SegmentUnmap || e.action == TraceAction::SegmentFree)
+            net -= e.size;
+    }
+    for (const auto &[address, seg] : segments)
+        held += seg.size;
+    return net == held;
+}
+
 // Walks the trace backwards from the final segments, undoing each segment_alloc and segment_free.
 bool undoSegmentEvents(const std::vector<TraceEvent> &events,
                        std::map<std::int64_t, StartSegment> &segments,
                        std::string &problem)
 {
+    const auto mapping = std::find_if(events.begin(), events.end(), [](const TraceEvent &e) {
+        return e.action == TraceAction::SegmentMap || e.action == TraceAction::SegmentUnmap;
+    });
+    if (mapping != events.end()) {
+        if (beganEmpty(events, segments)) {
+            segments.clear();
+            return true;
+        }
+        problem = "event " + std::to_string(mapping - events.begin()) + " ("
+                  + traceActionName(mapping->action)
+                  + "): the state before expandable segments were mapped is reconstructed only "
+                    "for a trace recorded from an empty allocator";
+        return false;
+    }
     for (std::size_t i = events.size(); i-- > 0;) {
         const TraceEvent &e = events[i];
         const auto at = [&] {
             return "event " + std::to_string(i) + " (" + traceActionName(e.action) + " at address "
                    + std::to_string(e.address) + ")";
         };
-        if (e.action == TraceAction::SegmentMap || e.action == TraceAction::SegmentUnmap) {
-            problem = at()
-                      + ": the state before expandable segments were mapped is not "
-                        "reconstructed";
-            return false;
-        }
         if (e.action == TraceAction::SegmentAlloc) {
             const auto it = segments.find(e.address);
             if (it == segments.end() || it->second.size != e.size) {

@@ -200,6 +200,7 @@ void addReplayJson(nlohmann::json &document,
     j["fragmentation_at_peak"] = r.stats.fragmentationAtReservedPeak();
     j["segment_allocs"] = r.stats.device_allocations;
     j["segment_allocs_recorded"] = t.count(TraceAction::SegmentAlloc);
+    j["segment_maps_recorded"] = t.count(TraceAction::SegmentMap); // expandable segments
     j["segment_frees"] = r.stats.device_frees;
     j["segment_frees_recorded"] = t.count(TraceAction::SegmentFree);
     j["requests"] = replay->requests;
