@@ -10,6 +10,7 @@
 #include <QtTest>
 
 #include <map>
+#include <set>
 
 using namespace membudget;
 using namespace membudget::testing;
@@ -412,6 +413,53 @@ private slots:
         }
         QVERIFY(headMade >= 0 && layerZeroGrads > headMade && headFreed > layerZeroGrads);
         verifyBalancedAndExact(model);
+    }
+
+    // torch's AdamW makes each parameter's exp_avg and exp_avg_sq when it first steps it, in the
+    // order the model registers its parameters (adamw.py, _init_group): the embedding's first,
+    // then each layer's, then lm_head's, each of the parameter's own size.
+    void statesAreMadeTensorByTensor()
+    {
+        EstimateInput in = input(llama3_8b());
+        in.arch.layers = 2;
+        in.training.precision = Precision::Bf16;
+        in.training.optimizer = Optimizer::AdamW;
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        const StepTimeline &tl = model.timeline();
+        std::vector<std::pair<int, double>> states; // (layer, bytes)
+        double total = 0;
+        for (const ExpandedEvent &e : expandTimeline(tl, 512, 512, 0, residentBlocks(tl)))
+            if (e.alloc
+                && std::string(tl.tensors[std::size_t(e.tensor)].name) == "optimizer states") {
+                states.emplace_back(e.layer, double(e.bytes));
+                total += double(e.bytes);
+            }
+        const double h = 4096, v = 128256, kv = 1024, ff = 14336;
+        QCOMPARE(total, model.states().states);
+        QCOMPARE(states.size(), std::size_t(2 + 2 * 2 * 9 + 2 + 2));
+        QCOMPARE(states[0].second, v * h * 2);                 // exp_avg of the embedding
+        QCOMPARE(states[1].second, v * h * 2);                 // its exp_avg_sq
+        QCOMPARE(states[states.size() - 2].second, v * h * 2); // lm_head's, last
+        for (int layer = 0; layer < 2; ++layer) {
+            std::multiset<double> sizes, expected;
+            for (const auto &[l, bytes] : states)
+                if (l == layer)
+                    sizes.insert(bytes);
+            for (const double elements :
+                 {h * h, h * kv, h * kv, h * h, h * ff, h * ff, h * ff, h, h})
+                expected.insert({elements * 2, elements * 2});
+            QCOMPARE(sizes, expected);
+        }
+        // 8-bit states (block-wise, with their scales) stay one equal share per tensor.
+        in.training.optimizer = Optimizer::AdamW8bit;
+        const StepModel eightBit(in);
+        std::set<double> shares;
+        for (const ExpandedEvent &e : expandTimeline(eightBit.timeline(), 512, 512, 0, 1))
+            if (std::string(eightBit.timeline().tensors[std::size_t(e.tensor)].name)
+                == "optimizer states")
+                shares.insert(double(e.bytes));
+        QCOMPARE(shares.size(), std::size_t(1));
     }
 
     // From torch 2.5 FSDP2 keeps a unit's reduce-scatter input until the next unit's
