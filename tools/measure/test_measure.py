@@ -266,6 +266,11 @@ class GpuOptions(unittest.TestCase):
         with self.assertRaisesRegex(scenario.Unsupported, "needs a CUDA device"):
             run_case("bf16-eager-full", "--snapshot", os.path.join(HERE, "unused.pickle"))
 
+    def test_snapshot_from_load_needs_cuda_before_the_model_is_built(self):
+        with self.assertRaisesRegex(scenario.Unsupported, "needs a CUDA device"):
+            run_case("bf16-eager-full", "--snapshot", os.path.join(HERE, "unused.pickle"),
+                     "--snapshot-from-load")
+
     def test_fused_adamw_is_fused_or_refused(self):
         try:
             result = run_case("fp32-eager-full", "--set", "training.optimizer=adamw-fused")
