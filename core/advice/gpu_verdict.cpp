@@ -53,7 +53,7 @@ Overheads highOverheads(const EstimateInput &in)
 }
 
 // The replay follows a step op by op, not kernel by kernel, and where a real run's blocks land moves
-// with the difference: on the 16 configurations measured on an H100 and an H200 that completed
+// with the difference: on the 17 configurations measured on an H100 and an H200 that completed
 // without releasing their cache, PyTorch reserved from 3.3% less to 1.3% more than the replay
 // (docs/accuracy.md, section 7). The high end allows 1.5% more; a fraction the scenario
 // sets (calibrated from a run) is taken as known.
