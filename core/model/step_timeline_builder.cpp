@@ -196,7 +196,9 @@ private:
     bool stepsInBackward() const { return m_p.train && m_in.training.optimizer_in_backward; }
     bool accumulates() const { return m_p.train && m_in.training.gradient_accumulation_steps > 1; }
     // torch's optimizers make a parameter's states when they first step it, parameter by
-    // parameter in registration order, each state a tensor of the parameter's shape
+    // parameter in the model's order (the layout's: Llama's registration order; GPT-2's and
+    // Falcon's norms, fused QKV biases and MoE routers come in group order), each state a tensor
+    // of the parameter's shape
     // (torch/optim/adamw.py, _init_group: exp_avg, then exp_avg_sq; sgd.py: momentum_buffer,
     // lion likewise). Which cached blocks those land in decides the next steps' fragmentation,
     // so unsharded states are laid out tensor by tensor; other optimizers' states (8-bit, paged,
@@ -216,7 +218,7 @@ private:
     }
     bool statesPerTensor() const
     {
-        return m_p.train && m_s.resident_states > 0 && m_s.state_shard == 1 && !m_s.gathers
+        return lazyOptimizerStates() && m_s.state_shard == 1 && !m_s.gathers
                && m_s.weight_shard == 1 && m_s.paged_states == 0 && statesPerParameter() > 0
                && !m_s.trainable_order_layer.empty();
     }

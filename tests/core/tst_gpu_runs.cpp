@@ -41,7 +41,8 @@ namespace {
 const QString kDir = QStringLiteral(MEMBUDGET_SOURCE_DIR "/tests/data/gpu_runs/");
 
 // What the out-of-memory messages of the runs give as memory outside PyTorch's allocator (in use
-// less allocated less reserved-but-unallocated): 0.73 to 0.74 GiB in all, on both cards.
+// less allocated less reserved-but-unallocated): 0.73 to 0.75 GiB on both cards, but for one
+// (0.66 GiB, the H200's LoRA batch 18).
 constexpr Bytes kOutsideAllocator = 758 * kMiB;
 
 // A card's runs and the bundled preset of that card.
@@ -136,7 +137,8 @@ private slots:
         for (const char *f : {"llama1b-bf16-full-current.pickle",
                               "llama1b-ampbf16-ckpt.pickle",
                               "llama8b-full-fused-b8-oom.pickle",
-                              "h200-8b-fused-b21-oom.pickle"})
+                              "h200-8b-fused-b21-oom.pickle",
+                              "h200-8b-fused-b9-expandable.pickle"})
             QTest::newRow(f) << QString::fromLatin1(f) << QString();
         // Recorded from an empty allocator with expandable segments; the run released pages once
         // to serve the fp32 logits (18 unmaps), so it is replayed against the same capacity.

@@ -75,6 +75,19 @@ EstimateInput input(const ModelArchitecture &arch)
 void verifyBalancedAndExact(const StepModel &model)
 {
     const bool training = model.input().training.mode == Mode::Train;
+    // The resident optimizer states, laid out tensor by tensor or in equal shares, add up to what
+    // the GPU holds of them.
+    double states = 0, pieces = 0;
+    const StepTimeline &tl = model.timeline();
+    for (const ExpandedEvent &e : expandTimeline(tl, 1, 1, 0, residentBlocks(tl)))
+        if (e.alloc && std::string(tl.tensors[std::size_t(e.tensor)].name) == "optimizer states") {
+            states += double(e.bytes);
+            ++pieces;
+        }
+    QVERIFY2(std::abs(states - model.states().resident_states) <= 1e-9 * states + pieces,
+             qPrintable(QString("%1 bytes of states in the timeline, %2 resident")
+                            .arg(states)
+                            .arg(model.states().resident_states)));
     for (auto [b, s] : {std::pair{1, 7}, std::pair{3, 512}}) {
         const double tokens = double(b) * s;
         const Replayed r = replay(model.timeline(), tokens, s);

@@ -11,6 +11,7 @@ as a failure with the difference in bytes. `m` is the extra fp32 x^2 that mean()
 import os
 import sys
 import unittest
+import unittest.mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -266,10 +267,15 @@ class GpuOptions(unittest.TestCase):
         with self.assertRaisesRegex(scenario.Unsupported, "needs a CUDA device"):
             run_case("bf16-eager-full", "--snapshot", os.path.join(HERE, "unused.pickle"))
 
-    def test_snapshot_from_load_needs_cuda_before_the_model_is_built(self):
-        with self.assertRaisesRegex(scenario.Unsupported, "needs a CUDA device"):
-            run_case("bf16-eager-full", "--snapshot", os.path.join(HERE, "unused.pickle"),
-                     "--snapshot-from-load")
+    def test_snapshot_from_load_starts_before_the_model_is_built(self):
+        # Recording starts before Setup builds the model: on a CPU its refusal comes first.
+        snapshot = ("--snapshot", os.path.join(HERE, "unused.pickle"))
+        built = RuntimeError("the model was built")
+        with unittest.mock.patch.object(measure, "Setup", side_effect=built):
+            with self.assertRaisesRegex(scenario.Unsupported, "needs a CUDA device"):
+                run_case("bf16-eager-full", *snapshot, "--snapshot-from-load")
+            with self.assertRaisesRegex(RuntimeError, "the model was built"):
+                run_case("bf16-eager-full", *snapshot)
 
     def test_fused_adamw_is_fused_or_refused(self):
         try:
