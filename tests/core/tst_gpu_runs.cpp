@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // MemBudget against training steps measured on real GPUs (tests/data/gpu_runs; docs/accuracy.md,
 // section 7): one NVIDIA H100 80GB HBM3 (runs.json, 2026-11-27) and one NVIDIA H200 (runs-h200.json,
-// 2026-11-29), PyTorch 2.11.0+cu130, tools/measure/gpu_batch.py; Llama-3.2-1B, 3B and Llama-3.1-8B
-// shaped models (random weights), each step measured by torch.cuda's counters, five of them with
+// 2026-11-29), PyTorch 2.11.0+cu130, tools/measure/gpu_batch.py; Llama-3.2-1B, 3B, Llama-2-7B and 8B
+// (Llama-3.1) shaped models (random weights), each step measured by torch.cuda's counters, six with
 // their allocator trace. Checked here:
 //  - the caching-allocator model, replaying the recorded traces (expandable segments included),
 //    reserves what PyTorch did, and fails the request that failed on the device, against the
