@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <string_view>
 
 namespace membudget {
@@ -198,11 +199,10 @@ private:
     // torch's optimizers make a parameter's states when they first step it, parameter by
     // parameter in the model's order (the layout's: Llama's registration order; GPT-2's and
     // Falcon's norms, fused QKV biases and MoE routers come in group order), each state a tensor
-    // of the parameter's shape
-    // (torch/optim/adamw.py, _init_group: exp_avg, then exp_avg_sq; sgd.py: momentum_buffer,
-    // lion likewise). Which cached blocks those land in decides the next steps' fragmentation,
-    // so unsharded states are laid out tensor by tensor; other optimizers' states (8-bit, paged,
-    // factored) and flat shards stay one equal share per tensor.
+    // of the parameter's shape (torch/optim/adamw.py, _init_group: exp_avg, then exp_avg_sq;
+    // sgd.py: momentum_buffer; Lion likewise). Which cached blocks those land in decides the next
+    // steps' fragmentation, so unsharded states are laid out tensor by tensor; other optimizers'
+    // states (8-bit, paged, factored) and flat shards stay one equal share per tensor.
     double statesPerParameter() const
     {
         switch (m_in.training.optimizer) {
@@ -222,17 +222,18 @@ private:
                && m_s.weight_shard == 1 && m_s.paged_states == 0 && statesPerParameter() > 0
                && !m_s.trainable_order_layer.empty();
     }
-    // The states of `elements` (one tensor each, in order) in `b`: their share of the states of
-    // the layer (perLayer) or of the tensors outside the layers, by elements.
+    // The states of `elements` (one tensor each, in order) in `b`: their share, by elements, of
+    // the states of one layer (perLayer) or of the tensors outside the layers.
     void allocStates(TimelineBlock &b, const std::vector<double> &elements, bool perLayer)
     {
+        const auto elementsOf = [](const std::vector<double> &v) {
+            return std::accumulate(v.begin(), v.end(), 0.0);
+        };
         const double total = perLayer ? m_s.layer_states / static_cast<double>(m_layers)
                                       : m_s.states - m_s.layer_states;
-        double sum = 0;
-        for (const double e : m_s.trainable_order_before)
-            sum += perLayer ? 0 : e;
-        for (const double e : perLayer ? m_s.trainable_order_layer : m_s.trainable_order_after)
-            sum += e;
+        const double sum = perLayer ? elementsOf(m_s.trainable_order_layer)
+                                    : elementsOf(m_s.trainable_order_before)
+                                          + elementsOf(m_s.trainable_order_after);
         for (const double e : elements)
             alloc(b,
                   tensor("optimizer states",

@@ -4,10 +4,10 @@
     python3 tools/measure/gpu_batch.py PLAN.json OUTDIR [--budget SECONDS] [--device cuda]
 
 PLAN.json is a list of runs, each {"id": ..., "case": "cases/gpu/x.yaml", "set": ["KEY=VALUE", ...],
-"env": {"PYTORCH_CUDA_ALLOC_CONF": ...}, "args": [more measure.py arguments], "snapshot": true, "snapshot_warmup": false,
-"snapshot_from_load": false, "timeout": 150}. Every run is `measure.py --no-dispatch` in a process of its own (one measurement
-per process, the GPU otherwise idle), in the plan's order; a run that would start after --budget
-seconds is skipped, so a time-boxed machine returns what it managed. OUTDIR gets results.json
+"env": {"PYTORCH_CUDA_ALLOC_CONF": ...}, "args": [more measure.py arguments], "snapshot": true,
+"snapshot_warmup": false, "snapshot_from_load": false, "timeout": 150}. Every run is
+`measure.py --no-dispatch` in a process of its own (one measurement per process, the GPU
+otherwise idle), in the plan's order; a run that would start after --budget seconds is skipped, so a time-boxed machine returns what it managed. OUTDIR gets results.json
 (rewritten after every run: the device, torch, and per run its exit code, the end of its stderr and
 the harness's JSON; exit code 5 means out of memory) and <id>.pickle for runs with a snapshot.
 """
