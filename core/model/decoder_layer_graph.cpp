@@ -9,6 +9,7 @@
 #include "model/norm_graph.h"
 #include "model/quantized_linear_graph.h"
 #include "model/selective_checkpoint_policy.h"
+#include "model/stack_profile.h"
 #include "model/weight_format.h"
 
 #include <algorithm>
@@ -70,10 +71,17 @@ public:
 
 private:
     // Pre-norm blocks; Gemma-2/3 (four norms) also normalise each block's output before the add.
+    // Without autograd the names of transformers' decoder layer keep tensors past their last
+    // reader (modeling_llama.py LlamaDecoderLayer.forward): the caller's `hidden_states` holds the
+    // layer's input until the layer returns, and the layer's own holds each norm's output until
+    // the attention (MLP) it feeds returns.
     int sequentialBlock(int x)
     {
         const bool sandwich = m_arch.norms_per_layer >= 4;
-        int attn = scatterSequence(attention(gatherSequence(norm(x, "input_layernorm"))));
+        const int attnIn = gatherSequence(norm(x, "input_layernorm"));
+        int attn = attention(attnIn);
+        holdThroughLastOp(attnIn);
+        attn = scatterSequence(attn);
         if (sandwich)
             attn = norm(attn, "post_attention_layernorm");
         attn = m_b.dropout(attn, m_arch.hidden_dropout, "attention output dropout");
@@ -81,11 +89,22 @@ private:
         const int n2 = norm(mid,
                             sandwich ? "pre_feedforward_layernorm" : "post_attention_layernorm");
         const int n2Full = gatherSequence(n2);
-        int mlpOut = scatterSequence(m_arch.isMoe() ? moe(n2Full) : mlp(n2Full));
+        int mlpOut = m_arch.isMoe() ? moe(n2Full) : mlp(n2Full);
+        holdThroughLastOp(n2Full);
+        mlpOut = scatterSequence(mlpOut);
         if (sandwich)
             mlpOut = norm(mlpOut, "post_feedforward_layernorm");
         mlpOut = m_b.dropout(mlpOut, m_arch.hidden_dropout, "mlp output dropout");
-        return m_b.add(mid, mlpOut, "mlp residual add");
+        const int out = m_b.add(mid, mlpOut, "mlp residual add");
+        holdThroughLastOp(x);
+        return out;
+    }
+
+    void holdThroughLastOp(int t)
+    {
+        m_graph.tensors[static_cast<std::size_t>(t)].held_through_op = static_cast<int>(
+                                                                           m_graph.ops.size())
+                                                                       - 1;
     }
 
     // Falcon / GPT-J: attention and MLP read the same input (Falcon-40B/180B: two norms of it).
@@ -95,8 +114,12 @@ private:
         const int attn = attention(n);
         const int nMlp = m_arch.norms_per_layer >= 2 ? gatherSequence(norm(x, "mlp_layernorm")) : n;
         const int sum = scatterSequence(m_b.add(mlp(nMlp), attn, "attention + mlp"));
+        holdThroughLastOp(n);
+        holdThroughLastOp(nMlp);
         const int dropped = m_b.dropout(sum, m_arch.hidden_dropout, "output dropout");
-        return m_b.add(x, dropped, "residual add");
+        const int out = m_b.add(x, dropped, "residual add");
+        holdThroughLastOp(x);
+        return out;
     }
 
     const TensorGroup *group(TensorRole role) const
@@ -441,20 +464,27 @@ int LayerBuilder::attention(int x)
         k = rotary(k, "k rotary");
     }
     if (!m_p.train) {
-        // A static cache is what attention reads; the others hand this step's keys on.
+        // A static cache, and a dynamic one that copies (transformers 4.56 and later), is what
+        // attention reads; the others hand this step's keys on.
+        const InferenceConfig &inf = m_training.inference;
         const int kc = cacheEntry(k, "key cache");
         const int vc = m_llama ? cacheEntry(v, "value cache") : kc;
-        if (m_training.inference.kv_cache == KvCacheKind::Static) {
+        if (inf.kv_cache == KvCacheKind::Static
+            || (inf.kv_cache == KvCacheKind::Dynamic && inf.kv_cache_dtype == KvCacheDtype::Model
+                && kc != k)) {
             k = kc;
             v = vc;
         }
     }
     const int core = attentionCore(q, k, v);
-    return linear(core, TensorRole::Output, qW, m_h, TargetO, "o_proj");
+    const int out = linear(core, TensorRole::Output, qW, m_h, TargetO, "o_proj");
+    holdThroughLastOp(q); // LlamaAttention.forward's query_states
+    return out;
 }
 
-// The layer's entry in generate()'s cache (transformers cache_utils.py): DynamicLayer keeps the
-// key (value) states themselves (for a fused q/k/v projection, a view that holds its whole output);
+// The layer's entry in generate()'s cache (transformers cache_utils.py): DynamicLayer keeps a copy
+// of the key (value) states from transformers 4.56 (torch.cat onto an empty tensor), the states
+// themselves before (for a fused q/k/v projection, a view that holds its whole output);
 // StaticLayer allocates max_cache_len positions at its first update and index_copy_s into them;
 // QuantizedLayer quantizes the prompt's states (quanto / HQQ, a scale and zero per group). An fp8
 // cache (vLLM, TGI kv_cache_dtype) stores a 1-byte copy.
@@ -469,7 +499,9 @@ int LayerBuilder::cacheEntry(int t, const char *name)
     } else if (inf.kv_cache == KvCacheKind::Quantized) {
         const double q = quantizedKvBytesPerElement(inf, m_b.elementBytes(t));
         c = m_b.copy(t, tok(width), q, name);
-    } else if (bytes != m_b.elementBytes(t)) {
+    } else if (bytes != m_b.elementBytes(t)
+               || (inf.kv_cache == KvCacheKind::Dynamic
+                   && dynamicCacheCopiesPrompt(m_training.stack))) {
         c = m_b.copy(t, tok(width), bytes, name);
     }
     GraphTensor &x = m_graph.tensors[static_cast<std::size_t>(c)];
@@ -538,7 +570,11 @@ int LayerBuilder::eagerCore(int q, int k, int v)
     int probs = m_b.cast(sm, probBytes, "probabilities cast");
     probs = m_b.dropout(probs, m_arch.attention_dropout, "attention dropout");
     const int o = m_b.matmul(amp16(probs), amp16(vr), tok(m_a * m_d), E, "attention probs @ v");
-    return m_b.copy(o, tok(m_a * m_d), E, "attention output transpose");
+    const int out = m_b.copy(o, tok(m_a * m_d), E, "attention output transpose");
+    // eager_attention_forward's names: key_states, value_states and attn_weights until it returns.
+    for (int t : {kr, vr, probs})
+        holdThroughLastOp(t);
+    return out;
 }
 
 // F.scaled_dot_product_attention (flash / memory-efficient kernels) and FlashAttention-2 (Dao 2023,

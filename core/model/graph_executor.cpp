@@ -109,6 +109,9 @@ GraphAnalysis analyzeGraph(const OpGraph &g, bool gradEnabled)
         }
     }
     countRegionInputs(g, a);
+    if (!gradEnabled)
+        for (std::size_t t = 0; t < n; ++t)
+            a.last_use[t] = std::max(a.last_use[t], g.tensors[t].held_through_op);
     return a;
 }
 
@@ -122,20 +125,31 @@ bool keepsInput(const OpGraph &g, const GraphAnalysis &a)
 
 void forwardEvents(const OpGraph &g, const GraphAnalysis &a, std::vector<GraphEvent> &out)
 {
+    // Tensors a name keeps past their last reader (held_through_op), by the op after which they go.
+    std::vector<std::pair<int, int>> held;
+    for (std::size_t t = 0; t < g.tensors.size(); ++t)
+        if (g.tensors[t].held_through_op >= 0 && a.last_use[t] == g.tensors[t].held_through_op)
+            held.emplace_back(g.tensors[t].held_through_op, static_cast<int>(t));
+    std::sort(held.begin(), held.end());
+    auto next = held.begin();
     std::vector<int> stamp(g.tensors.size(), -1);
     for (std::size_t i = 0; i < g.ops.size(); ++i) {
         const GraphOp &op = g.ops[i];
         const auto opIndex = static_cast<std::int32_t>(i);
         for (int o : op.outputs)
             out.push_back({o, opIndex, GraphEventKind::AllocValue});
-        forEachTouched(op, stamp, static_cast<int>(i), [&](int t) {
+        const auto release = [&](int t) {
             const auto ti = static_cast<std::size_t>(t);
             if (a.last_use[ti] != static_cast<int>(i) || !isOwned(g.tensors[ti]) || t == g.output
                 || a.saved_count[ti] > 0 || a.region_kept[ti] > 0
                 || g.tensors[ti].hold != Hold::None)
                 return;
             out.push_back({t, opIndex, GraphEventKind::FreeValue});
-        });
+        };
+        forEachTouched(op, stamp, static_cast<int>(i), release);
+        for (; next != held.end() && next->first == static_cast<int>(i); ++next)
+            if (stamp[static_cast<std::size_t>(next->second)] != static_cast<int>(i))
+                release(next->second);
     }
 }
 

@@ -151,12 +151,23 @@ TimelineEvent GraphTimeline::map(const GraphEvent &e) const
     return {};
 }
 
-void GraphTimeline::forward(TimelineBlock &block) const
+void GraphTimeline::forward(TimelineBlock &block, const TimelineEvent *atModelOutput) const
 {
     std::vector<GraphEvent> events;
     forwardEvents(m_graph, m_analysis, events);
-    for (const GraphEvent &e : events)
+    const bool insert = atModelOutput && m_graph.model_output_op >= 0;
+    bool inserted = false;
+    for (const GraphEvent &e : events) {
+        if (insert && !inserted && e.op > m_graph.model_output_op) {
+            block.events.push_back(*atModelOutput);
+            inserted = true;
+        }
+        if (m_bind.keep_input && e.kind == GraphEventKind::FreeValue && e.tensor == m_graph.input)
+            continue;
         block.events.push_back(map(e));
+    }
+    if (insert && !inserted)
+        block.events.push_back(*atModelOutput);
 }
 
 int GraphTimeline::backward(TimelineBlock &block,

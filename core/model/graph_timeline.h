@@ -25,7 +25,8 @@ struct StreamBinding
     int output_grad_layer = 1;
     bool output_grad_absolute = false;
     int layer = 0; // the layer of the graph's own per-layer tensors, relative to the block's
-    int output_stream = -1; // >= 0: the output is this tensor rather than `stream`
+    int output_stream = -1;  // >= 0: the output is this tensor rather than `stream`
+    bool keep_input = false; // the caller frees the bound input later (generate()'s inputs_embeds)
 };
 
 // Turns the events of one op graph into timeline events, making one timeline tensor per graph tensor
@@ -39,7 +40,8 @@ public:
     const GraphAnalysis &analysis() const { return m_analysis; }
     void bind(const StreamBinding &binding) { m_bind = binding; }
 
-    void forward(TimelineBlock &block) const;
+    // `atModelOutput`, where given, goes right after the graph's model_output_op.
+    void forward(TimelineBlock &block, const TimelineEvent *atModelOutput = nullptr) const;
     // Returns how the input's gradient ends up (see backwardEvents). `ops`, when given, receives the
     // graph op running at each event appended to the block.
     int backward(TimelineBlock &block,

@@ -387,6 +387,8 @@ OpGraph headGraph(const ModelArchitecture &arch,
     const int x = b.input("last layer output", tok(h * share), p.stream, inputRequiresGrad);
     g.input = x;
     int normed = finalNorm(b, arch, p, x, share);
+    if (!p.train)
+        g.model_output_op = static_cast<int>(g.ops.size()) - 1;
     if (p.train) // LlamaForCausalLM.forward holds the model's output while the loss is computed
         g.tensors[static_cast<std::size_t>(normed)].hold = Hold::ForwardEnd;
     if (share < 1) // ColwiseParallel(input_layouts=Shard(1)) on lm_head: the whole sequence

@@ -45,6 +45,9 @@ struct GraphTensor
     bool requires_grad = false; // Input, Shared, Parameter: given; Value: derived by the analysis
     SizeExpr grad_size;         // Parameter: bytes of its gradient on this GPU
     bool grad_exists = false; // Parameter: its .grad is already allocated (a tied weight's 2nd use)
+    // Without autograd (inference): op index through which a Python name keeps it alive whatever
+    // its last reader, as transformers' modules bind their inputs (-1: none; see decoder_layer_graph).
+    int held_through_op = -1;
 };
 
 // A tensor that an op keeps for its backward. `needs_grad_of` >= 0: kept only when that input of
@@ -98,6 +101,9 @@ struct OpGraph
     std::vector<RecomputeRegion> regions;
     int input = -1;  // the hidden states entering (Input), or -1
     int output = -1; // the value leaving the graph (kept after it), or -1
+    // The generate() head: the last op of the base model's forward (its final norm), after which
+    // the names LlamaModel.forward holds go (see StepBuilder::forward), or -1.
+    int model_output_op = -1;
 
     int addTensor(const GraphTensor &t)
     {

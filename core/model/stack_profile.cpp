@@ -517,6 +517,11 @@ bool boolAttentionMask(const StackConfig &stack)
     return stack.name != Stack::HfTrainer || !before(effectiveVersion(stack), 4, 53);
 }
 
+bool dynamicCacheCopiesPrompt(const StackConfig &stack)
+{
+    return stack.name != Stack::HfTrainer || !before(effectiveVersion(stack), 4, 56);
+}
+
 std::string describeStack(const StackConfig &s)
 {
     std::string out = stackName(s.name);

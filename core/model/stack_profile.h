@@ -63,6 +63,10 @@ bool kbitKeepsHead16bit(const TrainingConfig &training);
 // Whether transformers builds its 4-D attention mask as bool (masking_utils, 4.53 and later, every
 // stack but an older hf-trainer) or, before, additive in the hidden states' dtype.
 bool boolAttentionMask(const StackConfig &stack);
+// Whether transformers' DynamicCache stores copies of the prompt's keys and values (4.56 and later:
+// DynamicLayer.lazy_initialization, then torch.cat onto an empty tensor; PR #39797) rather than the
+// attention's own tensors (before): every stack but an older hf-trainer.
+bool dynamicCacheCopiesPrompt(const StackConfig &stack);
 // Whether the stack's own model copies grouped keys and values to every query head before SDPA
 // whatever the mask and torch (transformers before 4.54, torchtitan before 0.2.2).
 bool stackRepeatsGroupedKv(const StackConfig &stack);

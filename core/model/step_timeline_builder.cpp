@@ -156,6 +156,7 @@ private:
     void forwardEnd();
     void decode();
     void decodeLogits();
+    void decodeAttentionCopies(TimelineBlock &b, SizeExpr cacheEntry);
     void catCacheEntries(TimelineBlock &b, SizeExpr size, int oldKeys, int oldValues);
     void backward();
     double reduceBucketBytes() const;
@@ -668,7 +669,8 @@ void StepBuilder::forward()
     m_head->bind({m_stream, m_gradStream, true, false, m_layers, true, 0, false, 0, false});
     if (m_headGathered >= 0)
         alloc(head, m_headGathered);
-    m_head->forward(head);
+    const TimelineEvent inputsEmbeds{m_stream, 0, false, true}; // see forwardLayers
+    m_head->forward(head, m_p.train ? nullptr : &inputsEmbeds);
     forwardEnd();
 }
 
@@ -730,6 +732,14 @@ StreamBinding StepBuilder::runBinding(const LayerRun &run, std::size_t j, int at
 std::vector<StepBuilder::LayerRun> StepBuilder::forwardRuns() const
 {
     std::vector<LayerRun> runs = layerRuns(false);
+    if (!m_p.train && !runs.empty() && runs[0].first == 0 && runs[0].repeat > 1
+        && runs[0].layers.size() == 1) { // the first layer's input outlives it (forwardLayers)
+        LayerRun rest = runs[0];
+        runs[0].repeat = 1;
+        rest.first = 1;
+        rest.repeat -= 1;
+        runs.insert(runs.begin() + 1, rest);
+    }
     if (!offloadsActivations())
         return runs;
     std::vector<LayerRun> split;
@@ -759,7 +769,11 @@ void StepBuilder::forwardLayers()
                 alloc(b, m_gathered, at);
             else if (m_prefetch)
                 alloc(b, m_gathered, at + 1);
-            g.bind(runBinding(run, j, at));
+            StreamBinding binding = runBinding(run, j, at);
+            // generate()'s forward: LlamaModel.forward's `inputs_embeds` keeps the first layer's
+            // input to the model's end (StepBuilder::forward frees it after the final norm).
+            binding.keep_input = !m_p.train && run.first == 0 && run.repeat == 1 && j == 0;
+            g.bind(binding);
             g.forward(b);
             if (m_prefetch)
                 release(b, m_gathered, at);
@@ -792,7 +806,10 @@ void StepBuilder::forwardEnd()
     if (m_mask >= 0 && !maskKeptForBackward())
         release(b, m_mask);
     if (!m_p.train) {
-        m_head->releaseOutput(b); // the last position's logits, handed to sampling
+        // The last position's fp32 logits, handed to sampling; generate()'s next_token_logits
+        // keeps them through the next step's forward (decodeLogits).
+        if (m_in.training.inference.generated_tokens == 0)
+            m_head->releaseOutput(b);
         if (m_cos >= 0) {
             release(b, m_cos);
             release(b, m_sin);
@@ -833,9 +850,11 @@ void StepBuilder::decode()
     const int grownValues = tensor("value cache", before * stored, Component::KvCache, true);
     TimelineBlock &grow = m_tl.addBlock(Stage::Decode, Phase::Forward, 0, 1, m_layers);
     grow.decoder_layer = true;
+    // As torch.cat goes: the grown keys, the prefill's keys freed, then the same for the values.
     alloc(grow, grownKeys);
-    alloc(grow, grownValues);
-    m_body->releaseHeld(grow, Hold::StepEnd); // the prefill's entry for this layer
+    m_body->releaseHeld(grow, Hold::StepEnd); // the prefill's entries for this layer
+    const auto values = grow.events.size() > 2 ? grow.events.begin() + 2 : grow.events.end();
+    grow.events.insert(values, {grownValues, 0, true, false});
     TimelineBlock &last = m_tl.addBlock(Stage::Decode, Phase::Forward, 0, 1, m_layers);
     last.decoder_layer = true;
     if (quantized) {
@@ -864,8 +883,37 @@ void StepBuilder::decode()
         return;
     } else {
         catCacheEntries(last, after * e, grownKeys, grownValues);
+        if (inf.kv_cache_dtype == KvCacheDtype::Model)
+            decodeAttentionCopies(last, after * e);
     }
     decodeLogits();
+}
+
+// A decode step's attention over the whole cache: eager attention copies each layer's grown keys,
+// then values, to every query head (transformers repeat_kv) for the moment of the layer's
+// attention; SDPA does so where the stack's model repeats them whatever the mask, or before torch
+// 2.5 (no enable_gqa). A decode step without padding passes SDPA no mask (masking_utils,
+// _ignore_causal_mask_sdpa with one query position). The query's scores ([b, heads, 1, keys]) are
+// small and not counted.
+void StepBuilder::decodeAttentionCopies(TimelineBlock &b, SizeExpr cacheEntry)
+{
+    const TrainingConfig &t = m_in.training;
+    const bool llama = m_in.arch.family == ModelFamily::Llama
+                       || m_in.arch.family == ModelFamily::Gemma;
+    const double groups = static_cast<double>(m_in.arch.attention_heads)
+                          / static_cast<double>(std::max<std::int64_t>(1, m_in.arch.kv_heads));
+    const bool sdpaRepeats = t.attention == Attention::Sdpa
+                             && (stackRepeatsGroupedKv(t.stack)
+                                 || torchRelease(t.stack) < LibraryVersion{2, 5, 0});
+    const bool repeats = (t.attention == Attention::Eager && llama) || sdpaRepeats;
+    if (!repeats || groups <= 1)
+        return;
+    const int keys = tensor("repeat_kv keys", cacheEntry * groups, Component::Temporaries, true);
+    const int values = tensor("repeat_kv values", cacheEntry * groups, Component::Temporaries, true);
+    alloc(b, keys);
+    alloc(b, values);
+    release(b, keys);
+    release(b, values);
 }
 
 // A layer's keys, then values, re-made one position longer by torch.cat; the old ones are freed
@@ -899,7 +947,8 @@ void StepBuilder::decodeLogits()
         = tensor("decode logits fp32", SizeExpr::perSequence(vocab * 4), Component::Logits, false);
     alloc(b, logits);
     alloc(b, fp32);
-    release(b, logits);
+    m_head->releaseOutput(b); // the previous step's (the prefill's stands for it), now replaced
+    release(b, logits);       // del outputs
     release(b, fp32);
 }
 

@@ -179,7 +179,7 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(h, k * d, bias=arch.qkv_bias, **fk)
         self.o_proj = nn.Linear(a * d, h, bias=arch.o_bias, **fk)
 
-    def forward(self, hidden_states, position_embeddings, attention_mask):
+    def forward(self, hidden_states, position_embeddings, attention_mask, cache=None):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
         query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
@@ -187,6 +187,8 @@ class Attention(nn.Module):
         value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if cache is not None:  # generation: attention runs over the cached positions too
+            key_states, value_states = cache.update(self.layer_idx, key_states, value_states)
         attn = ATTENTION_FUNCTIONS[self.attention]
         attn_output = attn(self, query_states, key_states, value_states, attention_mask, self.scaling,
                            0.0 if not self.training else self.attention_dropout)
@@ -217,10 +219,10 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(arch.hidden_size, arch.rms_norm_eps, device, dtype)
 
     def forward(self, hidden_states, attention_mask=None, position_ids=None, cache_position=None,
-                position_embeddings=None):
+                position_embeddings=None, cache=None):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, cache)
         hidden_states = residual + hidden_states
         residual = hidden_states
         hidden_states = self.post_attention_layernorm(hidden_states)
@@ -228,17 +230,19 @@ class DecoderLayer(nn.Module):
         return residual + hidden_states
 
 
-def causal_mask_4d(attention_mask, dtype, device, batch, seq):
-    """HF _update_causal_mask for eager attention without a cache: [b, 1, s, s] in the hidden dtype.
+def causal_mask_4d(attention_mask, dtype, device, batch, seq, past=0):
+    """HF _update_causal_mask for eager attention: [b, 1, s, past + s] in the hidden dtype (past:
+    positions already in the cache; a decode step has s = 1).
 
-    Without a padding mask it is an expanded view of one [s, s] tensor; with one (HF Trainer passes
-    the collator's attention_mask) it is cloned to a full [b, 1, s, s] tensor."""
+    Without a padding mask it is an expanded view of one [s, past + s] tensor; with one (HF Trainer
+    passes the collator's attention_mask, generate() its own) it is cloned to a full tensor."""
     min_dtype = torch.finfo(dtype).min
-    cache_position = torch.arange(seq, device=device)
-    causal = torch.full((seq, seq), fill_value=min_dtype, dtype=dtype, device=device)
+    target = past + seq
+    cache_position = torch.arange(past, target, device=device)
+    causal = torch.full((seq, target), fill_value=min_dtype, dtype=dtype, device=device)
     if seq != 1:
         causal = torch.triu(causal, diagonal=1)
-    causal *= torch.arange(seq, device=device) > cache_position.reshape(-1, 1)
+    causal *= torch.arange(target, device=device) > cache_position.reshape(-1, 1)
     causal = causal[None, None, :, :].expand(batch, 1, -1, -1)
     if attention_mask is not None:
         causal = causal.clone()
@@ -267,16 +271,20 @@ class LlamaModel(nn.Module):
         self.layer_scope = lambda i: contextlib.nullcontext()
         self.offload = None  # activation_offload.OffloadActivations around the forward
 
-    def _mask(self, attention_mask, inputs_embeds):
+    def _mask(self, attention_mask, inputs_embeds, past=0):
         batch, seq = inputs_embeds.shape[:2]
         if self.attention == "eager":
-            return causal_mask_4d(attention_mask, inputs_embeds.dtype, inputs_embeds.device, batch, seq)
+            return causal_mask_4d(attention_mask, inputs_embeds.dtype, inputs_embeds.device, batch, seq,
+                                  past)
         # SDPA / flash: HF drops an all-ones mask and lets the kernel apply causality.
         if attention_mask is None or bool(attention_mask.all()):
             return None
-        return causal_mask_4d(attention_mask, inputs_embeds.dtype, inputs_embeds.device, batch, seq)
+        return causal_mask_4d(attention_mask, inputs_embeds.dtype, inputs_embeds.device, batch, seq,
+                              past)
 
-    def forward(self, input_ids, attention_mask=None):
+    def forward(self, input_ids, attention_mask=None, cache=None):
+        if cache is not None:  # generation (no grad, no offloading)
+            return self._forward(input_ids, attention_mask, cache)
         if self.offload is None:
             return self._forward(input_ids, attention_mask)
         self.offload.begin_forward()
@@ -285,12 +293,13 @@ class LlamaModel(nn.Module):
         self.offload.exempt = []  # its references must not outlive the graph's
         return out
 
-    def _forward(self, input_ids, attention_mask=None):
+    def _forward(self, input_ids, attention_mask=None, cache=None):
         inputs_embeds = self.embed_tokens(input_ids)
         seq = inputs_embeds.shape[1]
-        cache_position = torch.arange(0, seq, device=inputs_embeds.device)
+        past = cache.length() if cache is not None else 0
+        cache_position = torch.arange(past, past + seq, device=inputs_embeds.device)
         position_ids = cache_position.unsqueeze(0)
-        causal_mask = self._mask(attention_mask, inputs_embeds)
+        causal_mask = self._mask(attention_mask, inputs_embeds, past)
         hidden_states = inputs_embeds
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
         if self.offload is not None:
@@ -302,10 +311,10 @@ class LlamaModel(nn.Module):
         held = [hidden_states]
         del hidden_states  # no name in this frame keeps layer 0's input (see run_layers)
         return self.norm(self.run_layers(held, causal_mask, position_ids, cache_position,
-                                         position_embeddings))
+                                         position_embeddings, cache=cache))
 
     def run_layers(self, held, causal_mask, position_ids, cache_position, position_embeddings,
-                   span=None):
+                   span=None, cache=None):
         """The decoder layers (those of `span`, a (start, stop) pair, when given), each checkpointed
         as the model is set up. `held` is a one-element list the input is taken from, so that the
         caller keeps no reference to it."""
@@ -326,7 +335,7 @@ class LlamaModel(nn.Module):
                         position_embeddings, use_reentrant=self.use_reentrant)
             else:
                 hidden_states = layer(hidden_states, causal_mask, position_ids, cache_position,
-                                      position_embeddings)
+                                      position_embeddings, cache)
         return hidden_states
 
 
@@ -424,8 +433,10 @@ class LlamaForCausalLM(nn.Module):
             output.requires_grad_(True)
         return self.model.embed_tokens.register_forward_hook(make_inputs_require_grads)
 
-    def forward(self, input_ids, attention_mask=None, labels=None):
-        hidden_states = self.model(input_ids, attention_mask)
+    def forward(self, input_ids, attention_mask=None, labels=None, cache=None, logits_to_keep=0):
+        """logits_to_keep: as HF's, the logits of the last N positions only (0: all of them);
+        generate() asks for 1."""
+        hidden_states = self.model(input_ids, attention_mask, cache)
         if self.loss_kind == "torchtune-chunked":
             # torchtune's TransformerDecoder with num_output_chunks: the output projection per chunk
             logits = [self.lm_head(c) for c in hidden_states.chunk(TORCHTUNE_CHUNKS, dim=1)]
@@ -436,7 +447,7 @@ class LlamaForCausalLM(nn.Module):
             output = self.lm_head(hidden_states).float()
             loss = cross_entropy_on_output(output, labels) if labels is not None else None
             return loss, output
-        logits = self.lm_head(hidden_states[:, slice(0, None), :])
+        logits = self.lm_head(hidden_states[:, slice(-logits_to_keep, None), :])
         loss = None
         if labels is not None:
             if self.loss_kind == "hf-4.46":

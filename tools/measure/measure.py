@@ -205,6 +205,9 @@ def run(args):
         key, value = item.split("=", 1)
         overrides.append((key.strip(), value))
     sc = scenario_mod.load(args.scenario, arch_override, overrides)
+    if sc.training.mode != "train":
+        raise scenario_mod.Unsupported("mode %s: measure.py measures training steps; "
+                                       "measure_generation.py measures generation" % sc.training.mode)
     llama_model.SDPA_STYLE = args.hf_sdpa
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise scenario_mod.Unsupported("--device %s: CUDA is not available in this torch" % args.device)

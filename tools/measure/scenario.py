@@ -30,8 +30,10 @@ TRAINING_KEYS = (
     "mode", "method", "precision", "quantization", "optimizer", "micro_batch_size",
     "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "checkpoint_every",
     "attention", "lora", "ia3",
-    "offload", "loss", "optimizer_in_backward", "activation_offloading",
+    "offload", "loss", "optimizer_in_backward", "activation_offloading", "inference",
 )
+INFERENCE_KEYS = ("generated_tokens", "kv_cache", "kv_cache_dtype", "max_cache_len", "kv_bits",
+                  "kv_group_size", "kv_residual_length")
 # Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
 # (liger-fused) or an older transformers model (hf-legacy).
 LOSSES = ("hf", "hf-4.46", "torchtune-chunked", "no-upcast", "fp32-output", "fp32-output-kept")
@@ -84,6 +86,8 @@ class LoraSettings:
 
 @dataclass
 class Training:
+    mode: str = "train"  # inference: measure_generation.py runs generate() instead of a step
+    generated_tokens: int = 0  # inference: decode steps after the prefill
     method: str = "full"
     precision: str = "bf16"
     optimizer: str = "adamw"
@@ -267,9 +271,8 @@ def _parse_arch(model, path):
 
 def _parse_training(tr, path):
     _check_keys(tr, TRAINING_KEYS, "training", path)
-    mode = tr.get("mode", "train")
-    if mode != "train":
-        raise Unsupported("%s: mode %r: the harness measures training steps only" % (_where(path), mode))
+    mode = _choice(tr.get("mode", "train"), "mode", ("train", "inference"), path)
+    generated = _parse_inference(tr, mode, path)
     method = _choice(tr.get("method", "full"), "method", METHODS, path)
     if method == "qlora":
         raise Unsupported("%s: method qlora needs bitsandbytes 4-bit layers: unsupported by the harness" % _where(path))
@@ -340,6 +343,7 @@ def _parse_training(tr, path):
         raise ScenarioError("%s: activation_offloading needs gradient_checkpointing full on every "
                             "layer" % _where(path))
     return Training(
+        mode=mode, generated_tokens=generated,
         method=method, precision=precision, optimizer=optimizer,
         optimizer_in_backward=in_backward, activation_offloading=offloading,
         ia3_targets=[t for t in LORA_TARGETS if t in ia3_targets],
@@ -353,6 +357,26 @@ def _parse_training(tr, path):
         loss=loss,
         lora=lora,
     )
+
+
+def _parse_inference(tr, mode, path):
+    """The decode steps of an inference scenario (0 for training). The harness builds transformers'
+    DynamicCache only, in the model's dtype, and full-precision weights."""
+    doc = tr.get("inference") or {}
+    _check_keys(doc, INFERENCE_KEYS, "training.inference", path)
+    if mode != "inference":
+        if doc:
+            raise ScenarioError("%s: training.inference needs mode: inference" % _where(path))
+        return 0
+    if doc.get("kv_cache", "dynamic") != "dynamic":
+        raise Unsupported("%s: kv_cache %r: the harness builds the dynamic cache only"
+                          % (_where(path), doc["kv_cache"]))
+    if doc.get("kv_cache_dtype", "model") != "model":
+        raise Unsupported("%s: kv_cache_dtype %r: the harness keeps the cache in the model's dtype"
+                          % (_where(path), doc["kv_cache_dtype"]))
+    if tr.get("method", "full") != "full":
+        raise Unsupported("%s: inference with adapters is not built by the harness" % _where(path))
+    return _int(doc.get("generated_tokens", 0), "inference.generated_tokens", path, minimum=0)
 
 
 def _refuse_parallelism(par, path):

@@ -313,3 +313,37 @@ class GpuOptions(unittest.TestCase):
         self.assertGreater(runs["ok"]["result"]["weight_bytes"], 0)
         self.assertEqual(runs["refused"]["rc"], 3)
         self.assertIn("adamw-8bit", runs["refused"]["stderr"])
+
+
+class Generation(unittest.TestCase):
+    """The generation harness: transformers' dynamic cache and generate()'s phases."""
+
+    def test_cache_copies_the_prompt_then_grows_by_cat(self):
+        import generation
+        cache = generation.DynamicCache()
+        k, v = torch.randn(2, 2, 5, 4), torch.randn(2, 2, 5, 4)
+        keys, values = cache.update(0, k, v)
+        self.assertNotEqual(keys.data_ptr(), k.data_ptr())  # a copy (lazy_initialization + cat)
+        self.assertTrue(torch.equal(keys, k) and torch.equal(values, v))
+        keys, _ = cache.update(0, k[:, :, :1], v[:, :, :1])
+        self.assertEqual(keys.shape[-2], 6)
+        self.assertEqual(cache.length(), 6)
+
+    def test_generation_matches_a_forward_without_cache(self):
+        import generation
+        import measure_generation
+        sc = scenario.load(os.path.join(CASES, "inference", "fp32-eager-gqa-decode4.yaml"))
+        model, ids = measure_generation.build(sc, "cpu", 1)
+        phases = []
+        out = generation.generate(model, ids, 3, phases.append)
+        self.assertEqual(phases, ["prefill", "decode_earlier", "decode_earlier", "decode", "end"])
+        self.assertEqual(out.shape, (B, S + 4))
+        # Greedy decoding with the cache picks what a forward over the whole sequence picks.
+        with torch.no_grad():
+            _, logits = model(out[:, :-1])
+        self.assertTrue(torch.equal(logits[:, S - 1:].argmax(-1), out[:, S:]))
+
+    def test_training_harness_refuses_inference(self):
+        with self.assertRaises(scenario.Unsupported):
+            measure.run(measure.build_parser().parse_args(
+                [os.path.join(CASES, "inference", "fp32-eager-gqa-prefill.yaml")]))

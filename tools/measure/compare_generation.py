@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Compares MemBudget's inference timeline (prefill, then the last decode step) with the
+allocations PyTorch really makes during greedy generation, on CPU.
+
+For every case under cases/inference/ (or the files given), runs measure_generation.py --events
+(every new tensor storage and every storage that died, in order, per forward) and `membudget
+estimate --json --timeline`, then compares, per stage:
+  - the peak above what generation starts with (weights and the prompt ids), counted from the
+    prefill's start: within PEAK_TOLERANCE. The last decode step's peak includes the cache the
+    earlier steps grew, which MemBudget's timeline adds in one move before that step;
+  - the order of allocations (longest common subsequence of the sizes, as a share of the estimated
+    ones): at least ORDER_TOLERANCE. In the decode stage MemBudget's one-move growth of the cache
+    ("key cache", "value cache") stands for the earlier steps and is left out.
+Exit status 1 when a case misses a target.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare as compare_saved  # noqa: E402
+from compare_timeline import lcs_length  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = os.path.join(HERE, "cases", "inference")
+PEAK_TOLERANCE = 0.05
+ORDER_TOLERANCE = 0.80
+STAGES = ("prefill", "decode")
+GROWTH = ("key cache", "value cache")  # the estimate's stand-in for the earlier decode steps
+
+
+def measured_events(measured):
+    """(stage, kind, bytes) from the prefill's marker on; the earlier decode steps' events count in
+    the running total but belong to no compared stage."""
+    out, phase = [], None
+    for e in measured["memory"]["events"]:
+        if e[0] == "phase":
+            phase = e[1]
+            continue
+        if phase is not None:
+            out.append((phase, e[0], e[1]))
+    return out
+
+
+def estimated_events(estimate):
+    return [(e["stage"], "alloc" if e["alloc"] else "free", e["bytes"], e.get("tensor", ""))
+            for e in estimate["timeline"] if e["stage"] != "resident"]
+
+
+def stage_peaks(events):
+    """The running total's maximum per stage, counted from the first event."""
+    running, best = 0, {}
+    for stage, kind, size, *_ in events:
+        running += size if kind == "alloc" else -size
+        best[stage] = max(best.get(stage, running), running)
+    return best
+
+
+def compare(case, membudget, python):
+    with open(case) as f:
+        scenario = yaml.safe_load(f)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "measured.json")
+        subprocess.run([python, os.path.join(HERE, "measure_generation.py"), case, "--device", "cpu",
+                        "--events", "-o", out], check=True, capture_output=True, text=True)
+        with open(out) as f:
+            measured = json.load(f)
+    estimate = compare_saved.estimate_on_torch(case, scenario, membudget, "2.5", ["--timeline"])
+    m_events, e_events = measured_events(measured), estimated_events(estimate)
+    m_peaks, e_peaks = stage_peaks(m_events), stage_peaks(e_events)
+    rows = []
+    for stage in STAGES:
+        if stage not in m_peaks or stage not in e_peaks:
+            continue
+        expected, got = e_peaks[stage], m_peaks[stage]
+        error = (expected - got) / got if got else 0.0
+        m_allocs = [s for p, k, s in m_events if p == stage and k == "alloc"]
+        e_allocs = [s for p, k, s, name in e_events
+                    if p == stage and k == "alloc" and not (stage == "decode" and name in GROWTH)]
+        order = lcs_length(e_allocs, m_allocs) / len(e_allocs) if e_allocs else 1.0
+        ok = abs(error) <= PEAK_TOLERANCE and order >= ORDER_TOLERANCE
+        rows.append({"stage": stage, "measured_peak": got, "estimated_peak": expected,
+                     "error": error, "order": order, "measured_allocations": len(m_allocs),
+                     "estimated_allocations": len(e_allocs), "ok": ok})
+    return scenario.get("name", os.path.basename(case)), rows, measured
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*", help="scenario files (default: cases/inference/*.yaml)")
+    parser.add_argument("--membudget", default=os.environ.get("MEMBUDGET", "membudget"))
+    parser.add_argument("--python", default=sys.executable, help="python with torch for the harness")
+    parser.add_argument("--json", help="write the table as JSON here")
+    args = parser.parse_args()
+    try:
+        subprocess.run([args.python, "-c", "import torch"], check=True, capture_output=True)
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        print("torch is not installed for this python (Debian: apt-get install python3-torch); skipped")
+        return 77
+    cases = args.cases or sorted(os.path.join(CASES, f) for f in os.listdir(CASES) if f.endswith(".yaml"))
+    table, failures = [], 0
+    for case in cases:
+        name, rows, measured = compare(case, args.membudget, args.python)
+        print(f"{os.path.basename(case)}: {name} (torch {measured.get('torch_version')})")
+        for r in rows:
+            print(f"  {r['stage']:8s} peak measured {r['measured_peak']:>10,} estimated "
+                  f"{r['estimated_peak']:>10,} {r['error']:+8.2%}   order {r['order']:.0%} of "
+                  f"{r['estimated_allocations']} allocations ({r['measured_allocations']} measured)"
+                  f"  {'ok' if r['ok'] else 'MISS'}")
+            failures += 0 if r["ok"] else 1
+            table.append(dict(r, case=os.path.basename(case)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(table, f, indent=1)
+    print(f"{sum(r['ok'] for r in table)} passed, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
