@@ -891,10 +891,10 @@ void StepBuilder::decode()
 
 // A decode step's attention over the whole cache: eager attention copies each layer's grown keys,
 // then values, to every query head (transformers repeat_kv) for the moment of the layer's
-// attention; SDPA does so where the stack's model repeats them whatever the mask, or before torch
-// 2.5 (no enable_gqa). A decode step without padding passes SDPA no mask (masking_utils,
-// _ignore_causal_mask_sdpa with one query position). The query's scores ([b, heads, 1, keys]) are
-// small and not counted.
+// attention; SDPA does so where it does in the prefill (sdpaRepeatsKv: the stack's model repeats
+// whatever the mask, torch before 2.5, or a padded batch's mask). Without padding a decode step
+// passes SDPA no mask (masking_utils, _ignore_causal_mask_sdpa with one query position). The
+// query's scores ([b, heads, 1, keys]) are small and not counted.
 void StepBuilder::decodeAttentionCopies(TimelineBlock &b, SizeExpr cacheEntry)
 {
     const TrainingConfig &t = m_in.training;
@@ -902,10 +902,7 @@ void StepBuilder::decodeAttentionCopies(TimelineBlock &b, SizeExpr cacheEntry)
                        || m_in.arch.family == ModelFamily::Gemma;
     const double groups = static_cast<double>(m_in.arch.attention_heads)
                           / static_cast<double>(std::max<std::int64_t>(1, m_in.arch.kv_heads));
-    const bool sdpaRepeats = t.attention == Attention::Sdpa
-                             && (stackRepeatsGroupedKv(t.stack)
-                                 || torchRelease(t.stack) < LibraryVersion{2, 5, 0});
-    const bool repeats = (t.attention == Attention::Eager && llama) || sdpaRepeats;
+    const bool repeats = (t.attention == Attention::Eager && llama) || sdpaRepeatsKv(t);
     if (!repeats || groups <= 1)
         return;
     const int keys = tensor("repeat_kv keys", cacheEntry * groups, Component::Temporaries, true);

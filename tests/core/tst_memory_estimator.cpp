@@ -3,6 +3,7 @@
 #include "model/decoder_layer_graph.h"
 #include "model/memory_estimator.h"
 #include "model/parameter_layout.h"
+#include "model/step_model.h"
 #include "model/weight_format.h"
 #include "test_architectures.h"
 
@@ -328,6 +329,42 @@ private slots:
         QCOMPARE(e.moments[0].layer, 31);
         QCOMPARE(at(e, Phase::Forward, Component::KvCache),
                  static_cast<qint64>(u * (31 * 2 * 4096 + 2 * 4096 + 4095)));
+    }
+
+    // The prefill without autograd keeps what Python names hold (modeling_llama.py, measured on CPU
+    // by tools/measure/compare_generation.py): at the last layer's MLP product, inputs_embeds, the
+    // layer's input, the attention residual and the MLP's input are alive beside the three MLP
+    // intermediates, the rotary tables and every layer's cache.
+    void prefillKeepsWhatNamesHold()
+    {
+        EstimateInput in = generation(KvCacheKind::Dynamic, 0);
+        in.training.micro_batch_size = 1;
+        in.training.sequence_length = 4096;
+        const MemoryEstimate e = estimateMemory(in);
+        QCOMPARE(e.moments[0].stage, Stage::Prefill);
+        QCOMPARE(e.moments[0].layer, 31);
+        const double s = 4096, h = 4096, i = 14336, d = 128;
+        const double cache = 2 * 32 * s * 1024 * 2;
+        const Breakdown &at = e.phase(Phase::Forward);
+        QCOMPARE(double(at[Component::KvCache]), cache);
+        const double rest = double(e.peak_allocated) - double(at[Component::Weights]) - cache;
+        QCOMPARE(rest, 4 * s * h * 2 + 3 * s * i * 2 + 2 * s * d * 2);
+    }
+
+    // transformers 4.56 made DynamicCache copy the prompt's keys and values (PR #39797): attention
+    // reads the copy and the layer's own go at once. Before, the cache kept them.
+    void dynamicCacheCopiesFromTransformers456()
+    {
+        for (const char *version : {"4.55", "4.56"}) {
+            EstimateInput in = generation(KvCacheKind::Dynamic, 0);
+            in.training.stack.name = Stack::HfTrainer;
+            in.training.stack.version = version;
+            const StepModel model(in);
+            bool copy = false;
+            for (const TimelineTensor &t : model.timeline().tensors)
+                copy = copy || std::string(t.name) == "key cache";
+            QCOMPARE(copy, std::string(version) == "4.56");
+        }
     }
 
     // Padded or packed batches under SDPA (transformers masking_utils): a bool (b, 1, s, s) mask,
