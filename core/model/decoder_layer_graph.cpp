@@ -97,6 +97,10 @@ private:
         mlpOut = m_b.dropout(mlpOut, m_arch.hidden_dropout, "mlp output dropout");
         const int out = m_b.add(mid, mlpOut, "mlp residual add");
         holdThroughLastOp(x);
+        // transformers 4.48 and later: `hidden_states, _ = self.self_attn(...)` keeps eager
+        // attention's weights until the layer returns.
+        if (m_attnWeights >= 0 && attentionWeightsHeldByLayer(m_training.stack))
+            holdThroughLastOp(m_attnWeights);
         return out;
     }
 
@@ -188,6 +192,7 @@ private:
     double m_tp = 1, m_cp = 1, m_seq = 1, m_h = 0, m_d = 0, m_a = 0, m_k = 0, m_i = 0;
     bool m_llama = true;
     int m_cos = -1, m_sin = -1, m_mask = -1;
+    int m_attnWeights = -1; // eager attention's probabilities, which the layer returns
 };
 
 // A norm with its weight (see norm_graph.h). `groups` > 0: a q/k norm over head_dim (Qwen3, OLMo-2,
@@ -460,18 +465,23 @@ int LayerBuilder::attention(int x)
         k = norm(k, "k_norm", m_k);
     }
     if (m_arch.positions == PositionKind::Rotary && m_llama) {
+        const int qProj = q;
         q = rotary(q, "q rotary");
         k = rotary(k, "k rotary");
+        holdThroughLastOp(qProj); // apply_rotary_pos_emb's q until both are embedded
     }
     if (!m_p.train) {
-        // A static cache, and a dynamic one that copies (transformers 4.56 and later), is what
-        // attention reads; the others hand this step's keys on.
+        // A static cache, and a dynamic one that copies (transformers 4.56 and later: keys and
+        // values apart even from a fused projection), is what attention reads; the others hand
+        // this step's keys on. The layer's own keys and values live until update() returns.
         const InferenceConfig &inf = m_training.inference;
+        const bool copies = inf.kv_cache == KvCacheKind::Dynamic
+                            && inf.kv_cache_dtype == KvCacheDtype::Model
+                            && dynamicCacheCopiesPrompt(m_training.stack);
         const int kc = cacheEntry(k, "key cache");
-        const int vc = m_llama ? cacheEntry(v, "value cache") : kc;
-        if (inf.kv_cache == KvCacheKind::Static
-            || (inf.kv_cache == KvCacheKind::Dynamic && inf.kv_cache_dtype == KvCacheDtype::Model
-                && kc != k)) {
+        const int vc = m_llama || copies ? cacheEntry(v, "value cache") : kc;
+        holdThroughLastOp(k);
+        if (inf.kv_cache == KvCacheKind::Static || copies) {
             k = kc;
             v = vc;
         }
@@ -479,6 +489,8 @@ int LayerBuilder::attention(int x)
     const int core = attentionCore(q, k, v);
     const int out = linear(core, TensorRole::Output, qW, m_h, TargetO, "o_proj");
     holdThroughLastOp(q); // LlamaAttention.forward's query_states
+    if (m_attnWeights >= 0 && !attentionWeightsHeldByLayer(m_training.stack))
+        holdThroughLastOp(m_attnWeights); // set to None at the end of LlamaAttention.forward
     return out;
 }
 
@@ -565,15 +577,31 @@ int LayerBuilder::eagerCore(int q, int k, int v)
         masked = m_b.scalarOp(scaled, scores, E, "causal where");
     }
     const double softmaxBytes = (m_llama || m_p.amp) ? 4 : E;
-    const int sm = m_b.keepsOutput(masked, scores, softmaxBytes, "softmax");
+    // softmax(x, dtype=float32) on 16-bit scores first converts them to fp32, a copy (ATen
+    // SoftMax.cpp softmax: only fp16 on CUDA has a fused kernel); under AMP autocast's fp32 policy
+    // makes the same copy.
+    const bool pureFp16 = !m_p.amp
+                          && (m_training.precision == Precision::Fp16
+                              || m_training.precision == Precision::MixedFp16);
+    const int smIn = m_b.elementBytes(masked) < softmaxBytes && !pureFp16
+                         ? m_b.cast(masked, softmaxBytes, "scores fp32 copy for softmax")
+                         : masked;
+    const int sm = m_b.keepsOutput(smIn, scores, softmaxBytes, "softmax");
     const double probBytes = m_llama ? m_b.elementBytes(q) : m_b.elementBytes(v);
     int probs = m_b.cast(sm, probBytes, "probabilities cast");
+    if (m_llama)
+        holdThroughLastOp(masked); // `attn_weights` until softmax(...).to(...) returns
     probs = m_b.dropout(probs, m_arch.attention_dropout, "attention dropout");
     const int o = m_b.matmul(amp16(probs), amp16(vr), tok(m_a * m_d), E, "attention probs @ v");
     const int out = m_b.copy(o, tok(m_a * m_d), E, "attention output transpose");
-    // eager_attention_forward's names: key_states, value_states and attn_weights until it returns.
-    for (int t : {kr, vr, probs})
-        holdThroughLastOp(t);
+    // eager_attention_forward's key_states and value_states until it returns; its weights are
+    // returned (held by the caller, see sequentialBlock).
+    holdThroughLastOp(kr);
+    holdThroughLastOp(vr);
+    if (m_llama) {
+        m_attnWeights = probs;
+        m_graph.tensors[static_cast<std::size_t>(probs)].hold_always = true;
+    }
     return out;
 }
 

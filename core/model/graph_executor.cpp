@@ -109,8 +109,10 @@ GraphAnalysis analyzeGraph(const OpGraph &g, bool gradEnabled)
         }
     }
     countRegionInputs(g, a);
-    if (!gradEnabled)
-        for (std::size_t t = 0; t < n; ++t)
+    // Without autograd nothing is saved: what names hold is what lives. A value the code hands up
+    // the stack (hold_always) is held with autograd on too.
+    for (std::size_t t = 0; t < n; ++t)
+        if (!gradEnabled || g.tensors[t].hold_always)
             a.last_use[t] = std::max(a.last_use[t], g.tensors[t].held_through_op);
     return a;
 }
@@ -125,10 +127,11 @@ bool keepsInput(const OpGraph &g, const GraphAnalysis &a)
 
 void forwardEvents(const OpGraph &g, const GraphAnalysis &a, std::vector<GraphEvent> &out)
 {
-    // Tensors a name keeps past their last reader (held_through_op), by the op after which they go.
+    const auto lastUse = [&](std::size_t t) { return a.last_use[t]; };
+    // Tensors a name keeps past their last reader, by the op after which they go.
     std::vector<std::pair<int, int>> held;
     for (std::size_t t = 0; t < g.tensors.size(); ++t)
-        if (g.tensors[t].held_through_op >= 0 && a.last_use[t] == g.tensors[t].held_through_op)
+        if (g.tensors[t].held_through_op >= 0 && lastUse(t) == g.tensors[t].held_through_op)
             held.emplace_back(g.tensors[t].held_through_op, static_cast<int>(t));
     std::sort(held.begin(), held.end());
     auto next = held.begin();
@@ -140,7 +143,7 @@ void forwardEvents(const OpGraph &g, const GraphAnalysis &a, std::vector<GraphEv
             out.push_back({o, opIndex, GraphEventKind::AllocValue});
         const auto release = [&](int t) {
             const auto ti = static_cast<std::size_t>(t);
-            if (a.last_use[ti] != static_cast<int>(i) || !isOwned(g.tensors[ti]) || t == g.output
+            if (lastUse(ti) != static_cast<int>(i) || !isOwned(g.tensors[ti]) || t == g.output
                 || a.saved_count[ti] > 0 || a.region_kept[ti] > 0
                 || g.tensors[ti].hold != Hold::None)
                 return;
@@ -175,7 +178,16 @@ public:
         , m_recomputed(g.tensors.size(), 0)
         , m_paramGrad(g.tensors.size(), 0)
         , m_stamp(g.tensors.size(), -1)
-    {}
+        , m_heldUntil(g.regions.empty() ? 0 : g.ops.size())
+    {
+        if (m_heldUntil.empty())
+            return;
+        for (std::size_t t = 0; t < g.tensors.size(); ++t) {
+            const int held = g.tensors[t].held_through_op;
+            if (held >= 0 && a.last_use[t] == held)
+                m_heldUntil[static_cast<std::size_t>(held)].push_back(static_cast<int>(t));
+        }
+    }
 
     int run()
     {
@@ -218,6 +230,7 @@ private:
 
     // torch.utils.checkpoint: the region's forward runs again with autograd on. An op whose
     // outputs a selective policy kept hands them back (they are the forward's own tensors).
+    // A tensor a name keeps to op j (held_through_op) goes after op j here too.
     void recompute(const RecomputeRegion &r)
     {
         for (int j = r.first_op; j <= r.last_op; ++j) {
@@ -227,13 +240,17 @@ private:
                     emit(o, j, GraphEventKind::AllocRecomputed);
                 m_recomputed[static_cast<std::size_t>(o)] = op.cached ? KeptFromForward : MadeAgain;
             }
-            forEachTouched(op, m_stamp, 1000000 + j, [&](int t) {
+            const auto release = [&](int t) {
                 const auto ti = static_cast<std::size_t>(t);
                 if (m_a.producer[ti] < r.first_op || !m_recomputed[ti] || isRegionOutput(r, t)
                     || m_recomputeLeft[ti] > 0 || lastUseIn(r, t) != j)
                     return;
                 releaseRecomputed(t, j);
-            });
+            };
+            forEachTouched(op, m_stamp, 1000000 + j, release);
+            for (int t : m_heldUntil[static_cast<std::size_t>(j)])
+                if (m_stamp[static_cast<std::size_t>(t)] != 1000000 + j)
+                    release(t);
         }
     }
 
@@ -372,6 +389,7 @@ private:
     std::vector<int> m_savedLeft, m_recomputeLeft, m_regionLeft;
     std::vector<std::uint8_t> m_recomputed, m_paramGrad;
     std::vector<int> m_stamp;
+    std::vector<SmallVector<int, 2>> m_heldUntil; // per op: tensors a name keeps to it (regions)
 };
 
 } // namespace

@@ -387,14 +387,20 @@ OpGraph headGraph(const ModelArchitecture &arch,
     const int x = b.input("last layer output", tok(h * share), p.stream, inputRequiresGrad);
     g.input = x;
     int normed = finalNorm(b, arch, p, x, share);
-    if (!p.train)
+    if (!p.train) { // LlamaModel.forward's hidden_states: the last layer's output through the norm
         g.model_output_op = static_cast<int>(g.ops.size()) - 1;
+        g.tensors[static_cast<std::size_t>(x)].held_through_op = g.model_output_op;
+    }
     if (p.train) // LlamaForCausalLM.forward holds the model's output while the loss is computed
         g.tensors[static_cast<std::size_t>(normed)].hold = Hold::ForwardEnd;
     if (share < 1) // ColwiseParallel(input_layouts=Shard(1)) on lm_head: the whole sequence
         normed = allGatherWithCopy(b, normed, tok(h), "sequence-parallel all-gather");
-    if (!p.train) // generate(): logits for the last position only (logits_to_keep=1), then fp32
+    int wholeOutput
+        = -1;       // generate(): LlamaForCausalLM.forward's hidden_states, kept through lm_head
+    if (!p.train) { // generate(): logits for the last position only (logits_to_keep=1), then fp32
+        wholeOutput = normed;
         normed = b.copy(normed, SizeExpr::perSequence(h), b.elementBytes(normed), "last position");
+    }
     if (p.train && training.loss == LossImplementation::LigerFused) {
         const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
         const double elements = parameterElements(layout, role, tp);
@@ -416,6 +422,10 @@ OpGraph headGraph(const ModelArchitecture &arch,
     const double batch = static_cast<double>(training.micro_batch_size);
     const double rows = p.train ? batch * static_cast<double>(training.sequence_length) : batch;
     int logits = lmHead(b, arch, p, normed, vocab, layout, tp, rows);
+    if (wholeOutput >= 0)
+        g.tensors[static_cast<std::size_t>(wholeOutput)].held_through_op = static_cast<int>(
+                                                                               g.ops.size())
+                                                                           - 1;
     if (!tensorParallel.loss_parallel && tp > 1) { // colwise_rep: every rank gets every logit
         const int shard = logits;
         logits = allGatherToReplicate(b, shard, b.elements(shard) * tp, "logits all-gather");

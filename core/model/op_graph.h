@@ -48,6 +48,7 @@ struct GraphTensor
     // Without autograd (inference): op index through which a Python name keeps it alive whatever
     // its last reader, as transformers' modules bind their inputs (-1: none; see decoder_layer_graph).
     int held_through_op = -1;
+    bool hold_always = false; // ... with autograd on too: a value the code hands up the stack
 };
 
 // A tensor that an op keeps for its backward. `needs_grad_of` >= 0: kept only when that input of

@@ -517,6 +517,11 @@ bool boolAttentionMask(const StackConfig &stack)
     return stack.name != Stack::HfTrainer || !before(effectiveVersion(stack), 4, 53);
 }
 
+bool attentionWeightsHeldByLayer(const StackConfig &stack)
+{
+    return stack.name != Stack::HfTrainer || !before(effectiveVersion(stack), 4, 48);
+}
+
 bool dynamicCacheCopiesPrompt(const StackConfig &stack)
 {
     return stack.name != Stack::HfTrainer || !before(effectiveVersion(stack), 4, 56);

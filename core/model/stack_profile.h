@@ -63,6 +63,11 @@ bool kbitKeepsHead16bit(const TrainingConfig &training);
 // Whether transformers builds its 4-D attention mask as bool (masking_utils, 4.53 and later, every
 // stack but an older hf-trainer) or, before, additive in the hidden states' dtype.
 bool boolAttentionMask(const StackConfig &stack);
+// Whether transformers' decoder layer keeps eager attention's weights until it returns (4.48 and
+// later: `hidden_states, _ = self.self_attn(...)`) rather than until the attention returns
+// (before: LlamaAttention.forward drops them when output_attentions is off): every stack but an
+// older hf-trainer.
+bool attentionWeightsHeldByLayer(const StackConfig &stack);
 // Whether transformers' DynamicCache stores copies of the prompt's keys and values (4.56 and later:
 // DynamicLayer.lazy_initialization, then torch.cat onto an empty tensor; PR #39797) rather than the
 // attention's own tensors (before): every stack but an older hf-trainer.

@@ -869,6 +869,7 @@ void StepBuilder::decode()
                                   true);
         alloc(last, tail);
         alloc(last, copies);
+        decodeAttentionCopies(last, after * full); // over the dequantized cache
         release(last, copies);
     } else if (inf.kv_cache == KvCacheKind::Legacy) {
         // The step's input tuple keeps every layer's old keys and values until the step is over
@@ -900,9 +901,12 @@ void StepBuilder::decodeAttentionCopies(TimelineBlock &b, SizeExpr cacheEntry)
     const TrainingConfig &t = m_in.training;
     const bool llama = m_in.arch.family == ModelFamily::Llama
                        || m_in.arch.family == ModelFamily::Gemma;
-    const double groups = static_cast<double>(m_in.arch.attention_heads)
-                          / static_cast<double>(std::max<std::int64_t>(1, m_in.arch.kv_heads));
-    const bool repeats = (t.attention == Attention::Eager && llama) || sdpaRepeatsKv(t);
+    // Heads on this rank, as the layer graph counts them (decoder_layer_graph.cpp).
+    const double tp = static_cast<double>(
+        std::max<std::int64_t>(1, m_in.parallelism.tensor_parallel));
+    const double heads = static_cast<double>(m_in.arch.attention_heads) / tp;
+    const double groups = heads / std::max(1.0, static_cast<double>(m_in.arch.kv_heads) / tp);
+    const bool repeats = llama && (t.attention == Attention::Eager || sdpaRepeatsKv(t));
     if (!repeats || groups <= 1)
         return;
     const int keys = tensor("repeat_kv keys", cacheEntry * groups, Component::Temporaries, true);

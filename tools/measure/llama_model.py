@@ -100,7 +100,7 @@ def eager_attention(module, query, key, value, attention_mask, scaling, dropout)
     attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
     attn_weights = F.dropout(attn_weights, p=dropout, training=module.training)
     attn_output = torch.matmul(attn_weights, value_states)
-    return attn_output.transpose(1, 2).contiguous()
+    return attn_output.transpose(1, 2).contiguous(), attn_weights
 
 
 # How the SDPA path is written: "legacy" as transformers 4.48-4.53's sdpa_attention_forward
@@ -118,7 +118,7 @@ def sdpa_attention(module, query, key, value, attention_mask, scaling, dropout):
         attn_output = F.scaled_dot_product_attention(query, key, value, dropout_p=dropout,
                                                      is_causal=query.shape[2] > 1, scale=scaling,
                                                      enable_gqa=groups > 1)
-        return attn_output.transpose(1, 2).contiguous()
+        return attn_output.transpose(1, 2).contiguous(), None
     key = repeat_kv(key, module.num_key_value_groups)
     value = repeat_kv(value, module.num_key_value_groups)
     causal_mask = attention_mask
@@ -132,7 +132,7 @@ def sdpa_attention(module, query, key, value, attention_mask, scaling, dropout):
     if torch_compat.version_tuple() >= (2, 1):
         kwargs["scale"] = scaling
     attn_output = F.scaled_dot_product_attention(query, key, value, **kwargs)
-    return attn_output.transpose(1, 2).contiguous()
+    return attn_output.transpose(1, 2).contiguous(), None
 
 
 def flash_attention(module, query, key, value, attention_mask, scaling, dropout):
@@ -150,7 +150,7 @@ def flash_attention(module, query, key, value, attention_mask, scaling, dropout)
             # HF _flash_attention_forward: fp32 inputs (rope under autocast) go to the autocast dtype
             target = torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else torch.bfloat16
             q, k, v = q.to(target), k.to(target), v.to(target)
-        return flash_attn_func(q, k, v, dropout, softmax_scale=scaling, causal=True)
+        return flash_attn_func(q, k, v, dropout, softmax_scale=scaling, causal=True), None
     if not torch_compat.has_sdpa():
         raise RuntimeError("flash attention needs flash_attn or torch >= 2.0 SDPA")
     ctx = contextlib.nullcontext()
@@ -190,10 +190,10 @@ class Attention(nn.Module):
         if cache is not None:  # generation: attention runs over the cached positions too
             key_states, value_states = cache.update(self.layer_idx, key_states, value_states)
         attn = ATTENTION_FUNCTIONS[self.attention]
-        attn_output = attn(self, query_states, key_states, value_states, attention_mask, self.scaling,
+        attn_output, attn_weights = attn(self, query_states, key_states, value_states, attention_mask, self.scaling,
                            0.0 if not self.training else self.attention_dropout)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
-        return self.o_proj(attn_output)
+        return self.o_proj(attn_output), attn_weights
 
 
 class MLP(nn.Module):
@@ -222,7 +222,9 @@ class DecoderLayer(nn.Module):
                 position_embeddings=None, cache=None):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, cache)
+        # transformers 4.48 and later: `hidden_states, _ =` keeps eager attention's weights (the
+        # probabilities) until the layer returns.
+        hidden_states, _ = self.self_attn(hidden_states, position_embeddings, attention_mask, cache)
         hidden_states = residual + hidden_states
         residual = hidden_states
         hidden_states = self.post_attention_layernorm(hidden_states)
