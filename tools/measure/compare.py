@@ -36,6 +36,16 @@ def run_json(cmd):
     return json.loads(out.stdout if out.stdout.strip().startswith("{") else open(cmd[cmd.index("-o") + 1]).read())
 
 
+def torch_missing(python):
+    """Whether `python` cannot import torch (said on stdout): the comparisons then skip (exit 77)."""
+    try:
+        subprocess.run([python, "-c", "import torch"], check=True, capture_output=True)
+        return False
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        print("torch is not installed for this python (Debian: apt-get install python3-torch); skipped")
+        return True
+
+
 def cpu_mean_extra(scenario):
     """torch 1.13's mean() keeps its input: an extra fp32 x^2 per RMSNorm whose input needs a
     gradient (4 bytes x hidden per token each), held from its forward to its backward."""
@@ -196,11 +206,7 @@ def compare(case, membudget, python, check_foreach=False):
 
 
 def main():
-    try:
-        subprocess.run([sys.argv[sys.argv.index("--python") + 1] if "--python" in sys.argv else sys.executable,
-                        "-c", "import torch"], check=True, capture_output=True)
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        print("torch is not installed for this python (Debian: apt-get install python3-torch); skipped")
+    if torch_missing(sys.argv[sys.argv.index("--python") + 1] if "--python" in sys.argv else sys.executable):
         return 77
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cases", nargs="*", help="scenario files (default: cases/*.yaml)")

@@ -24,7 +24,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare as compare_saved  # noqa: E402
-from compare_timeline import lcs_length  # noqa: E402
+from compare_timeline import lcs_length, measured_events, peaks  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "cases", "inference")
@@ -34,31 +34,9 @@ STAGES = ("prefill", "decode")
 GROWTH = ("key cache", "value cache")  # the estimate's stand-in for the earlier decode steps
 
 
-def measured_events(measured):
-    """(stage, kind, bytes) from the prefill's marker on; the earlier decode steps' events count in
-    the running total but belong to no compared stage."""
-    out, phase = [], None
-    for e in measured["memory"]["events"]:
-        if e[0] == "phase":
-            phase = e[1]
-            continue
-        if phase is not None:
-            out.append((phase, e[0], e[1]))
-    return out
-
-
 def estimated_events(estimate):
     return [(e["stage"], "alloc" if e["alloc"] else "free", e["bytes"], e.get("tensor", ""))
             for e in estimate["timeline"] if e["stage"] != "resident"]
-
-
-def stage_peaks(events):
-    """The running total's maximum per stage, counted from the first event."""
-    running, best = 0, {}
-    for stage, kind, size, *_ in events:
-        running += size if kind == "alloc" else -size
-        best[stage] = max(best.get(stage, running), running)
-    return best
 
 
 def compare(case, membudget, python):
@@ -72,7 +50,8 @@ def compare(case, membudget, python):
             measured = json.load(f)
     estimate = compare_saved.estimate_on_torch(case, scenario, membudget, "2.5", ["--timeline"])
     m_events, e_events = measured_events(measured), estimated_events(estimate)
-    m_peaks, e_peaks = stage_peaks(m_events), stage_peaks(e_events)
+    # Measured phases are the stages (the earlier decode steps count in the running total only).
+    m_peaks, e_peaks = peaks(m_events), peaks([e[:3] for e in e_events])
     rows = []
     decodes = (scenario.get("training", {}).get("inference") or {}).get("generated_tokens", 0) > 0
     for stage in STAGES:
@@ -103,10 +82,7 @@ def main():
     parser.add_argument("--python", default=sys.executable, help="python with torch for the harness")
     parser.add_argument("--json", help="write the table as JSON here")
     args = parser.parse_args()
-    try:
-        subprocess.run([args.python, "-c", "import torch"], check=True, capture_output=True)
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        print("torch is not installed for this python (Debian: apt-get install python3-torch); skipped")
+    if compare_saved.torch_missing(args.python):
         return 77
     cases = args.cases or sorted(os.path.join(CASES, f) for f in os.listdir(CASES) if f.endswith(".yaml"))
     table, failures = [], 0

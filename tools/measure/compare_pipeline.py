@@ -23,6 +23,9 @@ import tempfile
 
 import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare as compare_saved  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOLERANCE = 0.01
 
@@ -94,10 +97,7 @@ def main():
     parser.add_argument("--membudget", default=os.environ.get("MEMBUDGET", "membudget"))
     parser.add_argument("--python", default=sys.executable, help="python with torch")
     args = parser.parse_args()
-    try:
-        subprocess.run([args.python, "-c", "import torch"], check=True, capture_output=True)
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        print("torch is not installed for this python (Debian: apt-get install python3-torch); skipped")
+    if compare_saved.torch_missing(args.python):
         return 77
     folder = os.path.join(HERE, "cases", "pipeline")
     cases = args.cases or sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".yaml"))

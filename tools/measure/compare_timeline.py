@@ -159,10 +159,7 @@ def compare(case, membudget, python):
 
 def main():
     python = sys.argv[sys.argv.index("--python") + 1] if "--python" in sys.argv else sys.executable
-    try:
-        subprocess.run([python, "-c", "import torch"], check=True, capture_output=True)
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        print("torch is not installed for this python (Debian: apt-get install python3-torch); skipped")
+    if compare_saved.torch_missing(python):
         return 77
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
