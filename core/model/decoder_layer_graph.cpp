@@ -104,11 +104,11 @@ private:
         return out;
     }
 
+    // A Python name keeps tensor `t` until the last op made so far has run.
     void holdThroughLastOp(int t)
     {
-        m_graph.tensors[static_cast<std::size_t>(t)].held_through_op = static_cast<int>(
-                                                                           m_graph.ops.size())
-                                                                       - 1;
+        const int lastOp = static_cast<int>(m_graph.ops.size()) - 1;
+        m_graph.tensors[static_cast<std::size_t>(t)].held_through_op = lastOp;
     }
 
     // Falcon / GPT-J: attention and MLP read the same input (Falcon-40B/180B: two norms of it).

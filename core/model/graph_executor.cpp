@@ -111,9 +111,14 @@ GraphAnalysis analyzeGraph(const OpGraph &g, bool gradEnabled)
     countRegionInputs(g, a);
     // Without autograd nothing is saved: what names hold is what lives. A value the code hands up
     // the stack (hold_always) is held with autograd on too.
-    for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t t = 0; t < n; ++t) {
+        const int held = g.tensors[t].held_through_op;
         if (!gradEnabled || g.tensors[t].hold_always)
-            a.last_use[t] = std::max(a.last_use[t], g.tensors[t].held_through_op);
+            a.last_use[t] = std::max(a.last_use[t], held);
+        if (held >= 0 && a.last_use[t] == held)
+            a.name_held.emplace_back(held, static_cast<int>(t));
+    }
+    std::sort(a.name_held.begin(), a.name_held.end());
     return a;
 }
 
@@ -127,14 +132,7 @@ bool keepsInput(const OpGraph &g, const GraphAnalysis &a)
 
 void forwardEvents(const OpGraph &g, const GraphAnalysis &a, std::vector<GraphEvent> &out)
 {
-    const auto lastUse = [&](std::size_t t) { return a.last_use[t]; };
-    // Tensors a name keeps past their last reader, by the op after which they go.
-    std::vector<std::pair<int, int>> held;
-    for (std::size_t t = 0; t < g.tensors.size(); ++t)
-        if (g.tensors[t].held_through_op >= 0 && lastUse(t) == g.tensors[t].held_through_op)
-            held.emplace_back(g.tensors[t].held_through_op, static_cast<int>(t));
-    std::sort(held.begin(), held.end());
-    auto next = held.begin();
+    auto next = a.name_held.begin();
     std::vector<int> stamp(g.tensors.size(), -1);
     for (std::size_t i = 0; i < g.ops.size(); ++i) {
         const GraphOp &op = g.ops[i];
@@ -143,14 +141,14 @@ void forwardEvents(const OpGraph &g, const GraphAnalysis &a, std::vector<GraphEv
             out.push_back({o, opIndex, GraphEventKind::AllocValue});
         const auto release = [&](int t) {
             const auto ti = static_cast<std::size_t>(t);
-            if (lastUse(ti) != static_cast<int>(i) || !isOwned(g.tensors[ti]) || t == g.output
+            if (a.last_use[ti] != static_cast<int>(i) || !isOwned(g.tensors[ti]) || t == g.output
                 || a.saved_count[ti] > 0 || a.region_kept[ti] > 0
                 || g.tensors[ti].hold != Hold::None)
                 return;
             out.push_back({t, opIndex, GraphEventKind::FreeValue});
         };
         forEachTouched(op, stamp, static_cast<int>(i), release);
-        for (; next != held.end() && next->first == static_cast<int>(i); ++next)
+        for (; next != a.name_held.end() && next->first == static_cast<int>(i); ++next)
             if (stamp[static_cast<std::size_t>(next->second)] != static_cast<int>(i))
                 release(next->second);
     }
@@ -178,16 +176,7 @@ public:
         , m_recomputed(g.tensors.size(), 0)
         , m_paramGrad(g.tensors.size(), 0)
         , m_stamp(g.tensors.size(), -1)
-        , m_heldUntil(g.regions.empty() ? 0 : g.ops.size())
-    {
-        if (m_heldUntil.empty())
-            return;
-        for (std::size_t t = 0; t < g.tensors.size(); ++t) {
-            const int held = g.tensors[t].held_through_op;
-            if (held >= 0 && a.last_use[t] == held)
-                m_heldUntil[static_cast<std::size_t>(held)].push_back(static_cast<int>(t));
-        }
-    }
+    {}
 
     int run()
     {
@@ -233,6 +222,9 @@ private:
     // A tensor a name keeps to op j (held_through_op) goes after op j here too.
     void recompute(const RecomputeRegion &r)
     {
+        auto held = std::lower_bound(m_a.name_held.begin(),
+                                     m_a.name_held.end(),
+                                     std::pair<int, int>{r.first_op, -1});
         for (int j = r.first_op; j <= r.last_op; ++j) {
             const GraphOp &op = m_g.ops[static_cast<std::size_t>(j)];
             for (int o : op.outputs) {
@@ -248,9 +240,10 @@ private:
                 releaseRecomputed(t, j);
             };
             forEachTouched(op, m_stamp, 1000000 + j, release);
-            for (int t : m_heldUntil[static_cast<std::size_t>(j)])
-                if (m_stamp[static_cast<std::size_t>(t)] != 1000000 + j)
-                    release(t);
+            for (; held != m_a.name_held.end() && held->first <= j; ++held)
+                if (held->first == j
+                    && m_stamp[static_cast<std::size_t>(held->second)] != 1000000 + j)
+                    release(held->second);
         }
     }
 
@@ -389,7 +382,6 @@ private:
     std::vector<int> m_savedLeft, m_recomputeLeft, m_regionLeft;
     std::vector<std::uint8_t> m_recomputed, m_paramGrad;
     std::vector<int> m_stamp;
-    std::vector<SmallVector<int, 2>> m_heldUntil; // per op: tensors a name keeps to it (regions)
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "model/op_graph.h"
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace membudget {
@@ -20,6 +21,9 @@ struct GraphAnalysis
                                              // output an op-level policy keeps from forward)
     std::vector<int> producer;               // per tensor: the op that makes it, or -1
     std::vector<int> last_use;               // per tensor: the last op reading (or making) it
+    // (op, tensor), sorted: a tensor a name keeps past its last reader, and the op after which it
+    // goes (GraphTensor::held_through_op, where the hold applies).
+    std::vector<std::pair<int, int>> name_held;
 };
 
 // `grad_enabled` false: inference (torch.no_grad), nothing requires a gradient or is kept.
