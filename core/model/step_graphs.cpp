@@ -6,13 +6,28 @@
 
 namespace membudget {
 
-StepGraphs stepGraphs(const ModelArchitecture &arch,
+namespace {
+
+// Inference runs the model in eval mode (transformers' from_pretrained returns it so, and
+// generate() needs no autograd): nn.Dropout and F.dropout(..., training=self.training) return
+// their input, with no dropped copy and no mask (torch/nn/functional.py dropout).
+ModelArchitecture inEvalMode(ModelArchitecture arch)
+{
+    arch.attention_dropout = 0;
+    arch.hidden_dropout = 0;
+    return arch;
+}
+
+} // namespace
+
+StepGraphs stepGraphs(const ModelArchitecture &modelArch,
                       const TrainingConfig &t,
                       const ParameterLayout &layout,
                       TensorParallelPlan tp)
 {
     StepGraphs g;
     g.train = t.mode == Mode::Train;
+    const ModelArchitecture arch = g.train ? modelArch : inEvalMode(modelArch);
     // HF enable_input_require_grads (called with gradient checkpointing, and by PEFT's
     // prepare_model_for_kbit_training): a frozen embedding's output requires a gradient.
     // A later pipeline stage's input always does: its gradient goes back to the stage before.

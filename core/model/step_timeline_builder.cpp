@@ -295,10 +295,16 @@ private:
     // pool whose cached blocks the compute stream cannot reuse; pytorch PR #129721 (2024-06-27,
     // after 2.4's branch cut) moved the copy-in to the current stream "to avoid fragmenting that
     // memory across stream memory pools". The output stays on the reduce-scatter stream.
+    // FSDP2 before torch 2.5 made its reduce-scatter input on the reduce-scatter stream; FSDP1
+    // casts the .grad to reduce_dtype inside its post-backward stream's context
+    // (_runtime_utils.py _post_backward_hook: `with state._device_handle.stream(
+    // state._post_backward_stream)`, then `flat_param.grad.to(handle._reduce_dtype)`).
     std::uint8_t reduceScatterInputStream() const
     {
+        if (!shardsWithFsdp2())
+            return kReduceStream;
         const bool before25 = torchRelease(m_in.training.stack) < LibraryVersion{2, 5, 0};
-        return shardsWithFsdp2() && before25 ? kReduceStream : 0;
+        return before25 ? kReduceStream : 0;
     }
     // From torch 2.5 FSDP2 keeps a unit's reduce-scatter input (made on the compute stream) in
     // comm_ctx.reduce_scatter_state until the next unit's post-backward has waited for it, which
@@ -1159,8 +1165,7 @@ void StepBuilder::layerGradients(TimelineBlock &b,
     // FSDP's mixed precision: autograd's .grad in param_dtype, copied into a reduce_dtype input
     // where that differs, the .grad freed once copied. FSDP2 copies into a flat input even where
     // the dtypes agree (_fsdp_collectives.py foreach_reduce, foreach_reduce_scatter_copy_in);
-    // reduceScatterInputStream says on which stream. FSDP1's cast (_runtime_utils.py
-    // _post_backward_hook, on its post-backward stream) is not told apart here.
+    // reduceScatterInputStream says on which stream.
     int &input = perLayer ? m_unitReduceInput : rootInput;
     if (input < 0 && (shardsWithFsdp2() || inAccumulatorDtype(unit) != inParamDtype(unit)))
         input = tensor("reduce-scatter input",

@@ -109,6 +109,8 @@ Elementwise layerElementwise(const ModelArchitecture &arch, const TrainingConfig
     const double k = std::max(1.0, static_cast<double>(arch.kv_heads) / t);
     const double I = static_cast<double>(arch.intermediate_size) / t;
     const double active = arch.isMoe() ? static_cast<double>(arch.experts_per_token) : 1.0;
+    // Inference runs in eval mode, where dropout is the identity (torch/nn/functional.py).
+    const bool train = tr.mode == Mode::Train;
     Elementwise c;
     const Elementwise norm = normCost(arch.norm, h, p);
     c.bytes += norm.bytes * static_cast<double>(arch.norms_per_layer);
@@ -134,17 +136,17 @@ Elementwise layerElementwise(const ModelArchitecture &arch, const TrainingConfig
         // eager_attention_forward), per position of the sequence.
         c.score_bytes += (6 * E + 8) * a;
         c.ops += 4;
-        if (arch.attention_dropout > 0) {
+        if (arch.attention_dropout > 0 && train) {
             c.score_bytes += (2 * E + 1) * a;
             c.ops += 1;
         }
     } else {
         c.ops += 3; // the kernel and the layout copies around it
     }
-    // Two residual additions, and dropout on both branches when the model has it.
+    // Two residual additions, and in training dropout on both branches when the model has it.
     c.bytes += 2 * 3 * R * h;
     c.ops += 2;
-    if (arch.hidden_dropout > 0) {
+    if (arch.hidden_dropout > 0 && train) {
         c.bytes += 2 * (2 * E + 1) * h;
         c.ops += 2;
     }

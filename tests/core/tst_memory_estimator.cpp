@@ -351,6 +351,26 @@ private slots:
         QCOMPARE(rest, 4 * s * h * 2 + 3 * s * i * 2 + 2 * s * d * 2);
     }
 
+    // Inference runs in eval mode: GPT-2's dropouts (0.1 on attention, residual branches and
+    // embeddings) copy nothing and keep no mask; in a training step they do.
+    void evalModeDropsNoDropout()
+    {
+        const auto masks = [](Mode mode) {
+            EstimateInput in = input(gpt2_small(), Precision::Fp32);
+            in.training.mode = mode;
+            in.training.attention = Attention::Eager;
+            in.training.micro_batch_size = 2;
+            in.training.sequence_length = 256;
+            const StepModel model(in);
+            int n = 0;
+            for (const TimelineTensor &t : model.timeline().tensors)
+                n += std::string(t.name).find("dropout") != std::string::npos;
+            return n;
+        };
+        QVERIFY(masks(Mode::Train) > 0);
+        QCOMPARE(masks(Mode::Inference), 0);
+    }
+
     // transformers 4.56 made DynamicCache copy the prompt's keys and values (PR #39797): attention
     // reads the copy and the layer's own go at once. Before, the cache kept them.
     void dynamicCacheCopiesFromTransformers456()

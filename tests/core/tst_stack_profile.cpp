@@ -325,6 +325,26 @@ private slots:
         QCOMPARE(size(in, "gradient shard"), 4 * layer / 8);
     }
 
+    // FSDP1 casts a unit's param_dtype .grad to reduce_dtype inside its post-backward stream's
+    // context (_runtime_utils.py _post_backward_hook): the cast is that stream's block, which the
+    // compute stream cannot reuse; the bytes allocated are the same as on the compute stream.
+    void fsdp1CastsOnItsPostBackwardStream()
+    {
+        EstimateInput in = input(llama32_1b(), Method::Full, Precision::AmpBf16);
+        in.parallelism.gpus = 8;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        in.parallelism.fsdp_param_dtype = ParamDtype::Bf16;
+        in.parallelism.fsdp_reduce_dtype = ParamDtype::Fp32;
+        int found = 0;
+        const StepModel model(in);
+        for (const TimelineTensor &t : model.timeline().tensors)
+            if (std::string(t.name) == "reduce-scatter input") {
+                QCOMPARE(int(t.stream), 2);
+                ++found;
+            }
+        QCOMPARE(found, 2); // a layer's and the root unit's
+    }
+
     // FSDP2 copies every unit's .grad into a flat reduce-scatter input even where the dtypes
     // agree (torchtune's bf16 recipes), and before torch 2.5 made it on its reduce-scatter stream
     // (pytorch PR #129721): the same bytes allocated, more reserved, since the compute stream
