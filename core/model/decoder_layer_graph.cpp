@@ -71,10 +71,11 @@ public:
 
 private:
     // Pre-norm blocks; Gemma-2/3 (four norms) also normalise each block's output before the add.
-    // Without autograd the names of transformers' decoder layer keep tensors past their last
-    // reader (modeling_llama.py LlamaDecoderLayer.forward): the caller's `hidden_states` holds the
-    // layer's input until the layer returns, and the layer's own holds each norm's output until
-    // the attention (MLP) it feeds returns.
+    // The names of transformers' decoder layer keep tensors past their last reader
+    // (modeling_llama.py LlamaDecoderLayer.forward): the caller's `hidden_states` holds the layer's
+    // input until the layer returns, and the layer's own holds each norm's output until the
+    // attention (MLP) it feeds returns. That shows where nothing else keeps them: without
+    // autograd, and in a checkpointed layer's forward.
     int sequentialBlock(int x)
     {
         const bool sandwich = m_arch.norms_per_layer >= 4;
@@ -489,6 +490,10 @@ int LayerBuilder::attention(int x)
     const int core = attentionCore(q, k, v);
     const int out = linear(core, TensorRole::Output, qW, m_h, TargetO, "o_proj");
     holdThroughLastOp(q); // LlamaAttention.forward's query_states
+    if (m_p.train) {      // ... and, without a cache, its key_states and value_states
+        holdThroughLastOp(k);
+        holdThroughLastOp(v);
+    }
     if (m_attnWeights >= 0 && !attentionWeightsHeldByLayer(m_training.stack))
         holdThroughLastOp(m_attnWeights); // set to None at the end of LlamaAttention.forward
     return out;
@@ -598,10 +603,8 @@ int LayerBuilder::eagerCore(int q, int k, int v)
     // returned (held by the caller, see sequentialBlock).
     holdThroughLastOp(kr);
     holdThroughLastOp(vr);
-    if (m_llama) {
+    if (m_llama)
         m_attnWeights = probs;
-        m_graph.tensors[static_cast<std::size_t>(probs)].hold_always = true;
-    }
     return out;
 }
 

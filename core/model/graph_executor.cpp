@@ -109,12 +109,11 @@ GraphAnalysis analyzeGraph(const OpGraph &g, bool gradEnabled)
         }
     }
     countRegionInputs(g, a);
-    // Without autograd nothing is saved: what names hold is what lives. A value the code hands up
-    // the stack (hold_always) is held with autograd on too.
+    // What a Python name holds lives at least until the name goes, with autograd on or off: in a
+    // checkpointed region's forward and without autograd nothing else keeps it.
     for (std::size_t t = 0; t < n; ++t) {
         const int held = g.tensors[t].held_through_op;
-        if (!gradEnabled || g.tensors[t].hold_always)
-            a.last_use[t] = std::max(a.last_use[t], held);
+        a.last_use[t] = std::max(a.last_use[t], held);
         if (held >= 0 && a.last_use[t] == held)
             a.name_held.emplace_back(held, static_cast<int>(t));
     }

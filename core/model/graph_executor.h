@@ -22,7 +22,7 @@ struct GraphAnalysis
     std::vector<int> producer;               // per tensor: the op that makes it, or -1
     std::vector<int> last_use;               // per tensor: the last op reading (or making) it
     // (op, tensor), sorted: a tensor a name keeps past its last reader, and the op after which it
-    // goes (GraphTensor::held_through_op, where the hold applies).
+    // goes (GraphTensor::held_through_op).
     std::vector<std::pair<int, int>> name_held;
 };
 

@@ -20,7 +20,13 @@ int rmsNorm(GraphBuilder &b, int x, int w, bool fp32Weight, SizeExpr rows)
         return b.cast(scaled, inBytes, "norm cast back");
     }
     const int y = b.cast(y32, inBytes, "norm cast back");
-    return w >= 0 ? b.mul(w, y, n, inBytes, "norm weight *") : y;
+    const int out = w >= 0 ? b.mul(w, y, n, inBytes, "norm weight *") : y;
+    // LlamaRMSNorm.forward (modeling_llama.py): the names `variance` and `hidden_states` (the
+    // normalized fp32 values) keep them until it returns.
+    const int last = static_cast<int>(b.graph().ops.size()) - 1;
+    for (int t : {var, y32})
+        b.graph().tensors[static_cast<std::size_t>(t)].held_through_op = last;
+    return out;
 }
 
 int layerNorm(GraphBuilder &b, int x, int w, SizeExpr rows)

@@ -45,10 +45,10 @@ struct GraphTensor
     bool requires_grad = false; // Input, Shared, Parameter: given; Value: derived by the analysis
     SizeExpr grad_size;         // Parameter: bytes of its gradient on this GPU
     bool grad_exists = false; // Parameter: its .grad is already allocated (a tied weight's 2nd use)
-    // Without autograd (inference): op index through which a Python name keeps it alive whatever
-    // its last reader, as transformers' modules bind their inputs (-1: none; see decoder_layer_graph).
+    // Op index through which a Python name keeps it alive whatever its last reader, as
+    // transformers' modules bind their values (-1: none; see decoder_layer_graph). It shows where
+    // nothing else keeps the tensor: without autograd, and in a checkpointed region's forward.
     int held_through_op = -1;
-    bool hold_always = false; // ... with autograd on too: a value the code hands up the stack
 };
 
 // A tensor that an op keeps for its backward. `needs_grad_of` >= 0: kept only when that input of

@@ -351,6 +351,36 @@ private slots:
         QCOMPARE(rest, 4 * s * h * 2 + 3 * s * i * 2 + 2 * s * d * 2);
     }
 
+    // A checkpointed layer's forward keeps nothing for backward, so Python names decide what lives
+    // (seen in an H200 trace of Llama-3.1-8B, h200-8b-fused-b21-oom.pickle): LlamaRMSNorm's
+    // normalized fp32 `hidden_states` until it returns, after its weight product is made; the
+    // attention's key_states and value_states until it returns, after o_proj.
+    void checkpointedForwardKeepsWhatNamesHold()
+    {
+        EstimateInput in = input(llama3_8b(), Precision::Bf16);
+        in.training.checkpointing = Checkpointing::Full;
+        in.training.attention = Attention::Sdpa;
+        const StepModel model(in);
+        const StepTimeline &tl = model.timeline();
+        const auto position = [&](const char *name, bool alloc) {
+            for (const TimelineBlock &b : tl.blocks) {
+                if (b.stage != Stage::Forward || !b.decoder_layer)
+                    continue;
+                for (std::size_t i = 0; i < b.events.size(); ++i) {
+                    const TimelineEvent &e = b.events[i];
+                    if (e.alloc == alloc && std::string(tl.tensors[e.tensor].name) == name)
+                        return static_cast<int>(i);
+                }
+            }
+            return -1;
+        };
+        QVERIFY(position("norm weight *", true) >= 0);
+        QVERIFY(position("norm x * rsqrt", false) > position("norm weight *", true));
+        QVERIFY(position("norm mean", false) > position("norm weight *", true));
+        QVERIFY(position("o_proj", true) >= 0);
+        QVERIFY(position("v_proj", false) > position("o_proj", true));
+    }
+
     // Inference runs in eval mode: GPT-2's dropouts (0.1 on attention, residual branches and
     // embeddings) copy nothing and keep no mask; in a training step they do.
     void evalModeDropsNoDropout()
