@@ -6,30 +6,26 @@ For every case under cases/inference/ (or the files given), runs measure_generat
 (every new tensor storage and every storage that died, in order, per forward) and `membudget
 estimate --json --timeline`, then compares, per stage:
   - the peak above what generation starts with (weights and the prompt ids), counted from the
-    prefill's start: within PEAK_TOLERANCE. The last decode step's peak includes the cache the
-    earlier steps grew, which MemBudget's timeline adds in one move before that step;
+    prefill's start: within compare_timeline.PEAK_TOLERANCE. The last decode step's peak includes
+    the cache the earlier steps grew, which MemBudget's timeline adds in one move before that step;
   - the order of allocations (longest common subsequence of the sizes, as a share of the estimated
-    ones): at least ORDER_TOLERANCE. In the decode stage MemBudget's one-move growth of the cache
-    ("key cache", "value cache") stands for the earlier steps and is left out.
+    ones): at least compare_timeline.ORDER_TOLERANCE. In the decode stage MemBudget's one-move
+    growth of the cache ("key cache", "value cache") stands for the earlier steps and is left out.
 Exit status 1 when a case misses a target.
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare as compare_saved  # noqa: E402
-from compare_timeline import lcs_length, measured_events, peaks  # noqa: E402
+from compare_timeline import (comparison_parser, comparison_row,  # noqa: E402
+                              measured_events, peaks, run_harness)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "cases", "inference")
-PEAK_TOLERANCE = 0.05
-ORDER_TOLERANCE = 0.80
 STAGES = ("prefill", "decode")
 GROWTH = ("key cache", "value cache")  # the estimate's stand-in for the earlier decode steps
 
@@ -42,12 +38,7 @@ def estimated_events(estimate):
 def compare(case, membudget, python):
     with open(case) as f:
         scenario = yaml.safe_load(f)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "measured.json")
-        subprocess.run([python, os.path.join(HERE, "measure_generation.py"), case, "--device", "cpu",
-                        "--events", "-o", out], check=True, capture_output=True, text=True)
-        with open(out) as f:
-            measured = json.load(f)
+    measured = run_harness(python, "measure_generation.py", case)
     estimate = compare_saved.estimate_on_torch(case, scenario, membudget, "2.5", ["--timeline"])
     m_events, e_events = measured_events(measured), estimated_events(estimate)
     # Measured phases are the stages (the earlier decode steps count in the running total only).
@@ -61,27 +52,15 @@ def compare(case, membudget, python):
                              "estimated_peak": e_peaks.get(stage, 0), "error": 1.0, "order": 0.0,
                              "measured_allocations": 0, "estimated_allocations": 0, "ok": False})
             continue
-        expected, got = e_peaks[stage], m_peaks[stage]
-        error = (expected - got) / got if got else 0.0
         m_allocs = [s for p, k, s in m_events if p == stage and k == "alloc"]
         e_allocs = [s for p, k, s, name in e_events
                     if p == stage and k == "alloc" and not (stage == "decode" and name in GROWTH)]
-        order = lcs_length(e_allocs, m_allocs) / len(e_allocs) if e_allocs else 1.0
-        ok = abs(error) <= PEAK_TOLERANCE and order >= ORDER_TOLERANCE
-        rows.append({"stage": stage, "measured_peak": got, "estimated_peak": expected,
-                     "error": error, "order": order, "measured_allocations": len(m_allocs),
-                     "estimated_allocations": len(e_allocs), "ok": ok})
+        rows.append(comparison_row("stage", stage, m_peaks[stage], e_peaks[stage], m_allocs, e_allocs))
     return scenario.get("name", os.path.basename(case)), rows, measured
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cases", nargs="*", help="scenario files (default: cases/inference/*.yaml)")
-    parser.add_argument("--membudget", default=os.environ.get("MEMBUDGET", "membudget"))
-    parser.add_argument("--python", default=sys.executable, help="python with torch for the harness")
-    parser.add_argument("--json", help="write the table as JSON here")
-    args = parser.parse_args()
+    args = comparison_parser(__doc__, "cases/inference/*.yaml", "the harness").parse_args()
     if compare_saved.torch_missing(args.python):
         return 77
     cases = args.cases or sorted(os.path.join(CASES, f) for f in os.listdir(CASES) if f.endswith(".yaml"))

@@ -39,6 +39,42 @@ PHASES = ("forward", "backward", "optimizer_step")
 KNOWN_MISSES = set()
 
 
+def run_harness(python, script, case, extra_args=()):
+    """Runs a harness script of this folder on `case` on the CPU, recording every allocation and
+    free (--events), and returns its JSON."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "measured.json")
+        subprocess.run([python, os.path.join(HERE, script), case, "--device", "cpu", "--events",
+                        *extra_args, "-o", out], check=True, capture_output=True, text=True)
+        with open(out) as f:
+            return json.load(f)
+
+
+def comparison_parser(doc, default_cases, harness):
+    """The command line the comparison scripts share: cases, the membudget and python to run,
+    and where to write the table as JSON."""
+    parser = argparse.ArgumentParser(description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*", help="scenario files (default: %s)" % default_cases)
+    parser.add_argument("--membudget", default=os.environ.get("MEMBUDGET", "membudget"))
+    parser.add_argument("--python", default=sys.executable, help="python with torch for " + harness)
+    parser.add_argument("--json", help="write the table as JSON here")
+    return parser
+
+
+def comparison_row(key, name, measured_peak, estimated_peak, m_allocs, e_allocs, compare_order=True):
+    """One row of a comparison: the peaks' error and, unless told not to, the share of the
+    estimate's allocation sizes PyTorch makes in the same order (None where not compared)."""
+    error = (estimated_peak - measured_peak) / measured_peak if measured_peak else 0.0
+    order = None
+    if compare_order:
+        order = lcs_length(e_allocs, m_allocs) / len(e_allocs) if e_allocs else 1.0
+    ok = abs(error) <= PEAK_TOLERANCE and (order is None or order >= ORDER_TOLERANCE)
+    return {key: name, "measured_peak": measured_peak, "estimated_peak": estimated_peak,
+            "error": error, "order": order, "measured_allocations": len(m_allocs),
+            "estimated_allocations": len(e_allocs), "ok": ok}
+
+
 def measured_events(measured):
     """(phase, kind, bytes) after the step's first phase marker."""
     out, phase = [], None
@@ -119,14 +155,8 @@ def foreach_release(measured):
 def compare(case, membudget, python):
     with open(case) as f:
         scenario = yaml.safe_load(f)
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "measured.json")
-        # foreach=True: the optimizer step PyTorch takes on CUDA by default (CPU defaults to a loop).
-        subprocess.run([python, os.path.join(HERE, "measure.py"), case, "--device", "cpu",
-                        "--events", "--foreach", "on", "-o", out],
-                       check=True, capture_output=True, text=True)
-        with open(out) as f:
-            measured = json.load(f)
+    # foreach=True: the optimizer step PyTorch takes on CUDA by default (CPU defaults to a loop).
+    measured = run_harness(python, "measure.py", case, ["--foreach", "on"])
     estimate = compare_saved.estimate_on_torch(case, scenario, membudget,
                                                foreach_release(measured), ["--timeline"])
     m_events, e_events = measured_events(measured), estimated_events(estimate)
@@ -137,19 +167,12 @@ def compare(case, membudget, python):
             continue
         in_layer = peak_layers(estimate).get(phase, -1) >= 0
         expected = e_peaks[phase] + torch_113_cpu_peak_extra(scenario, phase, measured, in_layer)
-        got = m_peaks[phase]
-        error = (expected - got) / got if got else 0.0
         m_allocs = [s for p, k, s in m_events if p == phase and k == "alloc"]
         e_allocs = [s for p, k, s in e_events if p == phase and k == "alloc"]
         # The optimizer step allocates its working list at once (MemBudget lists it as equal
         # parts): its peak is compared, not the order of sizes.
-        order = None if phase == "optimizer_step" else (
-            lcs_length(e_allocs, m_allocs) / len(e_allocs) if e_allocs else 1.0)
-        ok = abs(error) <= PEAK_TOLERANCE and (order is None or order >= ORDER_TOLERANCE)
-        rows.append({"phase": phase, "measured_peak": got, "estimated_peak": expected,
-                     "error": error, "order": order,
-                     "measured_allocations": len(m_allocs), "estimated_allocations": len(e_allocs),
-                     "ok": ok})
+        rows.append(comparison_row("phase", phase, m_peaks[phase], expected, m_allocs, e_allocs,
+                                   compare_order=phase != "optimizer_step"))
     return scenario.get("name", os.path.basename(case)), rows, measured
 
 
@@ -157,13 +180,7 @@ def main():
     python = sys.argv[sys.argv.index("--python") + 1] if "--python" in sys.argv else sys.executable
     if compare_saved.torch_missing(python):
         return 77
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cases", nargs="*", help="scenario files (default: cases/*.yaml)")
-    parser.add_argument("--membudget", default=os.environ.get("MEMBUDGET", "membudget"))
-    parser.add_argument("--python", default=sys.executable, help="python with torch for measure.py")
-    parser.add_argument("--json", help="write the table as JSON here")
-    args = parser.parse_args()
+    args = comparison_parser(__doc__, "cases/*.yaml", "measure.py").parse_args()
     cases = args.cases or sorted(os.path.join(HERE, "cases", f)
                                  for f in os.listdir(os.path.join(HERE, "cases")) if f.endswith(".yaml"))
     table, failures = [], 0

@@ -385,12 +385,8 @@ def main(argv=None):
         parser.error("--steps must be at least 1")
     try:
         result = run(args)
-    except scenario_mod.Unsupported as err:
-        print("measure: %s" % err, file=sys.stderr)
-        return 3
-    except scenario_mod.ScenarioError as err:
-        print("measure: %s" % err, file=sys.stderr)
-        return 1
+    except scenario_mod.ScenarioError as err:  # Unsupported included
+        return scenario_mod.report_scenario_error("measure", err)
     except (RuntimeError, NotImplementedError) as err:
         if is_out_of_memory(err):
             print("measure: out of memory on %s: %s" % (args.device, str(err).strip().splitlines()[0]),
@@ -401,12 +397,22 @@ def main(argv=None):
                 dump_snapshot(_RECORDING[0])
             return 5
         # e.g. "addmm_impl_cpu_" not implemented for 'Half': fp16 matmuls on the CPU of torch 1.13
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        print("measure: torch %s could not run this scenario on %s: %s"
-              % (torch.__version__, args.device, first), file=sys.stderr)
-        return 4
-    if args.output:
-        write_json(args.output, result)
+        return report_torch_failure("measure", args.device, err)
+    return emit(result, args.output)
+
+
+def report_torch_failure(tool, device, err):
+    """Prints the first line of why torch could not run the scenario; returns exit code 4."""
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    print("%s: torch %s could not run this scenario on %s: %s"
+          % (tool, torch.__version__, device, first), file=sys.stderr)
+    return 4
+
+
+def emit(result, output):
+    """Writes the result's JSON to `output`, or to stdout without one; returns exit code 0."""
+    if output:
+        write_json(output, result)
     else:
         print(json.dumps(result, indent=2, sort_keys=False))
     return 0

@@ -17,7 +17,6 @@ failed to run it on this device.
 """
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -29,7 +28,8 @@ import torch  # noqa: E402
 import generation  # noqa: E402
 import llama_model  # noqa: E402
 import scenario as scenario_mod  # noqa: E402
-from measure import device_description, unique_storage_bytes, write_json  # noqa: E402
+from measure import (device_description, emit, report_torch_failure,  # noqa: E402
+                     unique_storage_bytes)
 from memory_tracker import OpTracker, PhaseMeter  # noqa: E402
 
 HARNESS_VERSION = "membudget-measure/1"
@@ -122,22 +122,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         result = run(args)
-    except scenario_mod.Unsupported as err:
-        print("measure_generation: %s" % err, file=sys.stderr)
-        return 3
-    except scenario_mod.ScenarioError as err:
-        print("measure_generation: %s" % err, file=sys.stderr)
-        return 1
+    except scenario_mod.ScenarioError as err:  # Unsupported included
+        return scenario_mod.report_scenario_error("measure_generation", err)
     except (RuntimeError, NotImplementedError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        print("measure_generation: torch %s could not run this scenario on %s: %s"
-              % (torch.__version__, args.device, first), file=sys.stderr)
-        return 4
-    if args.output:
-        write_json(args.output, result)
-    else:
-        print(json.dumps(result, indent=2))
-    return 0
+        return report_torch_failure("measure_generation", args.device, err)
+    return emit(result, args.output)
 
 
 if __name__ == "__main__":

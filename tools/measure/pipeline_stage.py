@@ -208,12 +208,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         result = run(args.scenario, args.stage)
-    except scenario_mod.Unsupported as err:
-        print("pipeline_stage: %s" % err, file=sys.stderr)
-        return 3
-    except scenario_mod.ScenarioError as err:
-        print("pipeline_stage: %s" % err, file=sys.stderr)
-        return 1
+    except scenario_mod.ScenarioError as err:  # Unsupported included
+        return scenario_mod.report_scenario_error("pipeline_stage", err)
     text = json.dumps(result, indent=2) + "\n"
     if args.output:
         with open(args.output, "w", encoding="utf-8") as fh:

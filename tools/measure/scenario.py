@@ -7,6 +7,7 @@ message that says so, rather than measured as something else.
 """
 
 import json
+import sys
 from dataclasses import dataclass, field, asdict
 
 import yaml
@@ -54,6 +55,13 @@ class ScenarioError(Exception):
 
 class Unsupported(ScenarioError):
     """A valid scenario that the harness cannot reproduce in plain PyTorch."""
+
+
+def report_scenario_error(tool, err):
+    """Prints a scenario problem for `tool` and returns the harness's exit code for it: 3 for a
+    scenario it cannot reproduce, 1 for a bad one."""
+    print("%s: %s" % (tool, err), file=sys.stderr)
+    return 3 if isinstance(err, Unsupported) else 1
 
 
 @dataclass
