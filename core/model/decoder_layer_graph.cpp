@@ -100,7 +100,7 @@ private:
         holdThroughLastOp(x);
         // transformers 4.48 and later: `hidden_states, _ = self.self_attn(...)` keeps eager
         // attention's weights until the layer returns.
-        if (m_attnWeights >= 0 && attentionWeightsHeldByLayer(m_training.stack))
+        if (m_attnWeights >= 0 && weightsHeldByLayer())
             holdThroughLastOp(m_attnWeights);
         return out;
     }
@@ -194,6 +194,14 @@ private:
     bool m_llama = true;
     int m_cos = -1, m_sin = -1, m_mask = -1;
     int m_attnWeights = -1; // eager attention's probabilities, which the layer returns
+
+    // Whether the decoder layer (GPT-2: the block) keeps eager attention's weights to its end.
+    bool weightsHeldByLayer() const
+    {
+        return m_arch.family == ModelFamily::Gpt2
+                   ? gpt2AttentionWeightsHeldByBlock(m_training.stack)
+                   : attentionWeightsHeldByLayer(m_training.stack);
+    }
 };
 
 // A norm with its weight (see norm_graph.h). `groups` > 0: a q/k norm over head_dim (Qwen3, OLMo-2,
@@ -494,8 +502,8 @@ int LayerBuilder::attention(int x)
         holdThroughLastOp(k);
         holdThroughLastOp(v);
     }
-    if (m_attnWeights >= 0 && !attentionWeightsHeldByLayer(m_training.stack))
-        holdThroughLastOp(m_attnWeights); // set to None at the end of LlamaAttention.forward
+    if (m_attnWeights >= 0 && !weightsHeldByLayer())
+        holdThroughLastOp(m_attnWeights); // the attention's own name, until it returns
     return out;
 }
 
@@ -603,7 +611,7 @@ int LayerBuilder::eagerCore(int q, int k, int v)
     // returned (held by the caller, see sequentialBlock).
     holdThroughLastOp(kr);
     holdThroughLastOp(vr);
-    if (m_llama)
+    if (m_llama || m_arch.family == ModelFamily::Gpt2)
         m_attnWeights = probs;
     return out;
 }

@@ -239,9 +239,8 @@ private:
                 releaseRecomputed(t, j);
             };
             forEachTouched(op, m_stamp, 1000000 + j, release);
-            for (; held != m_a.name_held.end() && held->first <= j; ++held)
-                if (held->first == j
-                    && m_stamp[static_cast<std::size_t>(held->second)] != 1000000 + j)
+            for (; held != m_a.name_held.end() && held->first == j; ++held)
+                if (m_stamp[static_cast<std::size_t>(held->second)] != 1000000 + j)
                     release(held->second);
         }
     }

@@ -522,6 +522,11 @@ bool attentionWeightsHeldByLayer(const StackConfig &stack)
     return stack.name != Stack::HfTrainer || !before(effectiveVersion(stack), 4, 48);
 }
 
+bool gpt2AttentionWeightsHeldByBlock(const StackConfig &stack)
+{
+    return stack.name != Stack::HfTrainer || !before(effectiveVersion(stack), 4, 52);
+}
+
 bool dynamicCacheCopiesPrompt(const StackConfig &stack)
 {
     return stack.name != Stack::HfTrainer || !before(effectiveVersion(stack), 4, 56);

@@ -68,6 +68,10 @@ bool boolAttentionMask(const StackConfig &stack);
 // (before: LlamaAttention.forward drops them when output_attentions is off): every stack but an
 // older hf-trainer.
 bool attentionWeightsHeldByLayer(const StackConfig &stack);
+// The same for GPT-2's block, from transformers 4.52 (`attn_output, self_attn_weights =
+// self.attn(...)`, PR #35761); before, GPT2Attention.forward's `attn_weights` kept them until it
+// returned.
+bool gpt2AttentionWeightsHeldByBlock(const StackConfig &stack);
 // Whether transformers' DynamicCache stores copies of the prompt's keys and values (4.56 and later:
 // DynamicLayer.lazy_initialization, then torch.cat onto an empty tensor; PR #39797) rather than the
 // attention's own tensors (before): every stack but an older hf-trainer.

@@ -302,9 +302,15 @@ private:
     std::uint8_t reduceScatterInputStream() const
     {
         if (!shardsWithFsdp2())
-            return kReduceStream;
+            return usesFsdp1() ? kReduceStream : 0;
         const bool before25 = torchRelease(m_in.training.stack) < LibraryVersion{2, 5, 0};
         return before25 ? kReduceStream : 0;
+    }
+    bool usesFsdp1() const
+    {
+        const bool fsdp = m_s.sharding == Sharding::FsdpFull
+                          || m_s.sharding == Sharding::FsdpGradOp;
+        return fsdp && !usesFsdp2();
     }
     // From torch 2.5 FSDP2 keeps a unit's reduce-scatter input (made on the compute stream) in
     // comm_ctx.reduce_scatter_state until the next unit's post-backward has waited for it, which

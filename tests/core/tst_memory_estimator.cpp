@@ -362,15 +362,15 @@ private slots:
         in.training.attention = Attention::Sdpa;
         const StepModel model(in);
         const StepTimeline &tl = model.timeline();
-        const auto position = [&](const char *name, bool alloc) {
-            for (const TimelineBlock &b : tl.blocks) {
-                if (b.stage != Stage::Forward || !b.decoder_layer)
-                    continue;
-                for (std::size_t i = 0; i < b.events.size(); ++i) {
-                    const TimelineEvent &e = b.events[i];
-                    if (e.alloc == alloc && std::string(tl.tensors[e.tensor].name) == name)
-                        return static_cast<int>(i);
-                }
+        const auto layer = std::find_if(tl.blocks.begin(), tl.blocks.end(), [](const auto &b) {
+            return b.stage == Stage::Forward && b.decoder_layer;
+        });
+        QVERIFY(layer != tl.blocks.end());
+        const auto position = [&](const char *name, bool alloc) { // in the first layer's forward
+            for (std::size_t i = 0; i < layer->events.size(); ++i) {
+                const TimelineEvent &e = layer->events[i];
+                if (e.alloc == alloc && std::string(tl.tensors[e.tensor].name) == name)
+                    return static_cast<int>(i);
             }
             return -1;
         };
@@ -379,6 +379,38 @@ private slots:
         QVERIFY(position("norm mean", false) > position("norm weight *", true));
         QVERIFY(position("o_proj", true) >= 0);
         QVERIFY(position("v_proj", false) > position("o_proj", true));
+    }
+
+    // GPT-2's block keeps eager attention's weights to its end from transformers 4.52
+    // (`attn_output, self_attn_weights = self.attn(...)`); before, GPT2Attention.forward's name
+    // kept them until the attention returned.
+    void gpt2BlockKeepsEagerWeightsFrom452()
+    {
+        const auto freedAfterMlp = [](const char *version) {
+            EstimateInput in = input(gpt2_small(), Precision::Fp32);
+            in.training.mode = Mode::Inference;
+            in.training.attention = Attention::Eager;
+            in.training.stack = {Stack::HfTrainer, version, ""};
+            const StepModel model(in);
+            const StepTimeline &tl = model.timeline();
+            int mlp = -1, probs = -1, i = 0;
+            for (const TimelineBlock &b : tl.blocks) {
+                if (!b.decoder_layer)
+                    continue;
+                for (const TimelineEvent &e : b.events) {
+                    const std::string name = tl.tensors[e.tensor].name;
+                    if (e.alloc && name == "mlp fc_in" && mlp < 0)
+                        mlp = i;
+                    if (!e.alloc && name == "softmax" && probs < 0)
+                        probs = i;
+                    ++i;
+                }
+                break; // the first layer
+            }
+            return mlp >= 0 && probs > mlp;
+        };
+        QVERIFY(!freedAfterMlp("4.51"));
+        QVERIFY(freedAfterMlp("4.52"));
     }
 
     // Inference runs in eval mode: GPT-2's dropouts (0.1 on attention, residual branches and
