@@ -132,7 +132,7 @@ ActivationProfile activationProfile(const ModelArchitecture &arch,
     out.model_level = embed.linear + head.linear;
     if (arch.positions == PositionKind::Rotary)
         out.model_per_position = 2 * static_cast<double>(arch.head_dim) * p.stream;
-    const bool llamaStyle = arch.family == ModelFamily::Llama || arch.family == ModelFamily::Gemma;
+    const bool llamaStyle = isLlamaStyle(arch);
     if (llamaStyle && training.attention == Attention::Eager && full)
         out.checkpoint_mask = p.stream;
     if (graphs.train) {

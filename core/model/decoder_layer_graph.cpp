@@ -43,7 +43,7 @@ public:
         m_a = static_cast<double>(arch.attention_heads) / m_tp;
         m_k = std::max(1.0, static_cast<double>(arch.kv_heads) / m_tp);
         m_i = static_cast<double>(arch.intermediate_size) / m_tp;
-        m_llama = arch.family == ModelFamily::Llama || arch.family == ModelFamily::Gemma;
+        m_llama = isLlamaStyle(arch);
     }
 
     OpGraph build(bool inputRequiresGrad)
@@ -105,12 +105,7 @@ private:
         return out;
     }
 
-    // A Python name keeps tensor `t` until the last op made so far has run.
-    void holdThroughLastOp(int t)
-    {
-        const int lastOp = static_cast<int>(m_graph.ops.size()) - 1;
-        m_graph.tensors[static_cast<std::size_t>(t)].held_through_op = lastOp;
-    }
+    void holdThroughLastOp(int t) { m_b.holdThroughLastOp(t); }
 
     // Falcon / GPT-J: attention and MLP read the same input (Falcon-40B/180B: two norms of it).
     int parallelBlock(int x)

@@ -51,6 +51,13 @@ public:
 
     // The op just added (to adjust what it keeps or its backward scratch).
     GraphOp &lastOp() { return m_g.ops.back(); }
+    // A Python name keeps tensor `t` alive until the op just added has run
+    // (GraphTensor::held_through_op).
+    void holdThroughLastOp(int t)
+    {
+        m_g.tensors[static_cast<std::size_t>(t)].held_through_op = static_cast<int>(m_g.ops.size())
+                                                                   - 1;
+    }
 
 private:
     int value(const char *name, SizeExpr elements, double bytes, bool differentiable = true);

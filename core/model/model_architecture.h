@@ -95,6 +95,13 @@ bool parseNorm(const std::string &text, NormKind &out);
 const char *positionName(PositionKind kind);
 bool parsePosition(const std::string &text, PositionKind &out);
 
+// Whether transformers runs the family through Llama's modelling code (modeling_llama.py and the
+// families copied from it: separate q/k/v, repeat_kv, eager_attention_forward), as Gemma too.
+inline bool isLlamaStyle(const ModelArchitecture &arch)
+{
+    return arch.family == ModelFamily::Llama || arch.family == ModelFamily::Gemma;
+}
+
 // Derives a plausible Llama-style architecture for a bare parameter count (quick mode): width grows
 // with the cube root of the size, depth follows the Llama aspect ratio, the MLP width absorbs the
 // remainder so the total lands within a fraction of a percent of the request.

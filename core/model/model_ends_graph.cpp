@@ -389,7 +389,7 @@ OpGraph headGraph(const ModelArchitecture &arch,
     int normed = finalNorm(b, arch, p, x, share);
     if (!p.train) { // LlamaModel.forward's hidden_states: the last layer's output through the norm
         g.model_output_op = static_cast<int>(g.ops.size()) - 1;
-        g.tensors[static_cast<std::size_t>(x)].held_through_op = g.model_output_op;
+        b.holdThroughLastOp(x);
     }
     if (p.train) // LlamaForCausalLM.forward holds the model's output while the loss is computed
         g.tensors[static_cast<std::size_t>(normed)].hold = Hold::ForwardEnd;
@@ -423,9 +423,7 @@ OpGraph headGraph(const ModelArchitecture &arch,
     const double rows = p.train ? batch * static_cast<double>(training.sequence_length) : batch;
     int logits = lmHead(b, arch, p, normed, vocab, layout, tp, rows);
     if (wholeOutput >= 0)
-        g.tensors[static_cast<std::size_t>(wholeOutput)].held_through_op = static_cast<int>(
-                                                                               g.ops.size())
-                                                                           - 1;
+        b.holdThroughLastOp(wholeOutput);
     if (!tensorParallel.loss_parallel && tp > 1) { // colwise_rep: every rank gets every logit
         const int shard = logits;
         logits = allGatherToReplicate(b, shard, b.elements(shard) * tp, "logits all-gather");

@@ -23,9 +23,8 @@ int rmsNorm(GraphBuilder &b, int x, int w, bool fp32Weight, SizeExpr rows)
     const int out = w >= 0 ? b.mul(w, y, n, inBytes, "norm weight *") : y;
     // LlamaRMSNorm.forward (modeling_llama.py): the names `variance` and `hidden_states` (the
     // normalized fp32 values) keep them until it returns.
-    const int last = static_cast<int>(b.graph().ops.size()) - 1;
-    for (int t : {var, y32})
-        b.graph().tensors[static_cast<std::size_t>(t)].held_through_op = last;
+    b.holdThroughLastOp(var);
+    b.holdThroughLastOp(y32);
     return out;
 }
 

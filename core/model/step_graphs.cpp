@@ -6,19 +6,15 @@
 
 namespace membudget {
 
-namespace {
-
-// Inference runs the model in eval mode (transformers' from_pretrained returns it so, and
-// generate() needs no autograd): nn.Dropout and F.dropout(..., training=self.training) return
-// their input, with no dropped copy and no mask (torch/nn/functional.py dropout).
-ModelArchitecture inEvalMode(ModelArchitecture arch)
+ModelArchitecture architectureAsRun(const ModelArchitecture &arch, const TrainingConfig &training)
 {
-    arch.attention_dropout = 0;
-    arch.hidden_dropout = 0;
-    return arch;
+    if (training.mode == Mode::Train)
+        return arch;
+    ModelArchitecture eval = arch;
+    eval.attention_dropout = 0;
+    eval.hidden_dropout = 0;
+    return eval;
 }
-
-} // namespace
 
 StepGraphs stepGraphs(const ModelArchitecture &modelArch,
                       const TrainingConfig &t,
@@ -27,7 +23,7 @@ StepGraphs stepGraphs(const ModelArchitecture &modelArch,
 {
     StepGraphs g;
     g.train = t.mode == Mode::Train;
-    const ModelArchitecture arch = g.train ? modelArch : inEvalMode(modelArch);
+    const ModelArchitecture arch = architectureAsRun(modelArch, t);
     // HF enable_input_require_grads (called with gradient checkpointing, and by PEFT's
     // prepare_model_for_kbit_training): a frozen embedding's output requires a gradient.
     // A later pipeline stage's input always does: its gradient goes back to the stage before.

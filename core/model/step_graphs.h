@@ -23,6 +23,12 @@ struct StepGraphs
     bool train = true;
 };
 
+// The architecture as a run applies it: inference runs the model in eval mode (transformers'
+// from_pretrained returns it so, and generate() needs no autograd), where nn.Dropout and
+// F.dropout(..., training=self.training) return their input: no dropped copy, no mask, no traffic
+// (torch/nn/functional.py dropout).
+ModelArchitecture architectureAsRun(const ModelArchitecture &arch, const TrainingConfig &training);
+
 StepGraphs stepGraphs(const ModelArchitecture &arch,
                       const TrainingConfig &training,
                       const ParameterLayout &layout,

@@ -306,12 +306,11 @@ private:
         const bool before25 = torchRelease(m_in.training.stack) < LibraryVersion{2, 5, 0};
         return before25 ? kReduceStream : 0;
     }
-    bool usesFsdp1() const
+    bool shardsWithFsdp() const
     {
-        const bool fsdp = m_s.sharding == Sharding::FsdpFull
-                          || m_s.sharding == Sharding::FsdpGradOp;
-        return fsdp && !usesFsdp2();
+        return m_s.sharding == Sharding::FsdpFull || m_s.sharding == Sharding::FsdpGradOp;
     }
+    bool usesFsdp1() const { return shardsWithFsdp() && !usesFsdp2(); }
     // From torch 2.5 FSDP2 keeps a unit's reduce-scatter input (made on the compute stream) in
     // comm_ctx.reduce_scatter_state until the next unit's post-backward has waited for it, which
     // frees it before making its own; the last one lives until the final callback
@@ -347,9 +346,7 @@ private:
     }
     bool defersGradientSync() const
     {
-        const bool fsdp = m_s.sharding == Sharding::FsdpFull
-                          || m_s.sharding == Sharding::FsdpGradOp;
-        return m_p.train && fsdp && m_s.grad_shard > 1 && !stepsInBackward()
+        return m_p.train && shardsWithFsdp() && m_s.grad_shard > 1 && !stepsInBackward()
                && m_in.parallelism.pipeline_parallel > 1
                && m_in.training.stack.name == Stack::Torchtitan;
     }
@@ -911,8 +908,7 @@ void StepBuilder::decode()
 void StepBuilder::decodeAttentionCopies(TimelineBlock &b, SizeExpr cacheEntry)
 {
     const TrainingConfig &t = m_in.training;
-    const bool llama = m_in.arch.family == ModelFamily::Llama
-                       || m_in.arch.family == ModelFamily::Gemma;
+    const bool llama = isLlamaStyle(m_in.arch);
     // Heads on this rank, as the layer graph counts them (decoder_layer_graph.cpp).
     const double tp = static_cast<double>(
         std::max<std::int64_t>(1, m_in.parallelism.tensor_parallel));

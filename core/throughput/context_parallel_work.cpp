@@ -54,7 +54,7 @@ double keyValueElements(const EstimateInput &in)
     const TrainingConfig &t = in.training;
     const ModelArchitecture &a = in.arch;
     const double tp = static_cast<double>(std::max<std::int64_t>(1, in.parallelism.tensor_parallel));
-    const bool llama = a.family == ModelFamily::Llama || a.family == ModelFamily::Gemma;
+    const bool llama = isLlamaStyle(a);
     const double heads = llama && sdpaRepeatsKv(t) ? static_cast<double>(a.attention_heads)
                                                    : static_cast<double>(a.kv_heads);
     const double tokens = static_cast<double>(t.micro_batch_size)

@@ -3,6 +3,7 @@
 
 #include "model/parameter_layout.h"
 #include "model/selective_checkpoint_policy.h"
+#include "model/step_graphs.h"
 #include "model/weight_format.h"
 #include "throughput/throughput_constants.h"
 
@@ -99,8 +100,9 @@ Elementwise normCost(NormKind norm, double width, Precision p)
 // Element-wise kernels of one decoder layer in forward, per token (a tensor-parallel rank keeps the
 // whole hidden width and 1/t of the heads and of the MLP width, as in Megatron without sequence
 // parallelism). Each operator reads its inputs and writes its output once.
-Elementwise layerElementwise(const ModelArchitecture &arch, const TrainingConfig &tr, double t)
+Elementwise layerElementwise(const ModelArchitecture &modelArch, const TrainingConfig &tr, double t)
 {
+    const ModelArchitecture arch = architectureAsRun(modelArch, tr); // no dropout in inference
     const Precision p = tr.precision;
     const double E = computeBytes(p), R = streamBytes(p);
     const double h = static_cast<double>(arch.hidden_size);
@@ -109,8 +111,6 @@ Elementwise layerElementwise(const ModelArchitecture &arch, const TrainingConfig
     const double k = std::max(1.0, static_cast<double>(arch.kv_heads) / t);
     const double I = static_cast<double>(arch.intermediate_size) / t;
     const double active = arch.isMoe() ? static_cast<double>(arch.experts_per_token) : 1.0;
-    // Inference runs in eval mode, where dropout is the identity (torch/nn/functional.py).
-    const bool train = tr.mode == Mode::Train;
     Elementwise c;
     const Elementwise norm = normCost(arch.norm, h, p);
     c.bytes += norm.bytes * static_cast<double>(arch.norms_per_layer);
@@ -136,17 +136,17 @@ Elementwise layerElementwise(const ModelArchitecture &arch, const TrainingConfig
         // eager_attention_forward), per position of the sequence.
         c.score_bytes += (6 * E + 8) * a;
         c.ops += 4;
-        if (arch.attention_dropout > 0 && train) {
+        if (arch.attention_dropout > 0) {
             c.score_bytes += (2 * E + 1) * a;
             c.ops += 1;
         }
     } else {
         c.ops += 3; // the kernel and the layout copies around it
     }
-    // Two residual additions, and in training dropout on both branches when the model has it.
+    // Two residual additions, and dropout on both branches when the run applies it.
     c.bytes += 2 * 3 * R * h;
     c.ops += 2;
-    if (arch.hidden_dropout > 0 && train) {
+    if (arch.hidden_dropout > 0) {
         c.bytes += 2 * (2 * E + 1) * h;
         c.ops += 2;
     }
