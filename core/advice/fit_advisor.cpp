@@ -3,6 +3,7 @@
 
 #include "advice/gpu_verdict.h"
 #include "base/parallel_for.h"
+#include "model/stack_profile.h"
 #include "model/step_model.h"
 #include "throughput/throughput_model.h"
 
@@ -100,6 +101,11 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                                     0};
     if (t.checkpointing != Checkpointing::Full || t.checkpoint_every > 1) {
         std::vector<Option> g;
+        // Checkpointing turns transformers' training cache off too, so the two share a group.
+        if (trainingKvCache(t))
+            g.push_back({"use_cache: false (no KV cache in the training forward)",
+                         [](EstimateInput &e, std::int64_t) { e.training.use_cache = false; },
+                         0});
         if (t.checkpointing == Checkpointing::None) {
             g.push_back({"gradient checkpointing: selective",
                          [](EstimateInput &e, std::int64_t) {

@@ -4,6 +4,7 @@
 // are the documented ones (tests/data/export-keys/ lists them with their sources).
 #include "export/export_text.h"
 #include "export/training_export.h"
+#include "model/stack_profile.h"
 
 namespace membudget {
 
@@ -141,6 +142,13 @@ void trainingArguments(const ExportPlan &plan, bool sft, Lines &out, std::vector
     out(std::string("    gradient_checkpointing=")
         + (checkpointing(t) && !fsdpCheckpointing ? "True" : "False") + ",");
     out("    optim=" + pythonString(plan.optim) + ",");
+    // transformers 5 sets config.use_cache from this argument (default False); TRL's SFTTrainer
+    // passes use_cache=False to every forward from 0.22 whatever it says.
+    if (trainingKvCache(t) && !sft)
+        out("    use_cache=True,  # as estimated: a KV cache in every training forward");
+    else if (trainingKvCache(t))
+        notes.push_back("use_cache: SFTTrainer turns the model's KV cache off in training (TRL "
+                        "0.22 and later), so the run keeps less than estimated until the loss");
     if (t.loss == LossImplementation::Chunked)
         out("    use_liger_kernel=True,"); // Liger's fused linear cross-entropy: no full logits
     if (usesDeepSpeed(s))

@@ -122,6 +122,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                       "lora",
                       "offload",
                       "kbit_fp32_upcast",
+                      "use_cache",
                       "optimizer_in_backward",
                       "activation_offloading",
                       "float8",
@@ -147,6 +148,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
           && r.getEnum(t, "batch_padding", c.batch_padding, parseBatchPadding, kBatchPaddingNames, 3)
           && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 9)
           && r.getBool(t, "kbit_fp32_upcast", c.kbit_fp32_upcast)
+          && r.getBool(t, "use_cache", c.use_cache)
           && r.getBool(t, "optimizer_in_backward", c.optimizer_in_backward)
           && r.getBool(t, "activation_offloading", c.activation_offloading)
           && r.getBool(t, "float8", c.float8)))
@@ -741,6 +743,8 @@ void trainingExtras(const TrainingConfig &t, std::string &out)
     if (t.kbit_fp32_upcast)
         out += std::string("  kbit_fp32_upcast: ") + (*t.kbit_fp32_upcast ? "true" : "false")
                + "\n";
+    if (t.use_cache)
+        out += std::string("  use_cache: ") + (*t.use_cache ? "true" : "false") + "\n";
     if (t.optimizer_in_backward)
         out += "  optimizer_in_backward: true\n";
     if (t.activation_offloading)

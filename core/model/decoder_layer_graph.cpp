@@ -163,6 +163,7 @@ private:
     int ia3Scale(int t, const LinearShape &shape, bool input);
     int attention(int x);
     int cacheEntry(int t, const char *name);
+    void trainingCacheEntries(int &k, int &v);
     int rotary(int t, const char *name);
     int attentionCore(int q, int k, int v);
     RingAttentionScratch ringScratch(int q, int k, int v) const;
@@ -490,6 +491,8 @@ int LayerBuilder::attention(int x)
             v = vc;
         }
     }
+    if (m_p.train && trainingKvCache(m_training))
+        trainingCacheEntries(k, v);
     const int core = attentionCore(q, k, v);
     const int out = linear(core, TensorRole::Output, qW, m_h, TargetO, "o_proj");
     holdThroughLastOp(q); // LlamaAttention.forward's query_states
@@ -500,6 +503,24 @@ int LayerBuilder::attention(int x)
     if (m_attnWeights >= 0 && !weightsHeldByLayer())
         holdThroughLastOp(m_attnWeights); // the attention's own name, until it returns
     return out;
+}
+
+// A training forward's DynamicCache (use_cache on, no checkpointing): the model output keeps each
+// layer's keys and values until the loss is taken (Trainer.compute_loss returns the loss alone).
+// From transformers 4.56 the cache copies them (DynamicLayer: torch.cat onto an empty tensor) and
+// the attention runs on the copies, the layer's own states dying as `key_states` is rebound;
+// before, it keeps the states themselves. Where the attention saves them for backward anyway
+// (SDPA with enable_gqa, flash, multi-head eager) the hold adds nothing; where it saves keys and
+// values repeated to every head (repeat_kv), the cache is extra.
+void LayerBuilder::trainingCacheEntries(int &k, int &v)
+{
+    if (dynamicCacheCopiesPrompt(m_training.stack)) {
+        const double width = m_k * m_d;
+        k = m_b.copy(k, tok(width), m_b.elementBytes(k), "key cache (use_cache)");
+        v = m_b.copy(v, tok(width), m_b.elementBytes(v), "value cache (use_cache)");
+    }
+    for (int t : {k, v})
+        m_graph.tensors[static_cast<std::size_t>(t)].hold = Hold::ForwardEnd;
 }
 
 // The layer's entry in generate()'s cache (transformers cache_utils.py): DynamicLayer keeps a copy

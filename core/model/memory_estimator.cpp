@@ -4,6 +4,7 @@
 #include "model/context_parallel.h"
 #include "model/model_states.h"
 #include "model/pipeline_parallel.h"
+#include "model/stack_profile.h"
 #include "model/step_model.h"
 #include "model/weight_format.h"
 
@@ -115,6 +116,18 @@ std::string validateFloat8(const TrainingConfig &t, std::string *key)
     return problem;
 }
 
+// torchtune's and torchtitan's decoders take no cache in a training forward.
+std::string validateTrainingCache(const TrainingConfig &t, std::string *key)
+{
+    if (!t.use_cache.value_or(false) || t.mode != Mode::Train
+        || buildsTransformersCache(t.stack.name))
+        return {};
+    if (key)
+        *key = "training.use_cache";
+    return std::string("use_cache is transformers' KV cache: ") + stackName(t.stack.name)
+           + "'s model builds none in training (use_cache false, or a transformers stack)";
+}
+
 } // namespace
 
 std::string validateInput(const EstimateInput &in, std::string *key)
@@ -173,6 +186,8 @@ std::string validateInput(const EstimateInput &in, std::string *key)
     if (const std::string bad = validatePipelineParallel(in, key); !bad.empty())
         return bad;
     if (const std::string bad = validateContextParallel(t, p, key); !bad.empty())
+        return bad;
+    if (const std::string bad = validateTrainingCache(t, key); !bad.empty())
         return bad;
     if (const std::string bad = validateFloat8(t, key); !bad.empty())
         return bad;

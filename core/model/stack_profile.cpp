@@ -161,6 +161,26 @@ bool stackUpcastsKbit(const EstimateInput &in)
     }
 }
 
+// transformers' models build a DynamicCache in a training forward when `use_cache` is on (the
+// config's default, true for the decoder models) and gradient checkpointing is off: LlamaModel's
+// `merge_with_config_defaults` turns it off only under checkpointing (utils/generic.py). The
+// Trainer sets config.use_cache = args.use_cache (False) from transformers 5.0 (PR #41585, merged
+// 2025-10-16); TRL's SFTTrainer passes use_cache=False to every forward from 0.22 (PR #3891).
+bool stackBuildsTrainingCache(const TrainingConfig &t)
+{
+    if (t.mode != Mode::Train)
+        return false;
+    const StackConfig &s = t.stack;
+    switch (s.name) {
+    case Stack::HfTrainer:
+        return before(effectiveVersion(s), 5, 0);
+    case Stack::TrlSft:
+        return before(effectiveVersion(s), 0, 22);
+    default:
+        return false;
+    }
+}
+
 // accelerate's FSDP plugin: MixedPrecision(param_dtype=reduce_dtype=buffer_dtype=the mixed
 // precision) for FSDP1, MixedPrecisionPolicy(param_dtype, reduce_dtype, output_dtype) for FSDP2
 // (set_mixed_precision); torchtitan: param bf16, reduce fp32.
@@ -374,6 +394,8 @@ EstimateInput resolveStackChoices(const EstimateInput &input)
     EstimateInput in = input;
     if (!in.training.kbit_fp32_upcast)
         in.training.kbit_fp32_upcast = stackUpcastsKbit(in);
+    if (!in.training.use_cache)
+        in.training.use_cache = stackBuildsTrainingCache(in.training);
     const TensorParallelPlan plan = tensorParallelPlan(in.parallelism, in.training.stack);
     in.parallelism.sequence_parallel = plan.sequence_parallel;
     in.parallelism.loss_parallel = plan.loss_parallel;
@@ -434,6 +456,10 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
         out.push_back({"training.kbit_fp32_upcast",
                        *t.kbit_fp32_upcast ? "true" : "false",
                        !input.training.kbit_fp32_upcast.has_value()});
+    if (t.checkpointing == Checkpointing::None)
+        out.push_back({"training.use_cache",
+                       *t.use_cache ? "true" : "false",
+                       !input.training.use_cache.has_value()});
     if (p.gpus > 1 || t.offload.parameters || t.offload.optimizer)
         out.push_back({"parallelism.sharding",
                        shardingName(p.sharding),
@@ -474,6 +500,17 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
                            !given.sub_group_size.has_value()});
     }
     return out;
+}
+
+bool trainingKvCache(const TrainingConfig &t)
+{
+    return t.use_cache.value_or(stackBuildsTrainingCache(t)) && t.mode == Mode::Train
+           && t.checkpointing == Checkpointing::None;
+}
+
+bool buildsTransformersCache(Stack stack)
+{
+    return stack != Stack::Torchtune && stack != Stack::Torchtitan;
 }
 
 bool kbitUpcast(const TrainingConfig &t)

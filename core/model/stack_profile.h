@@ -60,6 +60,15 @@ bool kbitUpcast(const TrainingConfig &training);
 // (trl/models/utils.py, peft_module_casting_to_bf16); the norms stay fp32.
 bool kbitKeepsHead16bit(const TrainingConfig &training);
 
+// Whether a training forward builds transformers' DynamicCache (`use_cache`, or where the scenario
+// leaves it out the stack's choice): its keys
+// and values stay in the model output until the loss is taken. transformers turns it off under
+// gradient checkpointing, so any checkpointing turns it off here.
+bool trainingKvCache(const TrainingConfig &training);
+// Whether the stack's model is one of transformers' (torchtune's and torchtitan's are their own
+// and build no cache in training).
+bool buildsTransformersCache(Stack stack);
+
 // Whether transformers builds its 4-D attention mask as bool (masking_utils, 4.53 and later, every
 // stack but an older hf-trainer) or, before, additive in the hidden states' dtype.
 bool boolAttentionMask(const StackConfig &stack);

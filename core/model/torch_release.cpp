@@ -70,6 +70,8 @@ void switchStack(TrainingConfig &training, ParallelismConfig &parallelism, Stack
     training.stack = StackConfig{stack, {}, {}};
     setText(training.stack, torch);
     applyStackDefaults(training, parallelism);
+    if (!buildsTransformersCache(stack))
+        training.use_cache.reset(); // torchtune's and torchtitan's models take no cache
 }
 
 } // namespace membudget

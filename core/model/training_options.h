@@ -195,6 +195,10 @@ struct TrainingConfig
     // PEFT prepare_model_for_kbit_training for QLoRA: non-quantized parameters cast to fp32 (norms,
     // embeddings, lm_head), input require-grads. Unset: the stack decides (stack_profile.h).
     std::optional<bool> kbit_fp32_upcast;
+    // transformers' `use_cache` in a training forward: without gradient checkpointing the model
+    // builds a DynamicCache whose per-layer keys and values live in the model output until the loss
+    // is taken. Unset: the stack decides (stack_profile.h, trainingKvCache).
+    std::optional<bool> use_cache;
     // The optimizer steps each parameter in backward as soon as its gradient is accumulated, and
     // frees that gradient (torchtune optimizer_in_bwd: one optimizer per parameter stepped from a
     // post-accumulate-grad hook; torch.distributed.optim._apply_optimizer_in_backward). One GPU,

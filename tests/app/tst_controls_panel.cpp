@@ -91,6 +91,7 @@ private Q_SLOTS:
     void shardGroupStepsThroughDivisors();
     void optimizerInBackwardFreesTheGradients();
     void activationOffloadingNeedsFullCheckpointing();
+    void useCacheFollowsTheStackUntilSet();
 
 private:
     QTemporaryDir *m_dir = nullptr;
@@ -544,6 +545,40 @@ void TestControlsPanel::activationOffloadingNeedsFullCheckpointing()
     QVERIFY(doc->estimate().cpu_offload_bytes > 0);
     doc->undoStack()->undo();
     QCOMPARE(activations(), kept);
+}
+
+// transformers' KV cache in a training forward: the Trainer's before 5.0, off under
+// checkpointing, no row for torchtune's and torchtitan's models.
+void TestControlsPanel::useCacheFollowsTheStackUntilSet()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *box = m_window->findChild<QCheckBox *>(QStringLiteral("useCache"));
+    QVERIFY(box);
+    doc->edit(QStringLiteral("Trainer, eager, no checkpointing"), [](Scenario &s) {
+        s.training.mode = Mode::Train;
+        s.model.preset = "mistral-7b-v0.1"; // grouped-query: eager saves repeated keys
+        s.training.stack = StackConfig{Stack::HfTrainer, "4.57", ""};
+        s.training.attention = Attention::Eager;
+        s.training.checkpointing = Checkpointing::None;
+    });
+    QVERIFY(rowShown(box) && box->isEnabled());
+    QVERIFY(box->isChecked()); // the Trainer's default before 5.0, not written in the scenario
+    QVERIFY(!doc->scenario().training.use_cache.has_value());
+    const auto forward = [doc] { return doc->estimate().phase(Phase::Forward).allocated(); };
+    const Bytes cached = forward();
+    box->click();
+    QCOMPARE(doc->scenario().training.use_cache, std::optional<bool>(false));
+    QVERIFY(forward() < cached);
+    doc->undoStack()->undo();
+    QVERIFY(box->isChecked());
+    QCOMPARE(forward(), cached);
+    doc->edit(QStringLiteral("checkpointing"),
+              [](Scenario &s) { s.training.checkpointing = Checkpointing::Full; });
+    QVERIFY(!box->isEnabled() && !box->isChecked());
+    doc->edit(QStringLiteral("torchtitan"), [](Scenario &s) {
+        s.training.stack = StackConfig{Stack::Torchtitan, "", ""};
+    });
+    QVERIFY(!rowShown(box));
 }
 
 QTEST_MAIN(TestControlsPanel)

@@ -215,6 +215,62 @@ private slots:
                  at(a, Phase::Forward, Component::Weights));
     }
 
+    // transformers builds a DynamicCache in a training forward unless use_cache is off: the
+    // Trainer turns it off from transformers 5.0, TRL's SFTTrainer from 0.22; checkpointing always.
+    void trainingCacheFollowsTheStack()
+    {
+        const EstimateInput plain = input(tinyLlama(), Method::Full, Precision::Bf16);
+        const auto resolved = [](const EstimateInput &in) {
+            return trainingKvCache(resolveStackChoices(in).training);
+        };
+        QVERIFY(!resolved(plain));
+        QVERIFY(resolved(withStack(plain, Stack::HfTrainer))); // 4.57, the newest known
+        QVERIFY(!resolved(withStack(plain, Stack::HfTrainer, "5.0")));
+        QVERIFY(resolved(withStack(plain, Stack::TrlSft, "0.21")));
+        QVERIFY(!resolved(withStack(plain, Stack::TrlSft, "0.22")));
+        QVERIFY(!resolved(withStack(plain, Stack::Torchtitan)));
+        EstimateInput checkpointed = withStack(plain, Stack::HfTrainer);
+        checkpointed.training.checkpointing = Checkpointing::Full;
+        QVERIFY(!resolved(checkpointed));
+        EstimateInput inference = withStack(plain, Stack::HfTrainer);
+        inference.training.mode = Mode::Inference;
+        QVERIFY(!resolved(inference));
+        // The key overrides the stack; torchtune's and torchtitan's models take no cache.
+        EstimateInput on = plain;
+        on.training.use_cache = true;
+        QVERIFY(resolved(on));
+        EstimateInput titan = withStack(on, Stack::Torchtitan);
+        std::string key;
+        QVERIFY(!validateInput(titan, &key).empty());
+        QCOMPARE(key, std::string("training.use_cache"));
+        switchStack(on.training, on.parallelism, Stack::Torchtune);
+        QVERIFY(!on.training.use_cache.has_value());
+    }
+
+    // The cache keeps each layer's keys and values until the loss: extra where the attention saves
+    // them repeated to every head (eager, GQA), nothing where it saves the cached ones (flash). The
+    // CPU harness measures the same (cases bf16-eager-full-use-cache*.yaml).
+    void trainingCacheHoldsWhatTheAttentionDoesNotSave()
+    {
+        const ModelArchitecture arch = tinyLlama();
+        const double kv = static_cast<double>(arch.layers) * 2 * 512
+                          * static_cast<double>(arch.kv_heads * arch.head_dim) * 2;
+        for (const char *version : {"4.55", "4.57"}) {
+            for (Attention attention : {Attention::Eager, Attention::Flash}) {
+                EstimateInput off = withStack(input(arch, Method::Full, Precision::Bf16),
+                                              Stack::HfTrainer,
+                                              version);
+                off.training.attention = attention;
+                off.training.use_cache = false;
+                EstimateInput on = off;
+                on.training.use_cache = true;
+                const qint64 extra = estimateMemory(on).phase(Phase::Forward).allocated()
+                                     - estimateMemory(off).phase(Phase::Forward).allocated();
+                QCOMPARE(extra, attention == Attention::Eager ? static_cast<qint64>(kv) : 0);
+            }
+        }
+    }
+
     // The loss's fp32 chain (T tokens, V vocabulary): transformers >= 4.49 holds the 16-bit logits,
     // their fp32 upcast and the fp32 log-softmax (10 bytes x T x V); 4.46-4.48 add a shifted fp32
     // copy (14); torchtune keeps every chunk's fp32 log-softmax and one chunk's upcast (2 + 4 + 4/8);

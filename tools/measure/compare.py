@@ -6,7 +6,8 @@ and compares, exactly or within a tolerance:
   - parameters, trainable parameters, weight, gradient and optimizer-state bytes: exact;
   - bytes saved for backward at the end of forward (excluding logits-sized tensors; with op-level
     selective checkpointing, plus the outputs its policy keeps): within 3%;
-  - for cases that name a `loss`, the forward peak (CPU live storages): within 3%;
+  - for cases that name a loss variant (a `loss` other than `hf`), the forward peak (CPU live
+    storages): within 3%;
   - AdamW cases: what the optimizer step allocates beyond the states, within 3%, estimated for the
     harness's torch release (1.13: foreach off by default, one tensor at a time), and for the first
     such case again with foreach on, estimated for torch 2.0 (whose default takes that path).
@@ -121,21 +122,27 @@ def measure(case, python, foreach="default"):
             return json.load(f)
 
 
+def on_torch(stack, torch_release):
+    """The case's stack told which PyTorch release runs it: plain-torch's version, another stack's
+    `torch` (its own version names its library)."""
+    if stack is None:
+        return {"name": "plain-torch", "version": torch_release}
+    stack = dict(stack) if isinstance(stack, dict) else {"name": stack}
+    stack["version" if stack["name"] == "plain-torch" else "torch"] = torch_release
+    return stack
+
+
 def estimate_on_torch(case, scenario, membudget, torch_release, extra=()):
     """`membudget estimate --json` (and `extra` arguments) of the case told which PyTorch release
-    runs it (plain-torch's version), unless the case names a stack itself."""
-    if "stack" in scenario:
-        path = case
-    else:
-        fd, path = tempfile.mkstemp(suffix=".yaml")
-        with os.fdopen(fd, "w") as f:
-            yaml.safe_dump(dict(scenario, stack={"name": "plain-torch", "version": torch_release}), f)
+    runs it."""
+    fd, path = tempfile.mkstemp(suffix=".yaml")
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(dict(scenario, stack=on_torch(scenario.get("stack"), torch_release)), f)
     try:
         return json.loads(subprocess.run([membudget, "estimate", path, "--json", *extra],
                                          check=True, capture_output=True, text=True).stdout)
     finally:
-        if path != case:
-            os.unlink(path)
+        os.unlink(path)
 
 
 # torch 1.x's Optimizer.step runs inside torch.autograd.profiler.record_function, whose
@@ -187,7 +194,7 @@ def compare(case, membudget, python, check_foreach=False):
         # With activation offloading what autograd saves mostly lives in CPU RAM: the live device
         # bytes are compared by compare_timeline.py instead.
         rows.append(("saved activations", got, expected, error, abs(error) <= TOLERANCE))
-    if "loss" in scenario.get("training", {}):
+    if scenario.get("training", {}).get("loss", "hf") != "hf":
         # Loss-variant cases: the forward peak (live CPU storages), where the logits chain peaks.
         peak = measured["memory"]["phases"]["forward"]["peak_bytes"]
         estimated_peak = phases["forward"]["allocated"]

@@ -13,7 +13,8 @@ The estimator models PyTorch 2.x on CUDA; torch 1.13 on CPU differs in named way
 adds to the estimate rather than to the model (see torch_113_cpu_peak_extra): mean() keeps its input
 and CPU dropout masks are in the input dtype. The measured step runs AdamW with foreach=True, as
 PyTorch does on CUDA by default; 1.13's foreach AdamW builds its denominators out of place, as 2.0's
-does, so the estimate is told `stack: {name: plain-torch, version: "2.0"}` (foreach_release).
+does, so the estimate is told `stack: {name: plain-torch, version: "2.0"}` (foreach_release; a case
+naming another stack keeps it, with `torch: "2.0"`).
 Rotary tables and HF's mask are built from a few small temporaries MemBudget does not list.
 Exit status 1 when a case misses a target.
 """

@@ -17,16 +17,24 @@ import torch
 
 
 class DynamicCache:
-    """Per layer, the keys and values of every position so far: [b, kv_heads, positions, d]."""
+    """Per layer, the keys and values of every position so far: [b, kv_heads, positions, d].
 
-    def __init__(self):
+    copies=False: a training forward's cache before transformers 4.56 (DynamicCache.update's first
+    call appended the layer's own key and value states)."""
+
+    def __init__(self, copies=True):
         self.keys = []
         self.values = []
+        self.copies = copies
 
     def length(self):
         return self.keys[0].shape[-2] if self.keys else 0
 
     def update(self, layer, key_states, value_states):
+        if layer == len(self.keys) and not self.copies:
+            self.keys.append(key_states)
+            self.values.append(value_states)
+            return key_states, value_states
         if layer == len(self.keys):  # lazy_initialization: empty tensors of the states' dtype
             empty = torch.tensor([], dtype=key_states.dtype, device=key_states.device)
             self.keys.append(empty)

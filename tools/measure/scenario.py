@@ -14,7 +14,7 @@ import yaml
 
 FORMAT = "membudget/1"
 
-TOP_KEYS = ("format", "name", "description", "model", "training", "parallelism", "overheads", "gpus")
+TOP_KEYS = ("format", "name", "description", "model", "training", "parallelism", "overheads", "gpus", "stack")
 
 MODEL_KEYS = (
     "preset", "family", "parameters", "layers", "hidden_size", "intermediate_size",
@@ -31,8 +31,11 @@ TRAINING_KEYS = (
     "mode", "method", "precision", "quantization", "optimizer", "micro_batch_size",
     "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "checkpoint_every",
     "attention", "lora", "ia3",
-    "offload", "loss", "optimizer_in_backward", "activation_offloading", "inference",
+    "offload", "loss", "optimizer_in_backward", "activation_offloading", "inference", "use_cache",
 )
+# The keys a stack sets when a scenario leaves them out (MemBudget's applyStackDefaults and
+# resolveStackChoices): the harness builds what is written, so a case naming a stack writes them.
+STACK_DECIDED = ("precision", "optimizer", "loss", "gradient_checkpointing", "use_cache")
 INFERENCE_KEYS = ("generated_tokens", "kv_cache", "kv_cache_dtype", "max_cache_len", "kv_bits",
                   "kv_group_size", "kv_residual_length")
 # Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
@@ -110,6 +113,10 @@ class Training:
     ia3_targets: list = field(default_factory=lambda: ["k_proj", "v_proj", "down_proj"])
     optimizer_in_backward: bool = False  # torchtune optimizer_in_bwd
     activation_offloading: bool = False  # torchtune enable_activation_offloading
+    # transformers' use_cache in training: a DynamicCache that keeps each layer's keys and values
+    # until the loss; copies of them from transformers 4.56 (cache_copies), the states before.
+    use_cache: bool = False
+    cache_copies: bool = True
 
 
 @dataclass
@@ -227,8 +234,31 @@ def parse(doc, path="", arch_override=None):
 
     arch = _parse_arch(model, path)
     training = _parse_training(doc.get("training") or {}, path)
+    training.cache_copies = _cache_copies(doc.get("stack"), doc.get("training") or {}, path)
     _refuse_parallelism(doc.get("parallelism") or {}, path)
     return Scenario(name=str(doc.get("name") or ""), arch=arch, training=training, source=path)
+
+
+def _cache_copies(stack, tr, path):
+    """Whether a training DynamicCache holds copies of the keys and values (transformers 4.56 and
+    later; every stack MemBudget knows but an older hf-trainer) or the states themselves."""
+    if stack is None:
+        return True
+    if isinstance(stack, str):
+        stack = {"name": stack}
+    if not isinstance(stack, dict) or set(stack) - {"name", "version", "torch"}:
+        raise ScenarioError("%s: stack is a name or a mapping of name, version and torch" % _where(path))
+    missing = [k for k in STACK_DECIDED if k not in tr]
+    if missing:
+        raise Unsupported("%s: the harness does not apply a stack's defaults; write %s out"
+                          % (_where(path), ", ".join("training." + k for k in missing)))
+    if stack.get("name") != "hf-trainer" or "version" not in stack:
+        return True
+    try:
+        version = tuple(int(x) for x in str(stack["version"]).split(".")[:2])
+    except ValueError:
+        raise ScenarioError("%s: stack.version %r is not major.minor" % (_where(path), stack["version"]))
+    return version >= (4, 56)
 
 
 def _parse_arch(model, path):
@@ -350,8 +380,11 @@ def _parse_training(tr, path):
     if offloading and (ckpt != "full" or tr.get("checkpoint_every", 1) != 1):
         raise ScenarioError("%s: activation_offloading needs gradient_checkpointing full on every "
                             "layer" % _where(path))
+    use_cache = tr.get("use_cache", False)
+    if not isinstance(use_cache, bool):
+        raise ScenarioError("%s: use_cache must be true or false" % _where(path))
     return Training(
-        mode=mode, generated_tokens=generated,
+        mode=mode, generated_tokens=generated, use_cache=use_cache,
         method=method, precision=precision, optimizer=optimizer,
         optimizer_in_backward=in_backward, activation_offloading=offloading,
         ia3_targets=[t for t in LORA_TARGETS if t in ia3_targets],

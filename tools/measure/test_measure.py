@@ -75,6 +75,36 @@ class ScenarioErrors(unittest.TestCase):
         self.assertEqual(len(scenario.parse(doc).training.lora.targets), 7)
 
 
+class TrainingCache(unittest.TestCase):
+    """transformers' use_cache in a training forward (a DynamicCache in the model output)."""
+
+    def test_a_stack_needs_the_keys_it_decides(self):
+        doc = {"format": "membudget/1", "stack": {"name": "hf-trainer", "version": "4.55"},
+               "model": {"layers": 1, "hidden_size": 8, "intermediate_size": 8, "attention_heads": 2,
+                         "vocab_size": 10},
+               "training": {"precision": "bf16", "optimizer": "adamw", "loss": "hf"}}
+        with self.assertRaisesRegex(scenario.Unsupported, "gradient_checkpointing, training.use_cache"):
+            scenario.parse(doc, "x.yaml")
+        doc["training"].update(gradient_checkpointing="none", use_cache=True)
+        self.assertFalse(scenario.parse(doc).training.cache_copies)  # 4.55 keeps the states
+        doc["stack"]["version"] = "4.56"
+        self.assertTrue(scenario.parse(doc).training.cache_copies)
+
+    def test_the_cache_keeps_grouped_keys_and_values_until_the_loss(self):
+        plain = run_case("bf16-eager-full")["memory"]["phases"]
+        kv = 2 * 2 * T * 2 * D * 2  # layers x (keys, values) x tokens x kv heads x d x bf16
+        for case in ("bf16-eager-full-use-cache", "bf16-eager-full-use-cache-4.55"):
+            cached = run_case(case)["memory"]["phases"]
+            self.assertEqual(cached["forward"]["peak_bytes"] - plain["forward"]["peak_bytes"], kv)
+            self.assertEqual(cached["backward"]["peak_bytes"], plain["backward"]["peak_bytes"])
+
+    def test_checkpointing_turns_it_off(self):
+        tr = scenario.Training(use_cache=True, gradient_checkpointing="full")
+        self.assertIsNone(training.training_cache(tr))
+        tr.gradient_checkpointing = "none"
+        self.assertIsNotNone(training.training_cache(tr))
+
+
 class FullFineTuning(unittest.TestCase):
     def check_common(self, r):
         self.assertEqual(r["parameters"], r["expected_parameters"])

@@ -8,6 +8,7 @@ import warnings
 import torch
 
 import activation_offload
+import generation
 import lora as lora_mod
 import torch_compat
 from llama_model import LlamaForCausalLM
@@ -211,6 +212,14 @@ class NullObserver:
         pass
 
 
+def training_cache(tr):
+    """The DynamicCache a transformers training forward builds, or None (use_cache off, or
+    checkpointing on: transformers turns the cache off under gradient checkpointing)."""
+    if not tr.use_cache or tr.gradient_checkpointing != "none":
+        return None
+    return generation.DynamicCache(copies=tr.cache_copies)
+
+
 def train_step(setup, observer=None):
     """One optimizer step over gradient_accumulation_steps micro-batches; returns the last loss."""
     observer = observer or NullObserver()
@@ -220,13 +229,16 @@ def train_step(setup, observer=None):
     for micro, (ids, mask, labels) in enumerate(setup.batches):
         observer.begin("forward")
         with observer.forward_hooks(micro):
+            # transformers' model output holds the training forward's DynamicCache (use_cache on,
+            # no checkpointing) until compute_loss returns.
+            cache = training_cache(setup.scenario.training)
             with setup.autocast():
-                loss, logits = model(ids, attention_mask=mask, labels=labels)
+                loss, logits = model(ids, attention_mask=mask, labels=labels, cache=cache)
             # HF Trainer's compute_loss returns the loss only, and torchtitan's train.py deletes
             # `pred` before backward: the outputs die here; torchtitan before its PR #391 kept
             # `pred` until the step's end (loss fp32-output-kept).
             kept = logits if setup.scenario.training.loss == "fp32-output-kept" else None
-            del logits
+            del logits, cache
         observer.after_forward(loss, micro)
         observer.end("forward")
         last = float(loss.detach())

@@ -929,6 +929,18 @@ QWidget *ControlsPanel::buildTechniquesGroup()
                   tr("Change activation offloading"),
                   [](Scenario &s, bool on) { s.training.activation_offloading = on; });
     form->addRow(QString(), m_activationOffloading);
+    m_useCache = flagBox(
+        "useCache",
+        tr("KV cache in the training forward (use_cache)"),
+        tr("Without gradient checkpointing, a Transformers model with use_cache on (its config's "
+           "default) builds a KV cache in every training forward: each layer's keys and values "
+           "stay in the model output until the loss is taken. It costs memory where the "
+           "attention keeps keys and values repeated to every head (eager, or SDPA with a "
+           "padding mask, on grouped-query models). The Trainer turns it off from Transformers "
+           "5.0, TRL's SFTTrainer from 0.22; checkpointing always turns it off."),
+        tr("Change use_cache"),
+        [](Scenario &s, bool on) { s.training.use_cache = on; });
+    form->addRow(QString(), m_useCache);
 
     m_attention = enumCombo(
         "attention",
@@ -1446,6 +1458,10 @@ void ControlsPanel::syncFromDocument()
     m_activationOffloading->setEnabled(
         t.activation_offloading
         || (t.checkpointing == Checkpointing::Full && t.checkpoint_every == 1));
+    // The stack's choice until set; checkpointing turns the cache off, as Transformers does.
+    m_useCache->setChecked(trainingKvCache(t));
+    m_useCache->setEnabled(t.checkpointing == Checkpointing::None);
+    setRowShown(m_techniquesForm, m_useCache, train && buildsTransformersCache(t.stack.name));
     selectName(m_attention, attentionName(t.attention));
     selectName(m_batchPadding, batchPaddingName(t.batch_padding));
     selectName(m_loss, lossName(t.loss));

@@ -131,6 +131,7 @@ private:
     QCheckBox *m_optimizerInBackward = nullptr;
     QCheckBox *m_float8 = nullptr;
     QCheckBox *m_activationOffloading = nullptr;
+    QCheckBox *m_useCache = nullptr;
     QComboBox *m_precision = nullptr;
     QComboBox *m_quantization = nullptr;
     QComboBox *m_optimizer = nullptr;
