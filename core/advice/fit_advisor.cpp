@@ -99,13 +99,13 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                                         e.training.activation_offloading = true;
                                     },
                                     0};
+    // Full checkpointing turns transformers' training cache off too; the selective ones do not.
+    if (trainingKvCache(t))
+        groups.push_back({{"use_cache: false (no KV cache in the training forward)",
+                           [](EstimateInput &e, std::int64_t) { e.training.use_cache = false; },
+                           0}});
     if (t.checkpointing != Checkpointing::Full || t.checkpoint_every > 1) {
         std::vector<Option> g;
-        // Checkpointing turns transformers' training cache off too, so the two share a group.
-        if (trainingKvCache(t))
-            g.push_back({"use_cache: false (no KV cache in the training forward)",
-                         [](EstimateInput &e, std::int64_t) { e.training.use_cache = false; },
-                         0});
         if (t.checkpointing == Checkpointing::None) {
             g.push_back({"gradient checkpointing: selective",
                          [](EstimateInput &e, std::int64_t) {

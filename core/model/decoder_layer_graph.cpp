@@ -164,6 +164,7 @@ private:
     int attention(int x);
     int cacheEntry(int t, const char *name);
     void trainingCacheEntries(int &k, int &v);
+    int cacheCopy(int t, double bytes, const char *name);
     int rotary(int t, const char *name);
     int attentionCore(int q, int k, int v);
     RingAttentionScratch ringScratch(int q, int k, int v) const;
@@ -509,15 +510,14 @@ int LayerBuilder::attention(int x)
 // layer's keys and values until the loss is taken (Trainer.compute_loss returns the loss alone).
 // From transformers 4.56 the cache copies them (DynamicLayer: torch.cat onto an empty tensor) and
 // the attention runs on the copies, the layer's own states dying as `key_states` is rebound;
-// before, it keeps the states themselves. Where the attention saves them for backward anyway
-// (SDPA with enable_gqa, flash, multi-head eager) the hold adds nothing; where it saves keys and
-// values repeated to every head (repeat_kv), the cache is extra.
+// before, it keeps the states themselves. Where the attention saves these very tensors for
+// backward the hold adds nothing; where it saves others (keys and values repeated to every head,
+// 16-bit casts of AMP's fp32 rotated keys, flash's unpadded copies) the cache is extra.
 void LayerBuilder::trainingCacheEntries(int &k, int &v)
 {
     if (dynamicCacheCopiesPrompt(m_training.stack)) {
-        const double width = m_k * m_d;
-        k = m_b.copy(k, tok(width), m_b.elementBytes(k), "key cache (use_cache)");
-        v = m_b.copy(v, tok(width), m_b.elementBytes(v), "value cache (use_cache)");
+        k = cacheCopy(k, m_b.elementBytes(k), "key cache (use_cache)");
+        v = cacheCopy(v, m_b.elementBytes(v), "value cache (use_cache)");
     }
     for (int t : {k, v})
         m_graph.tensors[static_cast<std::size_t>(t)].hold = Hold::ForwardEnd;
@@ -532,23 +532,29 @@ void LayerBuilder::trainingCacheEntries(int &k, int &v)
 int LayerBuilder::cacheEntry(int t, const char *name)
 {
     const InferenceConfig &inf = m_training.inference;
-    const double width = m_k * m_d;
     const double bytes = inf.kv_cache_dtype == KvCacheDtype::Fp8 ? 1 : m_b.elementBytes(t);
     int c = t;
     if (inf.kv_cache == KvCacheKind::Static) {
-        c = m_b.copy(t, m_shape.cache * width, bytes, name);
+        c = m_b.copy(t, m_shape.cache * (m_k * m_d), bytes, name);
     } else if (inf.kv_cache == KvCacheKind::Quantized) {
         const double q = quantizedKvBytesPerElement(inf, m_b.elementBytes(t));
-        c = m_b.copy(t, tok(width), q, name);
+        c = cacheCopy(t, q, name);
     } else if (bytes != m_b.elementBytes(t)
                || (inf.kv_cache == KvCacheKind::Dynamic
                    && dynamicCacheCopiesPrompt(m_training.stack))) {
-        c = m_b.copy(t, tok(width), bytes, name);
+        c = cacheCopy(t, bytes, name);
     }
     GraphTensor &x = m_graph.tensors[static_cast<std::size_t>(c)];
     x.use = TensorUse::KvCache;
     x.hold = Hold::StepEnd;
     return c;
+}
+
+// A cache layer's copy of this step's keys (values), per token: a dynamic cache's torch.cat, a
+// cast to the cache's dtype, a quantized store.
+int LayerBuilder::cacheCopy(int t, double bytes, const char *name)
+{
+    return m_b.copy(t, tok(m_k * m_d), bytes, name);
 }
 
 // apply_rotary_pos_emb: q * cos + rotate_half(q) * sin, cos/sin in the hidden states' dtype (so an

@@ -28,7 +28,8 @@ enum class TensorUse : std::uint8_t {
 // How long a value outlives its last reader, whatever autograd keeps.
 enum class Hold : std::uint8_t {
     None,
-    ForwardEnd, // autocast's weight cache: cleared when the outermost autocast region exits
+    ForwardEnd, // until forward returns: autocast's weight cache (cleared when the outermost
+                // autocast region exits), the model output's logits and training KV cache
     StepEnd,    // kept by the caller until the step ends (model outputs, the KV cache)
 };
 

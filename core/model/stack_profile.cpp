@@ -162,10 +162,11 @@ bool stackUpcastsKbit(const EstimateInput &in)
 }
 
 // transformers' models build a DynamicCache in a training forward when `use_cache` is on (the
-// config's default, true for the decoder models) and gradient checkpointing is off: LlamaModel's
-// `merge_with_config_defaults` turns it off only under checkpointing (utils/generic.py). The
-// Trainer sets config.use_cache = args.use_cache (False) from transformers 5.0 (PR #41585, merged
-// 2025-10-16); TRL's SFTTrainer passes use_cache=False to every forward from 0.22 (PR #3891).
+// config's default, true for the decoder models) and the model's own gradient checkpointing is off
+// (the check sits in the model's forward before 4.54, in `check_model_inputs` to 5.1 and in
+// `merge_with_config_defaults` from 5.2, utils/generic.py). The Trainer sets config.use_cache =
+// args.use_cache (False) from transformers 5.0 (PR #41585, merged 2025-10-16); TRL's SFTTrainer
+// passes use_cache=False to every forward from 0.22 (PR #3891).
 bool stackBuildsTrainingCache(const TrainingConfig &t)
 {
     if (t.mode != Mode::Train)
@@ -307,7 +308,7 @@ LibraryVersion newestKnownVersion(Stack stack)
     case Stack::PlainTorch:
         return {2, 10, 0}; // torch.distributed.pipelining keeps no outputs (pipeline_parallel.h)
     case Stack::HfTrainer:
-        return {4, 57, 0};
+        return {5, 0, 0}; // the Trainer turns use_cache off (stackBuildsTrainingCache)
     case Stack::TrlSft:
         return {0, 26, 0};
     case Stack::AccelerateFsdp:
@@ -456,7 +457,7 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
         out.push_back({"training.kbit_fp32_upcast",
                        *t.kbit_fp32_upcast ? "true" : "false",
                        !input.training.kbit_fp32_upcast.has_value()});
-    if (t.checkpointing == Checkpointing::None)
+    if (t.checkpointing != Checkpointing::Full && buildsTransformersCache(t.stack.name))
         out.push_back({"training.use_cache",
                        *t.use_cache ? "true" : "false",
                        !input.training.use_cache.has_value()});
@@ -505,7 +506,7 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
 bool trainingKvCache(const TrainingConfig &t)
 {
     return t.use_cache.value_or(stackBuildsTrainingCache(t)) && t.mode == Mode::Train
-           && t.checkpointing == Checkpointing::None;
+           && t.checkpointing != Checkpointing::Full;
 }
 
 bool buildsTransformersCache(Stack stack)

@@ -61,9 +61,10 @@ bool kbitUpcast(const TrainingConfig &training);
 bool kbitKeepsHead16bit(const TrainingConfig &training);
 
 // Whether a training forward builds transformers' DynamicCache (`use_cache`, or where the scenario
-// leaves it out the stack's choice): its keys
-// and values stay in the model output until the loss is taken. transformers turns it off under
-// gradient checkpointing, so any checkpointing turns it off here.
+// leaves it out the stack's choice): its keys and values stay in the model output until the loss
+// is taken. transformers turns it off under its own gradient checkpointing, whole layers
+// (`gradient_checkpointing: full`); FSDP's activation checkpointing hides itself from transformers,
+// and such a run needs use_cache off (docs/memory-model.md). The selective policies leave it on.
 bool trainingKvCache(const TrainingConfig &training);
 // Whether the stack's model is one of transformers' (torchtune's and torchtitan's are their own
 // and build no cache in training).

@@ -245,6 +245,40 @@ private slots:
                 QVERIFY(c.find("activation offloading") == std::string::npos);
     }
 
+    // The Trainer before transformers 5.0 keeps a KV cache through every training forward; with
+    // Liger's loss the forward's end is the peak, so turning use_cache off makes a tight run fit on
+    // its own, at no cost in time.
+    void useCacheOffIsOffered()
+    {
+        EstimateInput in = lora8b();
+        in.training.stack = {Stack::HfTrainer, "4.57", ""};
+        in.training.checkpointing = Checkpointing::None;
+        in.training.attention = Attention::Sdpa;
+        in.training.batch_padding = BatchPadding::Padded; // SDPA gets repeated keys and values
+        in.training.loss = LossImplementation::LigerFused;
+        in.training.micro_batch_size = 8; // 2 GiB of keys and values in the cache
+        EstimateInput off = in;
+        off.training.use_cache = false;
+        const Bytes cached = estimateMemory(in).device_total;
+        const Bytes plain = estimateMemory(off).device_total;
+        QVERIFY(cached - plain > (3LL << 29));
+        const std::string label = "use_cache: false (no KV cache in the training forward)";
+        bool offered = false;
+        // 2 GiB above the expected total the run is tight (the band's high end is above).
+        const GpuSpec gpu = gpuOf(cached + (2LL << 30));
+        QCOMPARE(gpuVerdict(in, gpu.memory_bytes).verdict, FitVerdict::Tight);
+        for (const FitSuggestion &s : suggestFits(in, gpu, 100))
+            if (s.changes == std::vector<std::string>{label}) {
+                offered = true;
+                QCOMPARE(s.input.training.use_cache, std::optional<bool>(false));
+                QVERIFY(s.slowdown < 1.01);
+            }
+        QVERIFY(offered);
+        for (const FitSuggestion &s : suggestFits(off, gpuOf(plain / 2), 100))
+            for (const std::string &c : s.changes)
+                QVERIFY(c.find("use_cache") == std::string::npos);
+    }
+
     // Issue #16: micro-batch 83 became "2 x 32"; the effective batch must never change.
     void suggestionsKeepTheEffectiveBatch_data()
     {

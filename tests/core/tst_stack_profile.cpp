@@ -224,15 +224,18 @@ private slots:
             return trainingKvCache(resolveStackChoices(in).training);
         };
         QVERIFY(!resolved(plain));
-        QVERIFY(resolved(withStack(plain, Stack::HfTrainer))); // 4.57, the newest known
+        QVERIFY(resolved(withStack(plain, Stack::HfTrainer, "4.57")));
         QVERIFY(!resolved(withStack(plain, Stack::HfTrainer, "5.0")));
+        QVERIFY(!resolved(withStack(plain, Stack::HfTrainer))); // 5.0, the newest known
         QVERIFY(resolved(withStack(plain, Stack::TrlSft, "0.21")));
         QVERIFY(!resolved(withStack(plain, Stack::TrlSft, "0.22")));
         QVERIFY(!resolved(withStack(plain, Stack::Torchtitan)));
-        EstimateInput checkpointed = withStack(plain, Stack::HfTrainer);
+        EstimateInput checkpointed = withStack(plain, Stack::HfTrainer, "4.57");
         checkpointed.training.checkpointing = Checkpointing::Full;
         QVERIFY(!resolved(checkpointed));
-        EstimateInput inference = withStack(plain, Stack::HfTrainer);
+        checkpointed.training.checkpointing = Checkpointing::OpSelective; // not transformers' own
+        QVERIFY(resolved(checkpointed));
+        EstimateInput inference = withStack(plain, Stack::HfTrainer, "4.57");
         inference.training.mode = Mode::Inference;
         QVERIFY(!resolved(inference));
         // The key overrides the stack; torchtune's and torchtitan's models take no cache.
@@ -247,28 +250,58 @@ private slots:
         QVERIFY(!on.training.use_cache.has_value());
     }
 
-    // The cache keeps each layer's keys and values until the loss: extra where the attention saves
-    // them repeated to every head (eager, GQA), nothing where it saves the cached ones (flash). The
-    // CPU harness measures the same (cases bf16-eager-full-use-cache*.yaml).
+    // What use_cache adds to the forward's peak (at the loss) for one stack version.
+    static qint64 trainingCacheBytes(const ModelArchitecture &arch,
+                                     Precision precision,
+                                     Attention attention,
+                                     const char *version)
+    {
+        EstimateInput off = withStack(input(arch, Method::Full, precision),
+                                      Stack::HfTrainer,
+                                      version);
+        off.training.attention = attention;
+        off.training.use_cache = false;
+        EstimateInput on = off;
+        on.training.use_cache = true;
+        return estimateMemory(on).phase(Phase::Forward).allocated()
+               - estimateMemory(off).phase(Phase::Forward).allocated();
+    }
+
+    // The cache keeps each layer's keys and values until the loss. It is extra where the attention
+    // saves other tensors: keys and values repeated to every head (eager, GQA), the bf16 casts of
+    // AMP's fp32 rotated keys; nothing where it saves the cached ones (flash in bf16, multi-head
+    // eager). The CPU harness measures the same (cases *-use-cache*.yaml).
     void trainingCacheHoldsWhatTheAttentionDoesNotSave()
     {
-        const ModelArchitecture arch = tinyLlama();
-        const double kv = static_cast<double>(arch.layers) * 2 * 512
-                          * static_cast<double>(arch.kv_heads * arch.head_dim) * 2;
+        const ModelArchitecture gqa = tinyLlama();
+        ModelArchitecture mha = gqa;
+        mha.kv_heads = mha.attention_heads;
+        const auto kvBytes = [](const ModelArchitecture &a, double keyBytes, double valueBytes) {
+            const double perToken = static_cast<double>(a.kv_heads * a.head_dim);
+            return static_cast<qint64>(static_cast<double>(a.layers) * 512 * perToken
+                                       * (keyBytes + valueBytes));
+        };
         for (const char *version : {"4.55", "4.57"}) {
-            for (Attention attention : {Attention::Eager, Attention::Flash}) {
-                EstimateInput off = withStack(input(arch, Method::Full, Precision::Bf16),
-                                              Stack::HfTrainer,
-                                              version);
-                off.training.attention = attention;
-                off.training.use_cache = false;
-                EstimateInput on = off;
-                on.training.use_cache = true;
-                const qint64 extra = estimateMemory(on).phase(Phase::Forward).allocated()
-                                     - estimateMemory(off).phase(Phase::Forward).allocated();
-                QCOMPARE(extra, attention == Attention::Eager ? static_cast<qint64>(kv) : 0);
-            }
+            QCOMPARE(trainingCacheBytes(gqa, Precision::Bf16, Attention::Eager, version),
+                     kvBytes(gqa, 2, 2));
+            QCOMPARE(trainingCacheBytes(gqa, Precision::Bf16, Attention::Flash, version), 0);
+            QCOMPARE(trainingCacheBytes(mha, Precision::Bf16, Attention::Eager, version), 0);
+            QCOMPARE(trainingCacheBytes(gqa, Precision::AmpBf16, Attention::Flash, version),
+                     kvBytes(gqa, 4, 0)); // fp32 keys; the values stay bf16, saved as they are
         }
+    }
+
+    // GPT-2's fused c_attn: before 4.56 the cache keeps views of the projection's output, which
+    // the attention saves anyway; from 4.56 it keeps copies of keys and values, which the attention
+    // then saves beside the output (the query's view keeps it).
+    void gpt2TrainingCacheFollowsTheFusedProjection()
+    {
+        const ModelArchitecture gpt2 = gpt2_small();
+        const double copies = static_cast<double>(gpt2.layers) * 512 * 2
+                              * static_cast<double>(gpt2.hidden_size) * 2;
+        QCOMPARE(trainingCacheBytes(gpt2, Precision::Bf16, Attention::Eager, "4.55"), 0);
+        QCOMPARE(trainingCacheBytes(gpt2, Precision::Bf16, Attention::Eager, "4.57"),
+                 static_cast<qint64>(copies));
     }
 
     // The loss's fp32 chain (T tokens, V vocabulary): transformers >= 4.49 holds the 16-bit logits,

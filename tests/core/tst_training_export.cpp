@@ -237,6 +237,25 @@ private slots:
         QVERIFY(has(exported(s, TrainingFormat::Sft).text, "gradient_checkpointing=False,"));
     }
 
+    // An estimate with transformers' KV cache in the training forward (the Trainer before 5.0)
+    // exports use_cache=True, which transformers 5 would otherwise turn off; TRL's SFTTrainer
+    // turns it off whatever it is told, which a note says.
+    void useCacheAsEstimated()
+    {
+        Scenario s = scenario(Method::Lora, Precision::Bf16, Sharding::None, 1);
+        s.training.checkpointing = Checkpointing::None;
+        QVERIFY(!has(exported(s, TrainingFormat::Trainer).text, "use_cache"));
+        s.training.stack = {Stack::HfTrainer, "4.57", ""};
+        QVERIFY(has(exported(s, TrainingFormat::Trainer).text, "    use_cache=True,"));
+        const TrainingExport sft = exported(s, TrainingFormat::Sft);
+        QVERIFY(!has(sft.text, "use_cache="));
+        QVERIFY(std::any_of(sft.notes.begin(), sft.notes.end(), [](const std::string &n) {
+            return has(n, "SFTTrainer turns the model's KV cache off");
+        }));
+        s.training.checkpointing = Checkpointing::Full;
+        QVERIFY(!has(exported(s, TrainingFormat::Trainer).text, "use_cache"));
+    }
+
     void notesSayWhatCannotBeExpressed()
     {
         Scenario s = scenario(Method::Full, Precision::MixedBf16, Sharding::None, 4);

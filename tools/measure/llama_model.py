@@ -285,7 +285,7 @@ class LlamaModel(nn.Module):
                               past)
 
     def forward(self, input_ids, attention_mask=None, cache=None):
-        if cache is not None:  # generation (no grad, no offloading)
+        if cache is not None:  # generation, or a training forward with use_cache (no offloading)
             return self._forward(input_ids, attention_mask, cache)
         if self.offload is None:
             return self._forward(input_ids, attention_mask)

@@ -383,6 +383,9 @@ def _parse_training(tr, path):
     use_cache = tr.get("use_cache", False)
     if not isinstance(use_cache, bool):
         raise ScenarioError("%s: use_cache must be true or false" % _where(path))
+    if use_cache and ckpt in ("selective", "op-selective"):
+        raise Unsupported("%s: use_cache with %s checkpointing: the harness passes no cache into "
+                          "checkpointed layers" % (_where(path), ckpt))
     return Training(
         mode=mode, generated_tokens=generated, use_cache=use_cache,
         method=method, precision=precision, optimizer=optimizer,

@@ -214,7 +214,7 @@ class NullObserver:
 
 def training_cache(tr):
     """The DynamicCache a transformers training forward builds, or None (use_cache off, or
-    checkpointing on: transformers turns the cache off under gradient checkpointing)."""
+    full checkpointing on: transformers turns the cache off under its gradient checkpointing)."""
     if not tr.use_cache or tr.gradient_checkpointing != "none":
         return None
     return generation.DynamicCache(copies=tr.cache_copies)

@@ -934,10 +934,11 @@ QWidget *ControlsPanel::buildTechniquesGroup()
         tr("KV cache in the training forward (use_cache)"),
         tr("Without gradient checkpointing, a Transformers model with use_cache on (its config's "
            "default) builds a KV cache in every training forward: each layer's keys and values "
-           "stay in the model output until the loss is taken. It costs memory where the "
-           "attention keeps keys and values repeated to every head (eager, or SDPA with a "
-           "padding mask, on grouped-query models). The Trainer turns it off from Transformers "
-           "5.0, TRL's SFTTrainer from 0.22; checkpointing always turns it off."),
+           "stay in the model output until the loss is taken. It costs memory wherever the "
+           "attention saves other tensors for backward: keys and values repeated to every head "
+           "(eager, or SDPA where it repeats them), the 16-bit copies of AMP's fp32 keys, flash "
+           "attention's unpadded copies. The Trainer turns it off from Transformers 5.0, TRL's "
+           "SFTTrainer from 0.22; Transformers' gradient checkpointing (full) turns it off."),
         tr("Change use_cache"),
         [](Scenario &s, bool on) { s.training.use_cache = on; });
     form->addRow(QString(), m_useCache);
@@ -1458,10 +1459,13 @@ void ControlsPanel::syncFromDocument()
     m_activationOffloading->setEnabled(
         t.activation_offloading
         || (t.checkpointing == Checkpointing::Full && t.checkpoint_every == 1));
-    // The stack's choice until set; checkpointing turns the cache off, as Transformers does.
+    // The stack's choice until set; full checkpointing turns the cache off, as Transformers does.
     m_useCache->setChecked(trainingKvCache(t));
-    m_useCache->setEnabled(t.checkpointing == Checkpointing::None);
-    setRowShown(m_techniquesForm, m_useCache, train && buildsTransformersCache(t.stack.name));
+    m_useCache->setEnabled(t.checkpointing != Checkpointing::Full);
+    // Shown while set on another stack's model too, so that it can be unset (it is refused there).
+    setRowShown(m_techniquesForm,
+                m_useCache,
+                train && (buildsTransformersCache(t.stack.name) || t.use_cache.value_or(false)));
     selectName(m_attention, attentionName(t.attention));
     selectName(m_batchPadding, batchPaddingName(t.batch_padding));
     selectName(m_loss, lossName(t.loss));
