@@ -1074,9 +1074,11 @@ void BudgetChart::placeSegmentLabels()
                        centre.y() - box.height() / 2.0,
                        box.width(),
                        box.height());
+        // In floating point: a label scrolled far off the axis range sits past int's range, where
+        // QRectF::toRect would overflow (found by tst_monkey_input under UBSan).
         bool show = label->high > m_lower && label->low < m_upper
                     && std::abs(lowPx - highPx) >= box.height() + 2 && barWidth >= box.width() + 8
-                    && axisRect()->rect().contains(r.toRect());
+                    && QRectF(axisRect()->rect()).contains(r);
         for (const QRectF &t : totals)
             show = show && !t.intersects(r);
         label->setClipToAxisRect(true);
