@@ -21,6 +21,12 @@ std::string lossChainWords(LossImplementation loss, Phase phase)
     if (loss == LossImplementation::Fp32Output)
         return phase == Phase::Backward ? "the fp32 loss-gradient chain"
                                         : "the model's fp32 output, fp32 log-softmax";
+    if (loss == LossImplementation::TrlChunkedNll)
+        return phase == Phase::Backward
+                   ? "one 256-token chunk run again: its fp32 logits' gradient, lm_head's fp32 "
+                     "weight and gradient"
+                   : "one 256-token chunk's fp32 logits, log-softmax and entropy, lm_head's "
+                     "weight in fp32";
     if (loss == LossImplementation::NoUpcast)
         return phase == Phase::Backward ? "the loss-gradient chain in the logits' dtype"
                                         : "logits, shifted copy, log-softmax, no fp32 upcast";

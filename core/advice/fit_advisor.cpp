@@ -82,11 +82,22 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
     }
     if (inBackward)
         groups.push_back({stepInBackward});
+    std::vector<Option> losses;
     if (t.loss != LossImplementation::Chunked)
-        groups.push_back(
-            {{"loss: chunked cross-entropy (no whole fp32 logits)",
-              [](EstimateInput &e, std::int64_t) { e.training.loss = LossImplementation::Chunked; },
-              0}});
+        losses.push_back(
+            {"loss: chunked cross-entropy (no whole fp32 logits)",
+             [](EstimateInput &e, std::int64_t) { e.training.loss = LossImplementation::Chunked; },
+             0});
+    // TRL's own chunked loss (SFTConfig(loss_type="chunked_nll")), the default from TRL 1.7.
+    if (t.stack.name == Stack::TrlSft && t.loss != LossImplementation::TrlChunkedNll
+        && t.loss != LossImplementation::LigerFused)
+        losses.push_back({"loss: trl-chunked-nll (TRL's loss_type=\"chunked_nll\")",
+                          [](EstimateInput &e, std::int64_t) {
+                              e.training.loss = LossImplementation::TrlChunkedNll;
+                          },
+                          0});
+    if (!losses.empty())
+        groups.push_back(losses);
     // torchtune's activation offloading, which needs full checkpointing on every layer: its PCIe
     // copies are timed like the rest (communication.cpp, activationOffloadSeconds). Offered where
     // the scenario checkpoints whole layers already: every option of a group multiplies the

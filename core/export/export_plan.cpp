@@ -156,6 +156,10 @@ void sharedNotes(const Scenario &s, ExportPlan &plan)
     if (t.loss == LossImplementation::HfLegacy)
         plan.notes.push_back("loss hf-legacy is how transformers before 4.46 computed the loss; "
                              "no setting selects it");
+    if (t.loss == LossImplementation::TrlChunkedNll)
+        plan.notes.push_back("loss trl-chunked-nll is TRL's SFTTrainer loss_type \"chunked_nll\" "
+                             "(its default from TRL 1.7); only the SFT export (--format sft) "
+                             "sets it");
     if (t.loss == LossImplementation::NoUpcast)
         plan.notes.push_back("loss no-upcast is how a model's own code (remote code such as "
                              "Qwen (v1)) computes the loss on its 16-bit logits; no setting "

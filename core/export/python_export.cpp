@@ -149,8 +149,17 @@ void trainingArguments(const ExportPlan &plan, bool sft, Lines &out, std::vector
     else if (trainingKvCache(t))
         notes.push_back("use_cache: SFTTrainer turns the model's KV cache off in training (TRL "
                         "0.22 and later), so the run keeps less than estimated until the loss");
-    if (t.loss == LossImplementation::Chunked)
+    const bool liger = t.loss == LossImplementation::Chunked
+                       || t.loss == LossImplementation::LigerFused;
+    if (liger)
         out("    use_liger_kernel=True,"); // Liger's fused linear cross-entropy: no full logits
+    // SFTConfig.loss_type: "chunked_nll" by default from TRL 1.7 (the version exported).
+    if (sft && t.loss == LossImplementation::TrlChunkedNll)
+        out("    loss_type=\"chunked_nll\",  # lm_head and the loss in 256-token chunks");
+    else if (sft && !liger)
+        out(t.loss == LossImplementation::Hf
+                ? "    loss_type=\"nll\",  # as estimated: the whole logits at once"
+                : "    loss_type=\"nll\",");
     if (usesDeepSpeed(s))
         out("    deepspeed=\"ds_config.json\",  # membudget export-config --format deepspeed");
     if (usesFsdp(s)) {

@@ -16,10 +16,13 @@ struct GraphPrecision
     double adapter = 4;        // LoRA: PEFT casts the adapter input to the adapter weights' dtype
     double adapter_weight = 4; // LoRA adapter weights and their gradients
     bool amp = false;          // autocast: F.linear casts fp32 inputs (and weights) to 16-bit
-    bool float8 = false;       // torchao Float8Linear decoder-layer linears (training.float8)
-    bool train = true;         // a training step (autograd on)
-    bool train_base = true;    // full fine-tuning: base weights require gradients
-    bool lora = false;         // LoRA / QLoRA adapters
+    // accelerate's autocast around a Trainer's forward on 16-bit weights too (bf16=True): it
+    // changes nothing in the decoder, which is 16-bit already, but TRL's chunked loss upcasts
+    bool trainer_autocast = false;
+    bool float8 = false;    // torchao Float8Linear decoder-layer linears (training.float8)
+    bool train = true;      // a training step (autograd on)
+    bool train_base = true; // full fine-tuning: base weights require gradients
+    bool lora = false;      // LoRA / QLoRA adapters
     unsigned lora_targets = 0;
     double lora_rank = 0;
     double lora_dropout = 0;

@@ -116,6 +116,21 @@ std::string validateFloat8(const TrainingConfig &t, std::string *key)
     return problem;
 }
 
+// TRL's chunked_nll runs `lm_head.weight.float()` (trl/trainer/sft_trainer.py, _chunk): a
+// quantized lm_head has no such weight.
+std::string validateTrlChunkedLoss(const EstimateInput &in, std::string *key)
+{
+    const TrainingConfig &t = in.training;
+    if (t.loss != LossImplementation::TrlChunkedNll || t.mode != Mode::Train
+        || t.quantization == Quantization::None || !t.quantization_options.lm_head
+        || in.arch.tied_embeddings)
+        return {};
+    if (key)
+        *key = "training.loss";
+    return "trl-chunked-nll casts lm_head.weight with .float(), which a quantized lm_head cannot "
+           "do: use loss hf (TRL's loss_type nll), or leave lm_head unquantized";
+}
+
 // torchtune's and torchtitan's decoders take no cache in a training forward.
 std::string validateTrainingCache(const TrainingConfig &t, std::string *key)
 {
@@ -188,6 +203,8 @@ std::string validateInput(const EstimateInput &in, std::string *key)
     if (const std::string bad = validateContextParallel(t, p, key); !bad.empty())
         return bad;
     if (const std::string bad = validateTrainingCache(t, key); !bad.empty())
+        return bad;
+    if (const std::string bad = validateTrlChunkedLoss(in, key); !bad.empty())
         return bad;
     if (const std::string bad = validateFloat8(t, key); !bad.empty())
         return bad;

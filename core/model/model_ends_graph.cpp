@@ -234,6 +234,108 @@ int ligerFusedLoss(
     return loss;
 }
 
+// One chunk of TRL's chunked_nll (see trlChunkedNllHead): `h.float() @ w.float().t()` (under
+// autocast the matmul casts both to 16-bit again and log_softmax its logits to fp32), log_softmax,
+// nll_loss and the logged entropy, whose graph dies unused: its ops take no differentiable input
+// here, so backward gives them nothing. `logits` and `log_p` are the chunk function's names, alive
+// to its end. Autocast makes the 16-bit copy of the weight anew in every chunk, even of an fp32
+// lm_head that trains: the matmul gets `w.t()`, a view, which autocast_mode.cpp's cached_cast does
+// not cache (CPU harness, amp-bf16 full fine-tuning). Returns the chunk's loss.
+int trlLossChunk(GraphBuilder &b,
+                 const GraphPrecision &p,
+                 int hidden,
+                 int w,
+                 int targets,
+                 SizeExpr hiddenElements,
+                 double wElements,
+                 SizeExpr logitsElements)
+{
+    int hc = hidden; // a slice of it: .float() of an fp32 stream returns the view itself
+    if (p.stream != 4)
+        hc = b.copy(hidden, hiddenElements, 4, "hidden chunk .float()");
+    int wc = w;
+    if (p.head_weight != 4) {
+        wc = b.copy(w, SizeExpr::constant(wElements), 4, "lm_head weight .float()");
+        b.graph().tensors[static_cast<std::size_t>(wc)].use = TensorUse::WeightCopy;
+    }
+    int logits;
+    int l32;
+    if (p.amp || p.trainer_autocast) {
+        // The expression's fp32 temporaries live until the matmul returns.
+        const int h32 = hc, w32 = wc;
+        hc = b.copy(hc, hiddenElements, 2, "autocast chunk copy");
+        wc = b.copy(wc, SizeExpr::constant(wElements), 2, "autocast lm_head copy");
+        b.graph().tensors[static_cast<std::size_t>(wc)].use = TensorUse::WeightCopy;
+        logits = b.matmul(hc, wc, logitsElements, 2, "chunk logits");
+        if (h32 != hidden)
+            b.holdThroughLastOp(h32);
+        if (w32 != w)
+            b.holdThroughLastOp(w32);
+        l32 = b.cast(logits, 4, "autocast chunk logits fp32");
+        markLogits(b, l32);
+    } else {
+        logits = b.matmul(hc, wc, logitsElements, 4, "chunk logits");
+        l32 = logits;
+    }
+    markLogits(b, logits);
+    const int lsm = b.keepsOutput(l32, logitsElements, 4, "chunk log_softmax");
+    markLogits(b, lsm);
+    const int loss = b.scalarOp(lsm, SizeExpr::constant(1), 4, "chunk nll_loss");
+    b.lastOp().inputs.push_back(targets);
+    b.lastOp().saves = {{targets, -1}};
+    const int e = lossTensor(b, "log_p.exp() (entropy)", logitsElements, 4);
+    b.graph().addOp("log_p.exp() (entropy)").outputs = {e};
+    const int product = lossTensor(b, "exp * log_p (entropy)", logitsElements, 4);
+    GraphOp &mul = b.graph().addOp("exp * log_p (entropy)");
+    mul.inputs = {e};
+    mul.outputs = {product};
+    const int entropy = lossTensor(b, "chunk entropy", SizeExpr::constant(1), 4);
+    GraphOp &sum = b.graph().addOp("entropy sum");
+    sum.inputs = {product};
+    sum.outputs = {entropy};
+    b.holdThroughLastOp(logits);
+    b.holdThroughLastOp(lsm);
+    return loss;
+}
+
+// TRL's SFTTrainer with loss_type "chunked_nll" (trl/trainer/sft_trainer.py,
+// _chunked_cross_entropy_loss; PR #5575, the default from TRL 1.7, PR #5846; measured on CPU by
+// tools/measure). The model stops at the final norm, whose output the patched forward keeps; the
+// shifted hidden states are flattened (a copy) and gathered labelled tokens first (a copy that
+// lives until backward is done with it), and each 256 of them go through lm_head and the loss in a
+// non-reentrant torch.utils.checkpoint: nothing is kept in forward and each chunk runs again in
+// backward, with a 16-bit weight's fp32 copy and, when lm_head trains, its fp32 gradient before
+// the cast back. Two chunks are built: the one backward meets first, which makes the weight's and
+// the hidden states' gradients, and one that adds into them, as every later chunk does.
+int trlChunkedNllHead(
+    GraphBuilder &b, const GraphPrecision &p, int x, int w, double vocab, double h, double wElements)
+{
+    const SizeExpr n = b.elements(x);
+    const double bytes = b.elementBytes(x);
+    const int flat = b.copy(x, n, bytes, "hidden[..., :-1, :].reshape");
+    const int order = ids(b, "argsort order");
+    const int sorted = b.copy(flat, n, bytes, "hidden[order]");
+    b.lastOp().inputs.push_back(order);
+    b.lastOp().saves = {{order, -1}};
+    const int targets = ids(b, "labels[order]");
+    markLogits(b, targets);
+    constexpr double kTokens = 256; // _CHUNKED_LM_HEAD_CHUNK_SIZE
+    const SizeExpr chunkHidden = SizeExpr::constant(kTokens * h);
+    const SizeExpr chunkLogits = SizeExpr::constant(kTokens * vocab);
+    int loss = -1;
+    for (int chunk = 0; chunk < 2; ++chunk) {
+        const int first = static_cast<int>(b.graph().ops.size());
+        const int chunkLoss
+            = trlLossChunk(b, p, sorted, w, targets, chunkHidden, wElements, chunkLogits);
+        const int region = static_cast<int>(b.graph().regions.size());
+        b.graph().regions.push_back({first, static_cast<int>(b.graph().ops.size()) - 1});
+        for (std::size_t i = static_cast<std::size_t>(first); i < b.graph().ops.size(); ++i)
+            b.graph().ops[i].region = region;
+        loss = loss < 0 ? chunkLoss : b.add(loss, chunkLoss, "loss + chunk_loss");
+    }
+    return loss;
+}
+
 // The causal-LM loss of each implementation (see LossImplementation).
 //  hf: ForCausalLMLoss (transformers >= 4.46) upcasts the logits to fp32 inside the loss; the
 //      model output (16-bit logits) is dropped by the Trainer when forward returns.
@@ -306,7 +408,8 @@ int causalLmLoss(GraphBuilder &b,
         return upcastCrossEntropy(b, logits, vocabParallel, "output(h).float()", Hold::None);
     case LossImplementation::Fp32OutputKept:
         return upcastCrossEntropy(b, logits, vocabParallel, "output(h).float()", Hold::StepEnd);
-    case LossImplementation::LigerFused: // built with the projection (ligerFusedLoss)
+    case LossImplementation::LigerFused:    // built with the projection (ligerFusedLoss)
+    case LossImplementation::TrlChunkedNll: // ... (trlChunkedNllHead)
         return logits;
     case LossImplementation::Chunked: {
         const int targets = ids(b, "shifted labels");
@@ -410,6 +513,13 @@ OpGraph headGraph(const ModelArchitecture &arch,
     }
     const bool quantizedHead = p.quantization != Quantization::None && !arch.tied_embeddings
                                && p.quantization_options.lm_head;
+    if (p.train && training.loss == LossImplementation::TrlChunkedNll && !quantizedHead) {
+        const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
+        const double elements = parameterElements(layout, role, tp);
+        const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
+        g.output = trlChunkedNllHead(b, p, normed, w, vocab, h, elements);
+        return g;
+    }
     if (p.train && training.loss == LossImplementation::TorchtuneChunked && !p.amp
         && !quantizedHead) {
         const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;

@@ -90,6 +90,12 @@ StaticDefaults staticDefaults(const TrainingConfig &t)
             d.checkpointing = Checkpointing::Full;
         if (qlora && !before(v, 0, 26))
             d.adapter = AdapterPrecision::Base;
+        // SFTConfig.loss_type defaults to "chunked_nll" from TRL 1.7 (PR #5846; "nll" with
+        // use_liger_kernel, whose loss MemBudget calls liger-fused). It reads lm_head.weight
+        // directly, which a quantized lm_head does not have.
+        if (!before(v, 1, 7)
+            && !(t.quantization != Quantization::None && t.quantization_options.lm_head))
+            d.loss = LossImplementation::TrlChunkedNll;
         break;
     case Stack::AccelerateFsdp:
         // FullyShardedDataParallelPlugin: FULL_SHARD, fsdp_version 1 unless FSDP_VERSION says 2
@@ -310,7 +316,7 @@ LibraryVersion newestKnownVersion(Stack stack)
     case Stack::HfTrainer:
         return {5, 0, 0}; // the Trainer turns use_cache off (stackBuildsTrainingCache)
     case Stack::TrlSft:
-        return {0, 26, 0};
+        return {1, 9, 0}; // chunked_nll by default (staticDefaults)
     case Stack::AccelerateFsdp:
         return {1, 10, 0};
     case Stack::DeepSpeed:
@@ -390,9 +396,23 @@ TensorParallelPlan tensorParallelPlan(const ParallelismConfig &p, const StackCon
     return plan;
 }
 
+// accelerate wraps the model's forward in autocast for the Trainer's bf16/fp16 flag whatever the
+// weights' dtype (accelerator.py, prepare_model with native_amp), except under DeepSpeed, which
+// keeps the precision itself (native_amp is off for DistributedType.DEEPSPEED).
+bool trainerAutocast(const EstimateInput &in)
+{
+    const Stack s = in.training.stack.name;
+    const Precision p = in.training.precision;
+    const bool trainer = s == Stack::HfTrainer || s == Stack::TrlSft || s == Stack::AccelerateFsdp;
+    const bool half = p == Precision::Bf16 || p == Precision::Fp16 || isAmp(p);
+    const bool deepSpeed = isDeepSpeed(in.parallelism.sharding) && in.parallelism.gpus > 1;
+    return trainer && half && !deepSpeed && in.training.mode == Mode::Train;
+}
+
 EstimateInput resolveStackChoices(const EstimateInput &input)
 {
     EstimateInput in = input;
+    in.training.trainer_autocast = trainerAutocast(in);
     if (!in.training.kbit_fp32_upcast)
         in.training.kbit_fp32_upcast = stackUpcastsKbit(in);
     if (!in.training.use_cache)

@@ -43,6 +43,8 @@ void applyStackDefaults(TrainingConfig &training,
 // keys: PEFT's k-bit preparation on the method and sharding, FSDP's mixed precision on the
 // precision, DeepSpeed's buckets on the stage). Keys set in the scenario are kept.
 EstimateInput resolveStackChoices(const EstimateInput &input);
+// Whether accelerate wraps the model's forward in autocast (TrainingConfig::trainer_autocast).
+bool trainerAutocast(const EstimateInput &in);
 
 // How the layers split over the tensor-parallel group: the scenario's sequence_parallel and
 // loss_parallel, or where it does not say, the stack's (resolved or not).

@@ -43,15 +43,16 @@ const char *const kShardingNames[6]
     = {"none", "zero1", "zero2", "zero3", "fsdp-full", "fsdp-grad-op"};
 const char *const kPipelineScheduleNames[3] = {"1f1b", "gpipe", "interleaved-1f1b"};
 const char *const kAdapterPrecisionNames[2] = {"fp32", "base"};
-const char *const kLossNames[9] = {"hf",
-                                   "hf-legacy",
-                                   "chunked",
-                                   "hf-4.46",
-                                   "liger-fused",
-                                   "torchtune-chunked",
-                                   "no-upcast",
-                                   "fp32-output",
-                                   "fp32-output-kept"};
+const char *const kLossNames[10] = {"hf",
+                                    "hf-legacy",
+                                    "chunked",
+                                    "hf-4.46",
+                                    "liger-fused",
+                                    "torchtune-chunked",
+                                    "no-upcast",
+                                    "fp32-output",
+                                    "fp32-output-kept",
+                                    "trl-chunked-nll"};
 const char *const kStackNames[7] = {"plain-torch",
                                     "hf-trainer",
                                     "trl-sft",

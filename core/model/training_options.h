@@ -91,6 +91,7 @@ enum class LossImplementation {
     NoUpcast,   // CrossEntropyLoss on the model's own logits after a shifted copy, no fp32 upcast
     Fp32Output, // the model returns output(h).float(), dropped before backward (torchtitan 2024)
     Fp32OutputKept, // the same output kept through backward (torchtitan before 2024-06-12)
+    TrlChunkedNll,  // TRL SFTTrainer chunked_nll: 256-token chunks of lm_head + loss, checkpointed
 };
 
 // The software stack that runs the step. It sets the defaults the way that stack does (optimizer,
@@ -199,6 +200,9 @@ struct TrainingConfig
     // builds a DynamicCache whose per-layer keys and values live in the model output until the loss
     // is taken. Unset: the stack decides (stack_profile.h, trainingKvCache).
     std::optional<bool> use_cache;
+    // Derived by resolveStackChoices, never read from a file: a Trainer-run stack's bf16/fp16 flag
+    // makes accelerate wrap the model's forward in autocast, 16-bit weights included.
+    bool trainer_autocast = false;
     // The optimizer steps each parameter in backward as soon as its gradient is accumulated, and
     // frees that gradient (torchtune optimizer_in_bwd: one optimizer per parameter stepped from a
     // post-accumulate-grad hook; torch.distributed.optim._apply_optimizer_in_backward). One GPU,
@@ -365,7 +369,7 @@ extern const char *const kBatchPaddingNames[3];
 extern const char *const kShardingNames[6];
 extern const char *const kPipelineScheduleNames[3];
 extern const char *const kAdapterPrecisionNames[2];
-extern const char *const kLossNames[9];
+extern const char *const kLossNames[10];
 extern const char *const kStackNames[7];
 extern const char *const kParamDtypeNames[3];
 extern const char *const kLoraTargetNames[7];

@@ -38,6 +38,7 @@ DeviceModel::DeviceModel(const GpuPerformance &gpu, Precision precision)
     m_units = gpu.multiprocessors > 0 ? gpu.multiprocessors : kDefaultMultiprocessors;
     m_elementBytes = precision == Precision::Fp32 ? 4 : 2;
     m_fp8Peak = gpu.fp8_tflops * 1e12;
+    m_fp32Peak = gpu.fp32_tflops * 1e12;
 }
 
 // The matmul efficiency and clock of the 16-bit kernels carried over to fp8 (an assumption: no
@@ -49,6 +50,17 @@ DeviceModel DeviceModel::float8() const
         return d;
     d.m_matmulRate = m_matmulRate * m_fp8Peak / m_peak;
     d.m_elementBytes = 1;
+    return d;
+}
+
+// fp32 matmuls run at the non-tensor rate (see peakTflops) with the same efficiency and clock.
+DeviceModel DeviceModel::fp32() const
+{
+    DeviceModel d = *this;
+    if (m_fp32Peak <= 0 || m_peak <= 0)
+        return d;
+    d.m_matmulRate = m_matmulRate * m_fp32Peak / m_peak;
+    d.m_elementBytes = 4;
     return d;
 }
 

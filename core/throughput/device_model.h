@@ -36,12 +36,16 @@ public:
     // rate; false where the preset has no fp8 figure (no FP8 tensor cores).
     bool hasFloat8() const { return m_fp8Peak > 0; }
     DeviceModel float8() const;
+    // The same GPU running fp32 matmuls (its non-tensor rate, 4-byte operands), whatever the
+    // precision it was made for.
+    DeviceModel fp32() const;
 
 private:
     double waves(double tiles) const;
 
     double m_peak = 0;       // FLOP/s, dense, compute precision
     double m_fp8Peak = 0;    // FLOP/s, dense fp8 (0: none)
+    double m_fp32Peak = 0;   // FLOP/s, fp32 without tensor cores
     double m_matmulRate = 0; // FLOP/s the largest matmuls reach
     double m_attentionRate = 0;
     double m_bandwidth = 0;    // bytes/s

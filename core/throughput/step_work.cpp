@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "throughput/step_work.h"
 
+#include "model/graph_precision.h"
 #include "model/parameter_layout.h"
 #include "model/selective_checkpoint_policy.h"
+#include "model/stack_profile.h"
 #include "model/step_graphs.h"
 #include "model/weight_format.h"
 #include "throughput/throughput_constants.h"
@@ -199,6 +201,7 @@ public:
         , m_t(t)
         , m_dev(device)
         , m_fp8(device.float8())
+        , m_fp32(device.fp32())
         , m_float8(tr.float8 && tr.mode == Mode::Train)
         , m_train(tr.mode == Mode::Train)
         , m_full(tr.method == Method::Full)
@@ -257,6 +260,37 @@ private:
         if (trainable) {
             matmul(m_work.backward, d, in, out, tokens, count);
             m_work.model_flops += 2 * tokens * in * out * count;
+        }
+    }
+
+    // TRL's chunked_nll (trl/trainer/sft_trainer.py, _chunk): lm_head as h.float() @ w.float().t()
+    // on 256 tokens at a time, at the fp32 rate unless autocast runs it in 16-bit (AMP, PEFT's
+    // k-bit preparation), and once more in backward inside each chunk's checkpoint.
+    void trlChunkedHead(double h, double V)
+    {
+        constexpr double kChunk = 256;
+        const bool autocast = isAmp(m_tr.precision) || kbitUpcast(m_tr) || m_tr.trainer_autocast;
+        const DeviceModel &d = autocast ? m_dev : m_fp32;
+        const double chunks = std::ceil(m_T / kChunk);
+        matmul(m_work.forward, d, kChunk, V, h, chunks);
+        matmul(m_work.recompute, d, kChunk, V, h, chunks);
+        // Each chunk copies the weight: w.float() of a 16-bit one reads 2 and writes 4 bytes per
+        // element, autocast's copy back reads 4 and writes 2. Its fp32 chain (logits,
+        // log-softmax, the entropy's exp, product and sum: about 36 bytes per logit) runs in the
+        // recomputation too, 22 bytes above what the loss's own bytes below count in forward;
+        // when lm_head trains, each fp32 weight gradient is cast (4 + 2) and added (3 x 2).
+        const double headWeightBytes = graphPrecision(m_tr).head_weight;
+        const double castBytes = ((headWeightBytes == 2 ? 6 : 0) + (autocast ? 6 : 0)) * V * h
+                                 * chunks;
+        m_work.forward.elementwise += m_dev.memorySeconds(castBytes + 22 * V * m_T);
+        m_work.recompute.elementwise += m_dev.memorySeconds(castBytes + 36 * V * m_T);
+        if (m_full)
+            m_work.backward.elementwise += m_dev.memorySeconds(12 * V * h * chunks);
+        matmul(m_work.backward, d, kChunk, h, V, chunks);
+        m_work.model_flops += 4 * m_T * h * V;
+        if (m_full) {
+            matmul(m_work.backward, d, h, V, kChunk, chunks);
+            m_work.model_flops += 2 * m_T * h * V;
         }
     }
 
@@ -481,7 +515,10 @@ private:
         const Elementwise norm = normCost(m_arch.norm, h, m_tr.precision);
         const double headTokens = m_train ? m_T
                                           : m_b; // generation keeps the last position's logits
-        weight(headTokens, h, V, 1, m_full, false);
+        if (m_train && m_tr.loss == LossImplementation::TrlChunkedNll)
+            trlChunkedHead(h, V);
+        else
+            weight(headTokens, h, V, 1, m_full, false);
         WorkTally &f = m_work.forward;
         double forwardBytes = (2 * m_E * h + norm.bytes) * m_T;
         double backwardBytes = 2 * forwardBytes;
@@ -506,6 +543,7 @@ private:
     const double m_t;
     const DeviceModel &m_dev;
     const DeviceModel m_fp8;
+    const DeviceModel m_fp32;
     const bool m_float8;
     const bool m_train, m_full, m_recompute, m_opSelective;
     int m_matmuls = 0; // aten.mm calls of one layer so far (op-level selective checkpointing)

@@ -3,6 +3,7 @@
 
 #include "model/dataset_config.h"
 #include "model/pipeline_parallel.h"
+#include "model/stack_profile.h"
 #include "throughput/communication.h"
 #include "throughput/context_parallel_work.h"
 #include "throughput/device_model.h"
@@ -67,7 +68,8 @@ ThroughputEstimate stageThroughput(const EstimateInput &in, const GpuPerformance
         out.problem = "this GPU preset has no speed figures (bf16_tflops, memory_bandwidth_gbps)";
         return out;
     }
-    const TrainingConfig &tr = in.training;
+    TrainingConfig tr = in.training;
+    tr.trainer_autocast = trainerAutocast(in);
     if (tr.float8 && tr.mode == Mode::Train && !device.hasFloat8()) {
         out.problem = "float8 training needs FP8 tensor cores (Hopper, Ada, Blackwell, MI300): "
                       "this GPU preset has no fp8_tflops";

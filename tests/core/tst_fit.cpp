@@ -248,6 +248,32 @@ private slots:
     // The Trainer before transformers 5.0 keeps a KV cache through every training forward; with
     // Liger's loss the forward's end is the peak, so turning use_cache off makes a tight run fit on
     // its own, at no cost in time.
+    // On TRL before 1.7 (loss_type "nll"), TRL's chunked loss is offered: at 8,192 tokens it
+    // needs far less than the whole fp32 logits.
+    void trlChunkedLossIsOfferedOnTrl()
+    {
+        EstimateInput in = lora8b();
+        in.training.stack = {Stack::TrlSft, "1.6", ""};
+        in.training.sequence_length = 8192;
+        EstimateInput chunked = in;
+        chunked.training.loss = LossImplementation::TrlChunkedNll;
+        const Bytes whole = estimateMemory(in).device_total;
+        const Bytes inChunks = estimateMemory(chunked).device_total;
+        QVERIFY(whole - inChunks > (4LL << 30));
+        const std::string label = "loss: trl-chunked-nll (TRL's loss_type=\"chunked_nll\")";
+        bool offered = false;
+        for (const FitSuggestion &s : suggestFits(in, gpuOf((whole + inChunks) / 2), 100))
+            if (s.changes == std::vector<std::string>{label}) {
+                offered = true;
+                QCOMPARE(s.input.training.loss, LossImplementation::TrlChunkedNll);
+            }
+        QVERIFY(offered);
+        in.training.stack = {Stack::HfTrainer, "", ""}; // not a Trainer setting
+        for (const FitSuggestion &s : suggestFits(in, gpuOf((whole + inChunks) / 2), 100))
+            for (const std::string &c : s.changes)
+                QVERIFY(c.find("trl-chunked-nll") == std::string::npos);
+    }
+
     void useCacheOffIsOffered()
     {
         EstimateInput in = lora8b();

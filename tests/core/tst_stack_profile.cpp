@@ -304,6 +304,83 @@ private slots:
                  static_cast<qint64>(copies));
     }
 
+    // TRL's SFTConfig.loss_type is "chunked_nll" from 1.7 (PR #5846); the chunks read
+    // lm_head.weight, so a quantized lm_head keeps the whole-logits loss, and is refused by hand.
+    void trlChunkedLossFollowsTheStack()
+    {
+        const EstimateInput plain = input(tinyLlama(), Method::Lora, Precision::Bf16);
+        QCOMPARE(withStack(plain, Stack::TrlSft, "1.6").training.loss, LossImplementation::Hf);
+        QCOMPARE(withStack(plain, Stack::TrlSft, "1.7").training.loss,
+                 LossImplementation::TrlChunkedNll);
+        QCOMPARE(withStack(plain, Stack::TrlSft).training.loss, LossImplementation::TrlChunkedNll);
+        QCOMPARE(withStack(plain, Stack::HfTrainer).training.loss, LossImplementation::Hf);
+        EstimateInput gptq = input(tinyLlama(), Method::Qlora, Precision::Bf16);
+        gptq.training.quantization = Quantization::Gptq;
+        gptq.training.quantization_options.lm_head = true;
+        EstimateInput sft = withStack(gptq, Stack::TrlSft);
+        QCOMPARE(sft.training.loss, LossImplementation::Hf);
+        std::string key;
+        QVERIFY(validateInput(sft, &key).empty());
+        sft.training.loss = LossImplementation::TrlChunkedNll;
+        QVERIFY(!validateInput(sft, &key).empty());
+        QCOMPARE(key, std::string("training.loss"));
+    }
+
+    // accelerate wraps a Trainer's forward in autocast for bf16=True, 16-bit weights too, but not
+    // under DeepSpeed: TRL's chunks then cast lm_head's fp32 copy back to 16-bit (V x H x 2 more
+    // at the matmul, while the logits are 16-bit there); the hf loss does not move.
+    void trainerAutocastFollowsTheStack()
+    {
+        // Llama-3.2-1B: lm_head's fp32 copy (1 GB) makes the forward's peak.
+        EstimateInput plain = input(llama32_1b(), Method::Full, Precision::Bf16);
+        plain.training.checkpointing = Checkpointing::Full; // as TRL's default
+        plain.training.loss = LossImplementation::TrlChunkedNll;
+        const EstimateInput sft = withStack(plain, Stack::TrlSft);
+        QVERIFY(!trainerAutocast(plain));
+        QVERIFY(trainerAutocast(sft));
+        EstimateInput deepSpeed = sft;
+        deepSpeed.parallelism.gpus = 2;
+        deepSpeed.parallelism.sharding = Sharding::Zero2;
+        QVERIFY(!trainerAutocast(deepSpeed));
+        EstimateInput fp32 = withStack(input(tinyLlama(), Method::Full, Precision::Fp32),
+                                       Stack::TrlSft);
+        QVERIFY(!trainerAutocast(fp32));
+        const double vh = static_cast<double>(plain.arch.vocab_size)
+                          * static_cast<double>(plain.arch.hidden_size);
+        const auto forwardPeak = [](EstimateInput in) {
+            in.training.loss = LossImplementation::TrlChunkedNll;
+            return static_cast<double>(estimateMemory(in).phase(Phase::Forward).allocated());
+        };
+        QVERIFY(forwardPeak(sft) - forwardPeak(plain) > vh); // 2 x V x H less two 256 x V
+
+        EstimateInput hf = sft;
+        hf.training.loss = LossImplementation::Hf;
+        EstimateInput hfPlain = plain;
+        hfPlain.training.loss = LossImplementation::Hf;
+        QCOMPARE(estimateMemory(hf).phase(Phase::Forward).allocated(),
+                 estimateMemory(hfPlain).phase(Phase::Forward).allocated());
+    }
+
+    // chunked_nll's forward holds one 256-token chunk's fp32 chain whatever the sequence length
+    // (logits, log-softmax, and the logged entropy's exp and product: 4 x 256 x V x 4 bytes), and
+    // a bf16 lm_head's fp32 copy (V x H x 4) while the chunk's matmul runs.
+    void trlChunkedLossHoldsOneChunk()
+    {
+        EstimateInput in = input(tinyLlama(), Method::Lora, Precision::Bf16);
+        in.training.loss = LossImplementation::TrlChunkedNll;
+        const double v = static_cast<double>(in.arch.vocab_size);
+        const auto logitsAt = [&](std::int64_t tokens) {
+            in.training.sequence_length = tokens;
+            return static_cast<double>(at(estimateMemory(in), Phase::Forward, Component::Logits));
+        };
+        const double shortRun = logitsAt(512);
+        const double longRun = logitsAt(4096);
+        QVERIFY(shortRun >= 4 * 256 * v * 4);
+        QVERIFY(longRun - shortRun <= 16.0 * (4096 - 512)); // the int64 labels and order only
+        in.training.loss = LossImplementation::Hf; // the whole fp32 chain grows with the tokens
+        QVERIFY(logitsAt(4096) - logitsAt(512) > 4 * (4096 - 512) * v);
+    }
+
     // The loss's fp32 chain (T tokens, V vocabulary): transformers >= 4.49 holds the 16-bit logits,
     // their fp32 upcast and the fp32 log-softmax (10 bytes x T x V); 4.46-4.48 add a shifted fp32
     // copy (14); torchtune keeps every chunk's fp32 log-softmax and one chunk's upcast (2 + 4 + 4/8);

@@ -256,6 +256,26 @@ private slots:
         QVERIFY(!has(exported(s, TrainingFormat::Trainer).text, "use_cache"));
     }
 
+    // TRL 1.7 and later default SFTConfig.loss_type to "chunked_nll": the SFT export says which
+    // loss was estimated; Liger's goes through use_liger_kernel, which turns chunked_nll off.
+    void sftLossTypeAsEstimated()
+    {
+        Scenario s = scenario(Method::Lora, Precision::Bf16, Sharding::None, 1);
+        QVERIFY(has(exported(s, TrainingFormat::Sft).text, "    loss_type=\"nll\","));
+        s.training.loss = LossImplementation::TrlChunkedNll;
+        const TrainingExport sft = exported(s, TrainingFormat::Sft);
+        QVERIFY(has(sft.text, "    loss_type=\"chunked_nll\","));
+        const TrainingExport trainer = exported(s, TrainingFormat::Trainer);
+        QVERIFY(!has(trainer.text, "    loss_type="));
+        QVERIFY(std::any_of(trainer.notes.begin(), trainer.notes.end(), [](const std::string &n) {
+            return has(n, "only the SFT export (--format sft) sets it");
+        }));
+        s.training.loss = LossImplementation::LigerFused;
+        const TrainingExport liger = exported(s, TrainingFormat::Sft);
+        QVERIFY(has(liger.text, "    use_liger_kernel=True,"));
+        QVERIFY(!has(liger.text, "loss_type"));
+    }
+
     void notesSayWhatCannotBeExpressed()
     {
         Scenario s = scenario(Method::Full, Precision::MixedBf16, Sharding::None, 4);

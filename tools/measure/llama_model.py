@@ -398,6 +398,55 @@ def torchtune_chunked_loss(logit_chunks, labels):
     return loss / total
 
 
+TRL_CHUNK_TOKENS = 256  # trl/trainer/sft_trainer.py, _CHUNKED_LM_HEAD_CHUNK_SIZE
+
+
+def _as_cuda_autocast_fp32(x):
+    """CUDA's autocast runs log_softmax in fp32 (aten/src/ATen/autocast_mode.cpp, its fp32 list),
+    casting a 16-bit input first; CPU autocast (torch 1.13) leaves it in 16-bit and casts later,
+    for nll_loss. The harness makes the cast CUDA's autocast makes."""
+    if x.dtype != torch.float32 and x.device.type == "cpu" and torch.is_autocast_cpu_enabled():
+        return x.float()
+    return x
+
+
+def _trl_chunk(h, w, lbl):
+    """One chunk of TRL's chunked_nll loss: fp32 logits of `h` against the whole vocabulary, the
+    summed nll, and the accuracy and entropy the SFTTrainer logs (which add no gradient)."""
+    logits = h.float() @ w.float().t()
+    log_p = F.log_softmax(_as_cuda_autocast_fp32(logits), dim=-1)
+    loss = F.nll_loss(log_p, lbl, ignore_index=IGNORE_INDEX, reduction="sum")
+    valid = lbl != IGNORE_INDEX
+    correct = ((logits.argmax(dim=-1) == lbl) & valid).sum().float()
+    entropy = (-(log_p.exp() * log_p).sum(dim=-1) * valid).sum()
+    return loss, correct, entropy
+
+
+def trl_chunked_nll_loss(hidden_states, weight, labels):
+    """TRL's SFTTrainer loss_type "chunked_nll" (PR #5575; the default from TRL 1.7): the shifted
+    hidden states are reordered so labelled tokens come first, and each chunk of 256 goes through
+    lm_head and the loss inside a non-reentrant torch.utils.checkpoint, so that only one chunk's
+    fp32 logits (and an fp32 copy of a 16-bit lm_head weight) exist at a time, in forward and
+    again in backward. The logged entropy and accuracy are computed but never backpropagated."""
+    hidden = hidden_states[..., :-1, :].reshape(-1, hidden_states.size(-1))
+    labels = labels[..., 1:].reshape(-1)
+    valid = labels != IGNORE_INDEX
+    n_valid = valid.sum()
+    order = valid.to(torch.int8).argsort(descending=True)
+    hidden = hidden[order]
+    labels = labels[order]
+    n_padded = int(torch.ceil(n_valid / TRL_CHUNK_TOKENS).item()) * TRL_CHUNK_TOKENS
+    loss = hidden.new_zeros((), dtype=torch.float32)
+    entropy = hidden.new_zeros((), dtype=torch.float32)
+    for start in range(0, n_padded, TRL_CHUNK_TOKENS):
+        chunk_loss, _, chunk_entropy = torch_compat.checkpoint_non_reentrant(
+            _trl_chunk, hidden[start:start + TRL_CHUNK_TOKENS], weight,
+            labels[start:start + TRL_CHUNK_TOKENS])
+        loss = loss + chunk_loss
+        entropy = entropy + chunk_entropy.detach()  # logged with .item(): its graph dies here
+    return loss / n_valid
+
+
 class LlamaForCausalLM(nn.Module):
     def __init__(self, arch, attention="eager", device=None, dtype=None, loss="hf"):
         super().__init__()
@@ -444,6 +493,11 @@ class LlamaForCausalLM(nn.Module):
             logits = [self.lm_head(c) for c in hidden_states.chunk(TORCHTUNE_CHUNKS, dim=1)]
             loss = torchtune_chunked_loss(logits, labels) if labels is not None else None
             return loss, logits
+        if self.loss_kind == "trl-chunked-nll" and labels is not None:
+            # TRL's patched forward: the base model, then the chunked loss; no logits returned.
+            # Its `hidden_states` name keeps the final norm's output until the loss returns.
+            loss = trl_chunked_nll_loss(hidden_states, self.lm_head.weight, labels)
+            return loss, None
         if self.loss_kind in ("fp32-output", "fp32-output-kept"):
             # torchtitan's Transformer.forward returns self.output(h).float()
             output = self.lm_head(hidden_states).float()

@@ -71,6 +71,7 @@ class SavedTensorRecorder:
         self._scope = []
         self._walk_attr = None
         self._tokens = []
+        self._checkpoint_inputs = []
         self._handles = []
         self._attach_scope_hooks(model)
 
@@ -107,9 +108,21 @@ class SavedTensorRecorder:
         model.model.layer_scope = lambda i: contextlib.nullcontext()
 
     # --- hooks --------------------------------------------------------------------------------
+    @contextlib.contextmanager
     def hooks(self, phase):
         self.phase = phase
-        return saved_tensors_hooks(self._pack, self._unpack)
+        observer = self._note_checkpoint_inputs if phase == "forward" else None
+        with saved_tensors_hooks(self._pack, self._unpack), \
+                torch_compat.checkpoint_inputs_observed(observer):
+            yield
+
+    def _note_checkpoint_inputs(self, tensors):
+        """What a non-reentrant checkpoint keeps to run again counts as saved, as a reentrant
+        one's save_for_backward does; the tokens are held only until the forward ends."""
+        for t in tensors:
+            token = self._pack(t)
+            self.records[token.index].saved_by.append("checkpoint(use_reentrant=False).inputs")
+            self._checkpoint_inputs.append(token)
 
     def _pack(self, t):
         r = SavedRecord()
@@ -143,6 +156,7 @@ class SavedTensorRecorder:
         the forward (DoRA's lora_weight, built from an identity and used only detached) saved
         tensors that are gone by then, and their addresses may be reused."""
         self._alive_at_forward_end = {i for i, ref in enumerate(self._tokens) if ref() is not None}
+        self._checkpoint_inputs = []
 
     def alive_tokens(self):
         """Tokens still held by autograd (should be 0 once backward has freed the graph)."""
@@ -159,7 +173,8 @@ class SavedTensorRecorder:
                 continue
             seen.add(node)
             name = type(node).__name__
-            for attr in dir(node):
+            checkpointed = torch_compat.CHECKPOINTED_NODE in getattr(node, "metadata", {})
+            for attr in ([] if checkpointed else dir(node)):
                 if not attr.startswith("_saved_"):
                     continue
                 self._walk_attr = "%s.%s" % (name, attr[len("_saved_"):])
@@ -167,7 +182,7 @@ class SavedTensorRecorder:
                     getattr(node, attr)  # unpacks: the unpack hook notes the attribution
                 except Exception:  # noqa: BLE001 - e.g. already freed; nothing to attribute
                     pass
-            if hasattr(node, "saved_tensors"):  # Python autograd.Function (checkpoint)
+            if not checkpointed and hasattr(node, "saved_tensors"):  # Python autograd.Function
                 self._walk_attr = "%s.saved_tensors" % name
                 try:
                     node.saved_tensors

@@ -40,7 +40,8 @@ INFERENCE_KEYS = ("generated_tokens", "kv_cache", "kv_cache_dtype", "max_cache_l
                   "kv_group_size", "kv_residual_length")
 # Losses the harness writes in plain PyTorch (llama_model.py); the others need another package
 # (liger-fused) or an older transformers model (hf-legacy).
-LOSSES = ("hf", "hf-4.46", "torchtune-chunked", "no-upcast", "fp32-output", "fp32-output-kept")
+LOSSES = ("hf", "hf-4.46", "torchtune-chunked", "no-upcast", "fp32-output", "fp32-output-kept",
+          "trl-chunked-nll")
 LORA_KEYS = ("rank", "alpha", "dropout", "targets", "adapter_precision", "use_dora")
 LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 
@@ -235,8 +236,19 @@ def parse(doc, path="", arch_override=None):
     arch = _parse_arch(model, path)
     training = _parse_training(doc.get("training") or {}, path)
     training.cache_copies = _cache_copies(doc.get("stack"), doc.get("training") or {}, path)
+    training.trainer_autocast = _trainer_autocast(doc.get("stack"), training.precision)
     _refuse_parallelism(doc.get("parallelism") or {}, path)
     return Scenario(name=str(doc.get("name") or ""), arch=arch, training=training, source=path)
+
+
+TRAINER_STACKS = ("hf-trainer", "trl-sft", "accelerate-fsdp")
+
+
+def _trainer_autocast(stack, precision):
+    """A Trainer's bf16/fp16 flag makes accelerate run the forward under autocast whatever the
+    weights' dtype (MemBudget's trainerAutocast; the harness runs no DeepSpeed)."""
+    name = stack.get("name") if isinstance(stack, dict) else stack
+    return name in TRAINER_STACKS and precision in ("bf16", "fp16")
 
 
 def _cache_copies(stack, tr, path):

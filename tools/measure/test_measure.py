@@ -105,6 +105,50 @@ class TrainingCache(unittest.TestCase):
         self.assertIsNotNone(training.training_cache(tr))
 
 
+class TrlChunkedLoss(unittest.TestCase):
+    """TRL's chunked_nll as the harness writes it, and the non-reentrant checkpoint it runs in."""
+
+    def test_the_chunks_give_the_whole_logits_cross_entropy(self):
+        import torch.nn.functional as F
+        import llama_model
+        torch.manual_seed(0)
+        hidden = torch.randn(2, 300, 16)
+        weight = torch.randn(50, 16)
+        labels = torch.randint(0, 50, (2, 300))
+        labels[0, :40] = llama_model.IGNORE_INDEX  # a prompt without loss
+        chunked = llama_model.trl_chunked_nll_loss(hidden, weight, labels)
+        whole = F.cross_entropy((hidden[:, :-1] @ weight.t()).reshape(-1, 50),
+                                labels[:, 1:].reshape(-1), ignore_index=llama_model.IGNORE_INDEX)
+        self.assertAlmostEqual(chunked.item(), whole.item(), places=5)
+
+    def test_the_walk_does_not_run_the_recomputation(self):
+        import torch_compat
+        w = torch.randn(4, 4, requires_grad=True)
+        calls = []
+
+        def f(x):
+            calls.append(1)
+            return (x @ w).exp()
+
+        x = torch.randn(2, 4, requires_grad=True)
+        y = torch_compat.checkpoint_non_reentrant(f, x).sum()
+        marked, stack, seen = set(), [y.grad_fn], set()
+        while stack:
+            node = stack.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            if torch_compat.CHECKPOINTED_NODE in node.metadata:
+                marked.add(type(node).__name__)
+            stack.extend(n for n, _ in node.next_functions)
+        self.assertIn("ExpBackward0", marked)
+        self.assertIn("MmBackward0", marked)
+        self.assertNotIn("SumBackward0", marked)
+        self.assertEqual(len(calls), 1)
+        y.backward()
+        self.assertEqual(len(calls), 2)  # the recomputation, in backward only
+
+
 class FullFineTuning(unittest.TestCase):
     def check_common(self, r):
         self.assertEqual(r["parameters"], r["expected_parameters"])

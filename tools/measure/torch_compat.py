@@ -7,6 +7,7 @@ JSON describe the torch that produced the numbers, not the torch this file was w
 import contextlib
 
 import torch
+import torch.utils.checkpoint
 from torch.autograd.graph import saved_tensors_hooks
 
 
@@ -40,6 +41,52 @@ def storage_weak_ref(t):
     from torch.multiprocessing.reductions import StorageWeakRef
 
     return StorageWeakRef(storage_of(t))
+
+
+# Set in the metadata of the autograd nodes recorded inside a non-reentrant checkpoint: reading
+# their saved tensors would run the recomputation (saved_tensors.Recorder.attribute skips them).
+CHECKPOINTED_NODE = "membudget_checkpointed"
+
+
+_checkpoint_input_observer = None
+
+
+@contextlib.contextmanager
+def checkpoint_inputs_observed(observer):
+    """While active, checkpoint_non_reentrant hands `observer` the tensors it keeps to run the
+    function again: a non-reentrant checkpoint holds them in a closure, where no saved-tensor hook
+    sees them (a reentrant one saves them with save_for_backward)."""
+    global _checkpoint_input_observer
+    previous = _checkpoint_input_observer
+    _checkpoint_input_observer = observer
+    try:
+        yield
+    finally:
+        _checkpoint_input_observer = previous
+
+
+def checkpoint_non_reentrant(function, *args):
+    """torch.utils.checkpoint.checkpoint(function, *args, use_reentrant=False), with the nodes it
+    recorded marked (CHECKPOINTED_NODE): the nodes reachable from the outputs that the inputs'
+    own graphs do not already hold."""
+    if _checkpoint_input_observer is not None:
+        _checkpoint_input_observer([a for a in args if isinstance(a, torch.Tensor)])
+    outer = set()
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.requires_grad:
+            outer.add(a.grad_fn if a.grad_fn is not None else None)
+    out = torch.utils.checkpoint.checkpoint(function, *args, use_reentrant=False)
+    stack = [t.grad_fn for t in (out if isinstance(out, tuple) else (out,))
+             if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen or node in outer or type(node).__name__ == "AccumulateGrad":
+            continue
+        seen.add(node)
+        node.metadata[CHECKPOINTED_NODE] = True
+        stack.extend(n for n, _ in node.next_functions)
+    return out
 
 
 def dispatch_mode_class():

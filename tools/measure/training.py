@@ -31,6 +31,8 @@ class Setup:
         self.device = torch.device(device)
         self.param_dtype = PARAM_DTYPES[tr.precision]
         self.amp_dtype = AMP_DTYPES.get(tr.precision)
+        if self.amp_dtype is None and getattr(tr, "trainer_autocast", False):
+            self.amp_dtype = self.param_dtype  # accelerate's autocast around 16-bit weights
         if tr.attention != "eager" and not torch_compat.has_sdpa():
             raise Unsupported("attention %s: scaled_dot_product_attention is unavailable in torch %s "
                               "(needs torch >= 2.0); measure attention: eager, or use a newer torch"

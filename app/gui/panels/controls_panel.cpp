@@ -113,7 +113,9 @@ const EnumLabel kLossLabels[]
        {"fp32-output",
         QT_TRANSLATE_NOOP("Controls", "fp32 model output, dropped (torchtitan, 2024)")},
        {"fp32-output-kept",
-        QT_TRANSLATE_NOOP("Controls", "fp32 model output, kept (torchtitan, early 2024)")}};
+        QT_TRANSLATE_NOOP("Controls", "fp32 model output, kept (torchtitan, early 2024)")},
+       {"trl-chunked-nll",
+        QT_TRANSLATE_NOOP("Controls", "TRL chunked NLL (256-token chunks, recomputed)")}};
 const EnumLabel kStackLabels[]
     = {{"plain-torch", QT_TRANSLATE_NOOP("Controls", "Plain PyTorch")},
        {"hf-trainer", QT_TRANSLATE_NOOP("Controls", "Hugging Face Trainer")},
@@ -975,7 +977,8 @@ QWidget *ControlsPanel::buildTechniquesGroup()
                           "the logits to fp32 "
                           "inside the loss, older versions also keep an fp32 copy, chunked "
                           "cross-entropy (torchtune, "
-                          "Liger) never holds the whole fp32 logits"));
+                          "Liger, TRL's default from 1.7) never holds the whole fp32 logits; "
+                          "TRL's chunks copy a 16-bit lm_head to fp32 and run again in backward"));
     connect(m_loss, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_loss);
         edit(tr("Change loss implementation"),
