@@ -151,8 +151,11 @@ void trainingArguments(const ExportPlan &plan, bool sft, Lines &out, std::vector
                         "0.22 and later), so the run keeps less than estimated until the loss");
     const bool liger = t.loss == LossImplementation::Chunked
                        || t.loss == LossImplementation::LigerFused;
-    if (liger)
+    if (liger) {
         out("    use_liger_kernel=True,"); // Liger's fused linear cross-entropy: no full logits
+        notes.push_back("use_liger_kernel also swaps in Liger's RMSNorm, RoPE and SwiGLU kernels, "
+                        "whose memory MemBudget does not estimate (only its loss)");
+    }
     // SFTConfig.loss_type: "chunked_nll" by default from TRL 1.7 (the version exported).
     if (sft && t.loss == LossImplementation::TrlChunkedNll)
         out("    loss_type=\"chunked_nll\",  # lm_head and the loss in 256-token chunks");

@@ -274,6 +274,11 @@ private slots:
         const TrainingExport liger = exported(s, TrainingFormat::Sft);
         QVERIFY(has(liger.text, "    use_liger_kernel=True,"));
         QVERIFY(!has(liger.text, "loss_type"));
+        const TrainingExport ligerTrainer = exported(s, TrainingFormat::Trainer);
+        QVERIFY(has(ligerTrainer.text, "    use_liger_kernel=True,"));
+        QVERIFY(std::any_of(ligerTrainer.notes.begin(), ligerTrainer.notes.end(), [](auto &n) {
+            return has(n, "Liger's RMSNorm, RoPE and SwiGLU kernels");
+        }));
     }
 
     void notesSayWhatCannotBeExpressed()

@@ -68,7 +68,8 @@ def checkpoint_inputs_observed(observer):
 def checkpoint_non_reentrant(function, *args):
     """torch.utils.checkpoint.checkpoint(function, *args, use_reentrant=False), with the nodes it
     recorded marked (CHECKPOINTED_NODE): the nodes reachable from the outputs that the inputs'
-    own graphs do not already hold."""
+    own graphs do not already hold. A tensor that needs a gradient must be passed, not captured
+    by `function`, or the marking would run on into the graph that made it."""
     if _checkpoint_input_observer is not None:
         _checkpoint_input_observer([a for a in args if isinstance(a, torch.Tensor)])
     outer = set()
