@@ -506,8 +506,9 @@ int LayerBuilder::attention(int x)
     return out;
 }
 
-// A training forward's DynamicCache (use_cache on, no full checkpointing): the model output keeps each
-// layer's keys and values until the loss is taken (Trainer.compute_loss returns the loss alone).
+// A training forward's DynamicCache (use_cache on, no full checkpointing): the model output keeps
+// each layer's keys and values until the loss is taken (Trainer.compute_loss returns the loss
+// alone).
 // From transformers 4.56 the cache copies them (DynamicLayer: torch.cat onto an empty tensor) and
 // the attention runs on the copies, the layer's own states dying as `key_states` is rebound;
 // before, it keeps the states themselves. Where the attention saves these very tensors for
