@@ -59,13 +59,10 @@ public:
         m_graph.output = m_arch.parallel_attention ? parallelBlock(x) : sequentialBlock(x);
         const bool opSelective = m_training.checkpointing == Checkpointing::OpSelective;
         if ((m_training.checkpointing == Checkpointing::Full || opSelective) && m_p.train) {
-            m_graph.regions.push_back({0, static_cast<int>(m_graph.ops.size()) - 1});
+            m_b.addRegion(0);
             if (opSelective)
                 markSelectiveSaves(m_graph, m_graph.regions.back());
         }
-        for (std::size_t r = 0; r < m_graph.regions.size(); ++r)
-            for (int i = m_graph.regions[r].first_op; i <= m_graph.regions[r].last_op; ++i)
-                m_graph.ops[static_cast<std::size_t>(i)].region = static_cast<int>(r);
         return std::move(m_graph);
     }
 
@@ -585,7 +582,7 @@ int LayerBuilder::attentionCore(int q, int k, int v)
     const int out = m_training.attention == Attention::Eager ? eagerCore(q, k, v)
                                                              : sdpaCore(q, k, v);
     if (selective)
-        m_b.graph().regions.push_back({first, static_cast<int>(m_b.graph().ops.size()) - 1});
+        m_b.addRegion(first);
     return out;
 }
 

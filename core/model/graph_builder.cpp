@@ -125,6 +125,15 @@ int GraphBuilder::autocastWeightCopy(int w, double elements, const char *name)
     return c;
 }
 
+int GraphBuilder::addRegion(int firstOp)
+{
+    const int region = static_cast<int>(m_g.regions.size());
+    m_g.regions.push_back({firstOp, static_cast<int>(m_g.ops.size()) - 1});
+    for (std::size_t i = static_cast<std::size_t>(firstOp); i < m_g.ops.size(); ++i)
+        m_g.ops[i].region = region;
+    return region;
+}
+
 int GraphBuilder::dropout(int x, double p, const char *name)
 {
     if (p <= 0)

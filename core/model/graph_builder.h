@@ -49,6 +49,10 @@ public:
     // keeps; p == 0 returns x itself.
     int dropout(int x, double p, const char *name);
 
+    // Ops from `firstOp` to the last added form a recomputation region (RecomputeRegion); returns
+    // its index.
+    int addRegion(int firstOp);
+
     // The op just added (to adjust what it keeps or its backward scratch).
     GraphOp &lastOp() { return m_g.ops.back(); }
     // A Python name keeps tensor `t` alive until the op just added has run

@@ -10,7 +10,7 @@ GraphPrecision graphPrecision(const TrainingConfig &t)
     GraphPrecision p;
     const bool fp32Weights = t.precision == Precision::Fp32 || isAmp(t.precision);
     p.amp = isAmp(t.precision);
-    p.trainer_autocast = t.trainer_autocast && t.precision != Precision::Fp32;
+    p.trainer_autocast = t.trainer_autocast;
     p.compute = t.precision == Precision::Fp32 ? 4 : 2;
     p.stream = fp32Weights ? 4 : 2;
     p.weight = fp32Weights ? 4 : 2;

@@ -48,6 +48,19 @@ int finalNorm(
     return addNorm(b, arch.norm, x, w, SizeExpr::perToken(share), "final norm");
 }
 
+// lm_head's weight (the embedding's when tied) as a parameter; `elements`: its values on this GPU.
+int lmHeadParameter(GraphBuilder &b,
+                    const ModelArchitecture &arch,
+                    const GraphPrecision &p,
+                    const ParameterLayout &layout,
+                    double tp,
+                    double &elements)
+{
+    const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
+    elements = parameterElements(layout, role, tp);
+    return b.parameter("lm_head", elements * p.grad, p.train_base);
+}
+
 // lm_head: F.linear over the final hidden states; under autocast the input and the (cached) weight
 // are cast to 16-bit. Never quantized (bitsandbytes keeps lm_head in 16-bit).
 int lmHead(GraphBuilder &b,
@@ -60,9 +73,8 @@ int lmHead(GraphBuilder &b,
            double rows)
 {
     const double h = static_cast<double>(arch.hidden_size);
-    const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
-    const double elements = parameterElements(layout, role, tp);
-    const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
+    double elements = 0;
+    const int w = lmHeadParameter(b, arch, p, layout, tp, elements);
     const SizeExpr out = b.elements(x) * (vocab / h);
     int logits;
     const bool quantized = p.quantization != Quantization::None && !arch.tied_embeddings
@@ -327,10 +339,7 @@ int trlChunkedNllHead(
         const int first = static_cast<int>(b.graph().ops.size());
         const int chunkLoss
             = trlLossChunk(b, p, sorted, w, targets, chunkHidden, wElements, chunkLogits);
-        const int region = static_cast<int>(b.graph().regions.size());
-        b.graph().regions.push_back({first, static_cast<int>(b.graph().ops.size()) - 1});
-        for (std::size_t i = static_cast<std::size_t>(first); i < b.graph().ops.size(); ++i)
-            b.graph().ops[i].region = region;
+        b.addRegion(first);
         loss = loss < 0 ? chunkLoss : b.add(loss, chunkLoss, "loss + chunk_loss");
     }
     return loss;
@@ -505,26 +514,23 @@ OpGraph headGraph(const ModelArchitecture &arch,
         normed = b.copy(normed, SizeExpr::perSequence(h), b.elementBytes(normed), "last position");
     }
     if (p.train && training.loss == LossImplementation::LigerFused) {
-        const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
-        const double elements = parameterElements(layout, role, tp);
-        const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
+        double elements = 0;
+        const int w = lmHeadParameter(b, arch, p, layout, tp, elements);
         g.output = ligerFusedLoss(b, p, normed, w, vocab, h, elements);
         return g;
     }
     const bool quantizedHead = p.quantization != Quantization::None && !arch.tied_embeddings
                                && p.quantization_options.lm_head;
     if (p.train && training.loss == LossImplementation::TrlChunkedNll && !quantizedHead) {
-        const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
-        const double elements = parameterElements(layout, role, tp);
-        const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
+        double elements = 0;
+        const int w = lmHeadParameter(b, arch, p, layout, tp, elements);
         g.output = trlChunkedNllHead(b, p, normed, w, vocab, h, elements);
         return g;
     }
     if (p.train && training.loss == LossImplementation::TorchtuneChunked && !p.amp
         && !quantizedHead) {
-        const TensorRole role = arch.tied_embeddings ? TensorRole::Embedding : TensorRole::LmHead;
-        const double elements = parameterElements(layout, role, tp);
-        const int w = b.parameter("lm_head", elements * p.grad, p.train_base);
+        double elements = 0;
+        const int w = lmHeadParameter(b, arch, p, layout, tp, elements);
         g.output = torchtuneChunkedHead(b, p, normed, w, b.elements(normed) * (vocab / h));
         return g;
     }

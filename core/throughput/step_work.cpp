@@ -4,7 +4,6 @@
 #include "model/graph_precision.h"
 #include "model/parameter_layout.h"
 #include "model/selective_checkpoint_policy.h"
-#include "model/stack_profile.h"
 #include "model/step_graphs.h"
 #include "model/weight_format.h"
 #include "throughput/throughput_constants.h"
@@ -269,7 +268,8 @@ private:
     void trlChunkedHead(double h, double V)
     {
         constexpr double kChunk = 256;
-        const bool autocast = isAmp(m_tr.precision) || kbitUpcast(m_tr) || m_tr.trainer_autocast;
+        const GraphPrecision gp = graphPrecision(m_tr); // what the memory model's chunks do
+        const bool autocast = gp.amp || gp.trainer_autocast;
         const DeviceModel &d = autocast ? m_dev : m_fp32;
         const double chunks = std::ceil(m_T / kChunk);
         matmul(m_work.forward, d, kChunk, V, h, chunks);
@@ -279,8 +279,7 @@ private:
         // log-softmax, the entropy's exp, product and sum: about 36 bytes per logit) runs in the
         // recomputation too, 22 bytes above what the loss's own bytes below count in forward;
         // when lm_head trains, each fp32 weight gradient is cast (4 + 2) and added (3 x 2).
-        const double headWeightBytes = graphPrecision(m_tr).head_weight;
-        const double castBytes = ((headWeightBytes == 2 ? 6 : 0) + (autocast ? 6 : 0)) * V * h
+        const double castBytes = ((gp.head_weight == 2 ? 6 : 0) + (autocast ? 6 : 0)) * V * h
                                  * chunks;
         m_work.forward.elementwise += m_dev.memorySeconds(castBytes + 22 * V * m_T);
         m_work.recompute.elementwise += m_dev.memorySeconds(castBytes + 36 * V * m_T);
