@@ -361,7 +361,9 @@ int LayerBuilder::int8Matmul(
 }
 
 // PEFT LoRA: result = base(x) + lora_B(lora_A(dropout(x.to(A.dtype)))) * scaling, cast back to the
-// base output's dtype. Under autocast lora_A/lora_B cast their inputs like any F.linear.
+// base output's dtype. Under autocast lora_A/lora_B cast their inputs like any F.linear: AMP, and
+// a Trainer's bf16/fp16 flag on 16-bit weights, whose fp32 adapters (PEFT's default) then save the
+// input's 16-bit copy, not its fp32 cast (peft/tuners/lora/layer.py, Linear.forward).
 int LayerBuilder::loraBranch(int x, int base, int w, const LinearShape &shape, const char *name)
 {
     // Adapter A is in x r, B is r x out (the split dimension stays split under TP), per expert.
@@ -373,9 +375,10 @@ int LayerBuilder::loraBranch(int x, int base, int w, const LinearShape &shape, c
     const int xa = m_b.cast(x, m_p.adapter, "lora input cast");
     const int xd = m_b.dropout(xa, m_p.lora_dropout, "lora dropout");
     int a, b;
-    if (m_p.amp) {
+    if (m_p.adapterAutocast()) {
         const int ca = m_b.autocastWeightCopy(A, shape.rows * r, "lora_A copy");
-        a = m_b.matmul(amp16(xd), ca, tokens * r, 2, "lora_A");
+        const int x16 = m_b.cast(xd, 2, "autocast input copy");
+        a = m_b.matmul(x16, ca, tokens * r, 2, "lora_A");
         m_b.lastOp().policy_class = PolicyClass::Matmul;
         const int cb = m_b.autocastWeightCopy(B, r * shape.cols, "lora_B copy");
         b = m_b.matmul(a, cb, tokens * shape.out, 2, "lora_B");

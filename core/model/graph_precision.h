@@ -38,6 +38,10 @@ struct GraphPrecision
     QuantizationOptions quantization_options;
     double dequantized = 2;   // the dtype a quantized weight is dequantized to (the load dtype)
     double quant_compute = 2; // bitsandbytes' compute dtype: 4 with bnb_4bit_compute_dtype fp32
+
+    // Whether lora_A and lora_B run under autocast: AMP, or a Trainer's bf16/fp16 flag with fp32
+    // adapters (on 16-bit adapters that autocast changes nothing).
+    bool adapterAutocast() const { return amp || (trainer_autocast && adapter_weight == 4); }
 };
 
 GraphPrecision graphPrecision(const TrainingConfig &training);

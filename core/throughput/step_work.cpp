@@ -13,6 +13,28 @@
 
 namespace membudget {
 
+namespace {
+
+// Bytes one token moves through a LoRA adapter's element-wise ops (PEFT lora/layer.py,
+// Linear.forward): the input's cast to the adapter dtype (and under autocast back to 16-bit for
+// lora_A), the scale, the addition to the base output (type promotion), the cast back to its dtype.
+double adapterCastBytes(const GraphPrecision &gp, double in, double out)
+{
+    const double x = gp.stream, base = gp.compute, a = gp.adapter;
+    double bytes = x != a ? (x + a) * in : 0;
+    const bool autocast = gp.adapterAutocast();
+    if (autocast && a != 2)
+        bytes += (a + 2) * in;
+    const double o = autocast ? 2 : a;       // lora_B's output
+    const double sum = std::max(o, base);    // base(x) + delta
+    bytes += (2 * o + base + o + sum) * out; // scale (read, write), add (read two, write)
+    if (sum != base)
+        bytes += (sum + base) * out;
+    return bytes;
+}
+
+} // namespace
+
 WorkTally &WorkTally::operator+=(const WorkTally &o)
 {
     matmul += o.matmul;
@@ -349,10 +371,11 @@ private:
         WorkTally &f = m_work.forward;
         matmul(f, m_dev, tokens, r, in, count);
         matmul(f, m_dev, tokens, out, r, count);
-        double bytes = 5 * m_E * out * tokens; // scale (read, write), add (read two, write)
+        const GraphPrecision gp = graphPrecision(m_tr);
+        double bytes = adapterCastBytes(gp, in, out) * tokens;
         double ops = 2;
         if (m_tr.lora.dropout > 0) {
-            bytes += (2 * m_E + 1) * in * tokens;
+            bytes += (2 * gp.adapter + 1) * in * tokens;
             ops += 1;
         }
         f.elementwise += m_dev.memorySeconds(bytes * count);

@@ -361,6 +361,32 @@ private slots:
                  estimateMemory(hfPlain).phase(Phase::Forward).allocated());
     }
 
+    // PEFT's fp32 adapters on bf16 weights under a Trainer's bf16=True: lora_A casts the input's
+    // fp32 copy back to bf16 and saves that, and lora_B's input is bf16: per token and adapter
+    // 2 x (in + r) bytes fewer saved than the same step without autocast. The harness measured it
+    // (tools/measure/cases/bf16-lora-all-trainer.yaml). bf16 adapters are not cast at all.
+    void trainerAutocastSavesFp32AdaptersInputsIn16Bit()
+    {
+        EstimateInput trainer = input(tinyLlama(), Method::Lora, Precision::Bf16);
+        trainer.training.lora.targets = TargetAllLinear;
+        trainer.training.lora.rank = 8;
+        trainer = withStack(trainer, Stack::HfTrainer);
+        trainer.training.checkpointing = Checkpointing::None;
+        trainer.training.use_cache = false;
+        QCOMPARE(trainer.training.lora.adapter_precision, AdapterPrecision::Fp32);
+        EstimateInput plain = trainer;
+        plain.training.stack = {Stack::PlainTorch, "", ""};
+        const auto saved = [](const EstimateInput &in) {
+            return static_cast<double>(
+                at(estimateMemory(in), Phase::Forward, Component::Activations));
+        };
+        const double perLayer = 2.0 * (6 * 256 + 688) + 2.0 * 7 * 8; // 2 x (in + r), 7 adapters
+        QCOMPARE(saved(plain) - saved(trainer), perLayer * 512 * 2);
+        trainer.training.lora.adapter_precision = AdapterPrecision::Base;
+        plain.training.lora.adapter_precision = AdapterPrecision::Base;
+        QCOMPARE(saved(plain), saved(trainer));
+    }
+
     // chunked_nll's forward holds one 256-token chunk's fp32 chain whatever the sequence length
     // (logits, log-softmax, and the logged entropy's exp and product: 4 x 256 x V x 4 bytes), and
     // a bf16 lm_head's fp32 copy (V x H x 4) while the chunk's matmul runs.
