@@ -110,6 +110,17 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                                         e.training.activation_offloading = true;
                                     },
                                     0};
+    // The Trainer's bf16/fp16 flag left off on 16-bit weights: with it PEFT's fp32 adapters keep
+    // their inputs' 16-bit copies (graph_precision.h, adapterAutocast).
+    const bool halfWeights = t.precision == Precision::Bf16 || t.precision == Precision::Fp16;
+    if (runsUnderTrainer(t.stack.name) && halfWeights && !trainerMixedPrecision(t)
+        && t.method != Method::Full)
+        groups.push_back(
+            {{t.precision == Precision::Bf16
+                  ? "Trainer bf16=True (autocast: fp32 adapters keep 16-bit inputs)"
+                  : "Trainer fp16=True (autocast: fp32 adapters keep 16-bit inputs)",
+              [](EstimateInput &e, std::int64_t) { e.training.trainer_mixed_precision = true; },
+              0}});
     // Full checkpointing turns transformers' training cache off too; the selective ones do not.
     if (trainingKvCache(t))
         groups.push_back({{"use_cache: false (no KV cache in the training forward)",

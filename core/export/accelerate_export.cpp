@@ -86,7 +86,7 @@ TrainingExport exportAccelerateYaml(const ExportPlan &plan)
                               : zeroStage(sharding) > 0 ? "DEEPSPEED"
                               : s.parallelism.gpus > 1  ? "MULTI_GPU"
                                                         : "NO";
-    const char *mixed = !plan.halfCompute ? "no" : plan.bf16 ? "bf16" : "fp16";
+    const char *mixed = !plan.mixedPrecisionFlag ? "no" : plan.bf16 ? "bf16" : "fp16";
 
     YAML::Emitter y;
     y << YAML::BeginMap;

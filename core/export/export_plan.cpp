@@ -90,6 +90,7 @@ void precision(const TrainingConfig &t, ExportPlan &plan)
     plan.bf16 = t.precision == Precision::AmpBf16 || t.precision == Precision::Bf16
                 || t.precision == Precision::MixedBf16;
     plan.computeDtype = !plan.halfCompute ? "float32" : plan.bf16 ? "bfloat16" : "float16";
+    plan.mixedPrecisionFlag = plan.halfCompute && t.trainer_mixed_precision.value_or(true);
 }
 
 void sharedNotes(const Scenario &s, ExportPlan &plan)

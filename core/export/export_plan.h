@@ -38,6 +38,9 @@ struct ExportPlan
     bool halfCompute
         = false;       // bf16 or fp16 compute (Trainer bf16=/fp16=, accelerate mixed_precision)
     bool bf16 = false; // the 16-bit type is bfloat16 (else float16 when halfCompute)
+    // Trainer bf16=/fp16= and accelerate mixed_precision: halfCompute unless the scenario says
+    // trainer_mixed_precision: false (16-bit weights without autocast).
+    bool mixedPrecisionFlag = false;
     std::vector<std::string> loraTargets; // PEFT target_modules; {"all-linear"} for every linear
 
     // What no format can say (tensor parallelism, selective checkpointing, SGD momentum, ...).

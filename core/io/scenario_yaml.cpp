@@ -123,6 +123,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
                       "offload",
                       "kbit_fp32_upcast",
                       "use_cache",
+                      "trainer_mixed_precision",
                       "optimizer_in_backward",
                       "activation_offloading",
                       "float8",
@@ -149,6 +150,7 @@ bool readTraining(YamlReader &r, const YAML::Node &t, TrainingConfig &c)
           && r.getEnum(t, "loss", c.loss, parseLoss, kLossNames, 10)
           && r.getBool(t, "kbit_fp32_upcast", c.kbit_fp32_upcast)
           && r.getBool(t, "use_cache", c.use_cache)
+          && r.getBool(t, "trainer_mixed_precision", c.trainer_mixed_precision)
           && r.getBool(t, "optimizer_in_backward", c.optimizer_in_backward)
           && r.getBool(t, "activation_offloading", c.activation_offloading)
           && r.getBool(t, "float8", c.float8)))
@@ -745,6 +747,9 @@ void trainingExtras(const TrainingConfig &t, std::string &out)
                + "\n";
     if (t.use_cache)
         out += std::string("  use_cache: ") + (*t.use_cache ? "true" : "false") + "\n";
+    if (t.trainer_mixed_precision)
+        out += std::string("  trainer_mixed_precision: ")
+               + (*t.trainer_mixed_precision ? "true" : "false") + "\n";
     if (t.optimizer_in_backward)
         out += "  optimizer_in_backward: true\n";
     if (t.activation_offloading)

@@ -35,7 +35,7 @@ GraphPrecision graphPrecision(const TrainingConfig &t)
         // peft/utils/other.py: every fp16/bf16 parameter that is not quantized becomes fp32;
         // the Trainer's bf16/fp16 flag still autocasts (accelerate's autocast around forward).
         p.kbit_upcast = true;
-        p.amp = t.precision != Precision::Fp32;
+        p.amp = t.precision != Precision::Fp32 && t.trainer_mixed_precision.value_or(true);
         p.compute = p.amp ? 2 : 4;
         p.stream = 4;
         p.weight = 4;

@@ -143,6 +143,34 @@ std::string validateTrainingCache(const TrainingConfig &t, std::string *key)
            + "'s model builds none in training (use_cache false, or a transformers stack)";
 }
 
+// trainer_mixed_precision is TrainingArguments' bf16/fp16 flag: a Trainer-run stack's, and what
+// makes AMP under it. Under DeepSpeed the same flag sets DeepSpeed's precision ("auto").
+std::string validateTrainerMixedPrecision(const EstimateInput &in, std::string *key)
+{
+    const TrainingConfig &t = in.training;
+    if (!t.trainer_mixed_precision || t.mode != Mode::Train)
+        return {};
+    const bool on = *t.trainer_mixed_precision;
+    const char *problem = nullptr;
+    if (!runsUnderTrainer(t.stack.name))
+        problem = "trainer_mixed_precision is the Trainer's bf16/fp16 flag: use stack hf-trainer, "
+                  "trl-sft or accelerate-fsdp, or leave it out";
+    else if (on && t.precision == Precision::Fp32)
+        problem = "fp32 weights under the Trainer's bf16/fp16 flag are AMP: use precision "
+                  "amp-bf16 or amp-fp16";
+    else if (!on && isAmp(t.precision))
+        problem = "amp-bf16 and amp-fp16 are the Trainer's bf16/fp16 flag on fp32 weights: use "
+                  "precision fp32, or leave trainer_mixed_precision out";
+    else if (!on && isDeepSpeed(in.parallelism.sharding))
+        problem = "under DeepSpeed the Trainer's bf16/fp16 flag sets DeepSpeed's precision, which "
+                  "without it trains in fp32: leave trainer_mixed_precision out";
+    if (!problem)
+        return {};
+    if (key)
+        *key = "training.trainer_mixed_precision";
+    return problem;
+}
+
 } // namespace
 
 std::string validateInput(const EstimateInput &in, std::string *key)
@@ -203,6 +231,8 @@ std::string validateInput(const EstimateInput &in, std::string *key)
     if (const std::string bad = validateContextParallel(t, p, key); !bad.empty())
         return bad;
     if (const std::string bad = validateTrainingCache(t, key); !bad.empty())
+        return bad;
+    if (const std::string bad = validateTrainerMixedPrecision(in, key); !bad.empty())
         return bad;
     if (const std::string bad = validateTrlChunkedLoss(in, key); !bad.empty())
         return bad;

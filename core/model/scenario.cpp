@@ -24,6 +24,7 @@ bool operator==(const TrainingConfig &a, const TrainingConfig &b)
            && a.attention == b.attention && a.batch_padding == b.batch_padding && a.loss == b.loss
            && a.lora == b.lora && a.offload == b.offload && a.stack == b.stack
            && a.kbit_fp32_upcast == b.kbit_fp32_upcast && a.use_cache == b.use_cache
+           && a.trainer_mixed_precision == b.trainer_mixed_precision
            && a.optimizer_in_backward == b.optimizer_in_backward
            && a.activation_offloading == b.activation_offloading && a.float8 == b.float8
            && a.quantization_options == b.quantization_options && a.ia3.targets == b.ia3.targets

@@ -142,11 +142,24 @@ bool shardsOverFsdp(const EstimateInput &in)
            && (in.parallelism.gpus > 1 || in.training.offload.parameters);
 }
 
+bool shardedQlora(const ParallelismConfig &p)
+{
+    return p.gpus > 1 && (shardsParameters(p.sharding) || p.sharding == Sharding::FsdpGradOp);
+}
+
 bool shardedQlora(const EstimateInput &in)
 {
-    return in.parallelism.gpus > 1
-           && (shardsParameters(in.parallelism.sharding)
-               || in.parallelism.sharding == Sharding::FsdpGradOp);
+    return shardedQlora(in.parallelism);
+}
+
+// TRL's SFTTrainer makes a sharded QLoRA's adapters in the model dtype: get_peft_model(...,
+// autocast_adapter_dtype=False) (trl/trainer/sft_trainer.py from 0.9, trl/models/utils.py
+// prepare_peft_model to 0.25); from 0.26 every quantized model's (staticDefaults).
+AdapterPrecision stackAdapterPrecision(const TrainingConfig &t, const ParallelismConfig &p)
+{
+    if (t.stack.name == Stack::TrlSft && t.method == Method::Qlora && shardedQlora(p))
+        return AdapterPrecision::Base;
+    return staticDefaults(t).adapter;
 }
 
 // PEFT prepare_model_for_kbit_training: the PEFT QLoRA recipe with the Trainer calls it; TRL's
@@ -342,10 +355,10 @@ void applyStackDefaults(TrainingConfig &t, ParallelismConfig &p, const ExplicitK
         t.checkpointing = *d.checkpointing;
     if (!x.checkpointing)
         t.checkpoint_every = d.checkpoint_every;
-    if (!x.adapter_precision)
-        t.lora.adapter_precision = d.adapter;
     if (d.sharding && !x.sharding)
         p.sharding = *d.sharding;
+    if (!x.adapter_precision)
+        t.lora.adapter_precision = stackAdapterPrecision(t, p);
 }
 
 namespace {
@@ -396,17 +409,27 @@ TensorParallelPlan tensorParallelPlan(const ParallelismConfig &p, const StackCon
     return plan;
 }
 
+bool runsUnderTrainer(Stack s)
+{
+    return s == Stack::HfTrainer || s == Stack::TrlSft || s == Stack::AccelerateFsdp;
+}
+
+// TrainingArguments' bf16 and fp16 default to off; recipes set one with 16-bit weights, and TRL's
+// SFTConfig defaults bf16 to on from 0.19 (PR #3515): unset, MemBudget takes it as set.
+bool trainerMixedPrecision(const TrainingConfig &t)
+{
+    const Precision p = t.precision;
+    const bool half = p == Precision::Bf16 || p == Precision::Fp16 || isAmp(p);
+    return runsUnderTrainer(t.stack.name) && half && t.trainer_mixed_precision.value_or(true);
+}
+
 // accelerate wraps the model's forward in autocast for the Trainer's bf16/fp16 flag whatever the
 // weights' dtype (accelerator.py, prepare_model with native_amp), except under DeepSpeed, which
 // keeps the precision itself (native_amp is off for DistributedType.DEEPSPEED).
 bool trainerAutocast(const EstimateInput &in)
 {
-    const Stack s = in.training.stack.name;
-    const Precision p = in.training.precision;
-    const bool trainer = s == Stack::HfTrainer || s == Stack::TrlSft || s == Stack::AccelerateFsdp;
-    const bool half = p == Precision::Bf16 || p == Precision::Fp16 || isAmp(p);
     const bool deepSpeed = isDeepSpeed(in.parallelism.sharding) && in.parallelism.gpus > 1;
-    return trainer && half && !deepSpeed && in.training.mode == Mode::Train;
+    return trainerMixedPrecision(in.training) && !deepSpeed && in.training.mode == Mode::Train;
 }
 
 EstimateInput resolveStackChoices(const EstimateInput &input)
@@ -472,7 +495,7 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
     if (t.method != Method::Full)
         out.push_back({"training.lora.adapter_precision",
                        adapterPrecisionName(t.lora.adapter_precision),
-                       d.adapter == t.lora.adapter_precision});
+                       stackAdapterPrecision(t, p) == t.lora.adapter_precision});
     if (t.method == Method::Qlora)
         out.push_back({"training.kbit_fp32_upcast",
                        *t.kbit_fp32_upcast ? "true" : "false",
@@ -481,6 +504,11 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
         out.push_back({"training.use_cache",
                        *t.use_cache ? "true" : "false",
                        !input.training.use_cache.has_value()});
+    if (runsUnderTrainer(t.stack.name)
+        && (t.precision == Precision::Bf16 || t.precision == Precision::Fp16))
+        out.push_back({"training.trainer_mixed_precision",
+                       trainerMixedPrecision(t) ? "true" : "false",
+                       !input.training.trainer_mixed_precision.has_value()});
     if (p.gpus > 1 || t.offload.parameters || t.offload.optimizer)
         out.push_back({"parallelism.sharding",
                        shardingName(p.sharding),

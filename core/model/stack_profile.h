@@ -45,6 +45,11 @@ void applyStackDefaults(TrainingConfig &training,
 EstimateInput resolveStackChoices(const EstimateInput &input);
 // Whether accelerate wraps the model's forward in autocast (TrainingConfig::trainer_autocast).
 bool trainerAutocast(const EstimateInput &in);
+// Whether a Trainer (or accelerate launch) runs the step: hf-trainer, trl-sft, accelerate-fsdp.
+bool runsUnderTrainer(Stack stack);
+// TrainingArguments' bf16/fp16 flag (accelerate's mixed_precision): the scenario's
+// trainer_mixed_precision, or on for 16-bit and AMP training under a Trainer-run stack.
+bool trainerMixedPrecision(const TrainingConfig &training);
 
 // How the layers split over the tensor-parallel group: the scenario's sequence_parallel and
 // loss_parallel, or where it does not say, the stack's (resolved or not).

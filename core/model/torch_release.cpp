@@ -72,6 +72,8 @@ void switchStack(TrainingConfig &training, ParallelismConfig &parallelism, Stack
     applyStackDefaults(training, parallelism);
     if (!buildsTransformersCache(stack))
         training.use_cache.reset(); // torchtune's and torchtitan's models take no cache
+    if (!runsUnderTrainer(stack))
+        training.trainer_mixed_precision.reset(); // the Trainer's flag
 }
 
 } // namespace membudget

@@ -200,6 +200,10 @@ struct TrainingConfig
     // builds a DynamicCache whose per-layer keys and values live in the model output until the loss
     // is taken. Unset: the stack decides (stack_profile.h, trainingKvCache).
     std::optional<bool> use_cache;
+    // A Trainer-run stack's bf16=True / fp16=True (TrainingArguments; accelerate's mixed_precision
+    // under accelerate-fsdp) with 16-bit weights: accelerate wraps the forward in autocast. Unset:
+    // on, as recipes and TRL >= 0.19 set it (stack_profile.h, trainerMixedPrecision).
+    std::optional<bool> trainer_mixed_precision;
     // Derived by resolveStackChoices, never read from a file: a Trainer-run stack's bf16/fp16 flag
     // makes accelerate wrap the model's forward in autocast, 16-bit weights included.
     bool trainer_autocast = false;

@@ -274,6 +274,34 @@ private slots:
                 QVERIFY(c.find("trl-chunked-nll") == std::string::npos);
     }
 
+    // A Trainer run on bf16 weights without bf16=True: the flag is offered where it makes the
+    // fp32 adapters' inputs 16-bit and so fits, and not once it is on.
+    void trainerMixedPrecisionIsOffered()
+    {
+        EstimateInput in = lora8b();
+        in.training.stack = {Stack::TrlSft, "0.13", "2.4"};
+        in.training.checkpointing = Checkpointing::None;
+        in.training.use_cache = false;
+        in.training.lora.targets = TargetAllLinear;
+        in.training.trainer_mixed_precision = false;
+        EstimateInput on = in;
+        on.training.trainer_mixed_precision = true;
+        const Bytes off = estimateMemory(in).device_total;
+        const Bytes with = estimateMemory(on).device_total;
+        QVERIFY(off - with > (8LL << 30)); // every layer's adapter inputs, fp32 -> bf16
+        const std::string label = "Trainer bf16=True (autocast: fp32 adapters keep 16-bit inputs)";
+        bool offered = false;
+        for (const FitSuggestion &s : suggestFits(in, gpuOf((off + with) / 2), 100))
+            if (s.changes == std::vector<std::string>{label}) {
+                offered = true;
+                QCOMPARE(s.input.training.trainer_mixed_precision, std::optional<bool>(true));
+            }
+        QVERIFY(offered);
+        for (const FitSuggestion &s : suggestFits(on, gpuOf(with / 2), 100))
+            for (const std::string &c : s.changes)
+                QVERIFY(c.find("bf16=True") == std::string::npos);
+    }
+
     void useCacheOffIsOffered()
     {
         EstimateInput in = lora8b();

@@ -399,6 +399,7 @@ parallelism:
         Scenario all = *s;
         all.training.kbit_fp32_upcast = false;
         all.training.use_cache = true;
+        all.training.trainer_mixed_precision = false;
         all.parallelism.gpus = 4;
         all.parallelism.sharding = Sharding::Zero2;
         all.parallelism.sequence_parallel = true;

@@ -306,6 +306,37 @@ private slots:
 
     // TRL's SFTConfig.loss_type is "chunked_nll" from 1.7 (PR #5846); the chunks read
     // lm_head.weight, so a quantized lm_head keeps the whole-logits loss, and is refused by hand.
+    // TRL's SFTTrainer: a QLoRA sharded over GPUs gets adapters in the model dtype
+    // (autocast_adapter_dtype=False) and no k-bit preparation; on one GPU fp32 adapters and the
+    // preparation (before 0.26). A scenario's own adapter_precision stays.
+    void trlShardedQloraKeepsAdaptersInTheModelDtype()
+    {
+        EstimateInput one = input(tinyLlama(), Method::Qlora, Precision::Bf16);
+        one = withStack(one, Stack::TrlSft, "0.13");
+        QCOMPARE(one.training.lora.adapter_precision, AdapterPrecision::Fp32);
+        QVERIFY(*resolveStackChoices(one).training.kbit_fp32_upcast);
+        EstimateInput two = input(tinyLlama(), Method::Qlora, Precision::Bf16);
+        two.parallelism.gpus = 2;
+        two.parallelism.sharding = Sharding::FsdpFull;
+        two = withStack(two, Stack::TrlSft, "0.13");
+        QCOMPARE(two.training.lora.adapter_precision, AdapterPrecision::Base);
+        QVERIFY(!*resolveStackChoices(two).training.kbit_fp32_upcast);
+        for (const StackChoice &c : stackChoices(two))
+            if (c.key == "training.lora.adapter_precision")
+                QVERIFY(c.from_stack);
+        EstimateInput given = input(tinyLlama(), Method::Qlora, Precision::Bf16);
+        given.parallelism = two.parallelism;
+        given.training.stack = {Stack::TrlSft, "0.13", ""};
+        ExplicitKeys keys;
+        keys.adapter_precision = true;
+        applyStackDefaults(given.training, given.parallelism, keys);
+        QCOMPARE(given.training.lora.adapter_precision, AdapterPrecision::Fp32);
+        EstimateInput lora = input(tinyLlama(), Method::Lora, Precision::Bf16); // not quantized
+        lora.parallelism = two.parallelism;
+        lora = withStack(lora, Stack::TrlSft, "0.13");
+        QCOMPARE(lora.training.lora.adapter_precision, AdapterPrecision::Fp32);
+    }
+
     void trlChunkedLossFollowsTheStack()
     {
         const EstimateInput plain = input(tinyLlama(), Method::Lora, Precision::Bf16);
@@ -385,6 +416,58 @@ private slots:
         trainer.training.lora.adapter_precision = AdapterPrecision::Base;
         plain.training.lora.adapter_precision = AdapterPrecision::Base;
         QCOMPARE(saved(plain), saved(trainer));
+    }
+
+    // TrainingArguments' bf16 flag left off (trainer_mixed_precision: false): no autocast, so the
+    // fp32 adapters keep their fp32 inputs as without a Trainer; contradictions are refused.
+    void trainerMixedPrecisionKeySwitchesTheAutocast()
+    {
+        EstimateInput trainer = input(tinyLlama(), Method::Lora, Precision::Bf16);
+        trainer.training.lora.targets = TargetAllLinear;
+        trainer = withStack(trainer, Stack::TrlSft, "0.13");
+        trainer.training.checkpointing = Checkpointing::None;
+        trainer.training.use_cache = false;
+        QVERIFY(trainerMixedPrecision(trainer.training));
+        QVERIFY(trainerAutocast(trainer));
+        EstimateInput off = trainer;
+        off.training.trainer_mixed_precision = false;
+        QVERIFY(!trainerMixedPrecision(off.training));
+        QVERIFY(!trainerAutocast(off));
+        EstimateInput plain = off;
+        plain.training.trainer_mixed_precision.reset();
+        plain.training.stack = {Stack::PlainTorch, "", ""};
+        const auto saved = [](const EstimateInput &in) {
+            return at(estimateMemory(in), Phase::Forward, Component::Activations);
+        };
+        QCOMPARE(saved(off), saved(plain));
+        QVERIFY(saved(trainer) < saved(off));
+        const auto choice = [](const EstimateInput &in) {
+            for (const StackChoice &c : stackChoices(in))
+                if (c.key == "training.trainer_mixed_precision")
+                    return std::optional<StackChoice>(c);
+            return std::optional<StackChoice>();
+        };
+        QCOMPARE(choice(trainer)->value, std::string("true"));
+        QVERIFY(choice(trainer)->from_stack);
+        QCOMPARE(choice(off)->value, std::string("false"));
+        QVERIFY(!choice(off)->from_stack);
+        QVERIFY(!choice(plain).has_value());
+        std::string key;
+        QVERIFY(validateInput(plain, &key).empty());   // plain without the key: valid
+        plain.training.trainer_mixed_precision = true; // not a Trainer stack
+        QVERIFY(!validateInput(plain, &key).empty());
+        QCOMPARE(key, std::string("training.trainer_mixed_precision"));
+        EstimateInput amp = off;
+        amp.training.precision = Precision::AmpBf16; // AMP is the flag itself
+        QVERIFY(!validateInput(amp, &key).empty());
+        EstimateInput fp32 = trainer;
+        fp32.training.precision = Precision::Fp32;
+        fp32.training.trainer_mixed_precision = true; // fp32 weights under the flag are AMP
+        QVERIFY(!validateInput(fp32, &key).empty());
+        EstimateInput deepSpeed = off;
+        deepSpeed.parallelism.gpus = 2;
+        deepSpeed.parallelism.sharding = Sharding::Zero2;
+        QVERIFY(!validateInput(deepSpeed, &key).empty());
     }
 
     // chunked_nll's forward holds one 256-token chunk's fp32 chain whatever the sequence length

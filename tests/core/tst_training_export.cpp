@@ -197,6 +197,21 @@ private slots:
         QVERIFY(has(single.text, "mixed_precision: \"no\""));
     }
 
+    // trainer_mixed_precision: false is a Trainer on bf16 weights without its bf16 flag: the
+    // exports leave the flag off (accelerate's mixed_precision too) but still load in bf16.
+    void trainerMixedPrecisionOffIsExported()
+    {
+        Scenario s = scenario(Method::Lora, Precision::Bf16, Sharding::None, 1);
+        s.training.stack = {Stack::TrlSft, "0.13", ""};
+        QVERIFY(has(exported(s, TrainingFormat::Sft).text, "    bf16=True,"));
+        s.training.trainer_mixed_precision = false;
+        const TrainingExport sft = exported(s, TrainingFormat::Sft);
+        QVERIFY(has(sft.text, "    bf16=False,"));
+        QVERIFY(has(sft.text, "    fp16=False,"));
+        QVERIFY(has(sft.text, "bfloat16"));
+        QVERIFY(has(exported(s, TrainingFormat::Accelerate).text, "mixed_precision: \"no\""));
+    }
+
     void pythonCarriesTheSettings()
     {
         Scenario s = scenario(Method::Qlora, Precision::Bf16, Sharding::None, 1);

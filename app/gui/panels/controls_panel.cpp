@@ -669,6 +669,17 @@ QWidget *ControlsPanel::buildTrainingGroup()
              [name](Scenario &s) { parsePrecision(name, s.training.precision); });
     });
     form->addRow(tr("Prec&ision:"), m_precision);
+    m_trainerMixedPrecision = flagBox(
+        "trainerMixedPrecision",
+        tr("Trainer bf16=True / fp16=True (autocast)"),
+        tr("The Trainer's bf16 or fp16 flag (accelerate's mixed_precision) wraps the forward in "
+           "autocast, 16-bit weights included: PEFT's fp32 LoRA adapters then keep their input's "
+           "16-bit copy instead of its fp32 cast, and TRL's chunked loss casts back to 16-bit. "
+           "Recipes set it, and TRL's SFTConfig does from 0.19; TrainingArguments' own default "
+           "is off. Under DeepSpeed the flag sets DeepSpeed's precision instead."),
+        tr("Change the Trainer's mixed-precision flag"),
+        [](Scenario &s, bool on) { s.training.trainer_mixed_precision = on; });
+    form->addRow(QString(), m_trainerMixedPrecision);
     m_float8 = flagBox("float8",
                        tr("Float8 linears (torchao)"),
                        tr("torchao float8 training (torchtitan's float8 converter): the decoder "
@@ -1407,6 +1418,15 @@ void ControlsPanel::syncFromDocument()
     m_dora->setChecked(t.lora.use_dora);
     m_dora->setEnabled(t.method == Method::Lora || t.method == Method::Qlora);
     selectName(m_precision, precisionName(t.precision));
+    // 16-bit weights under a Trainer-run stack (AMP is the flag itself); shown while set so that
+    // it can be unset after a stack or precision change (it is refused there).
+    m_trainerMixedPrecision->setChecked(trainerMixedPrecision(t));
+    const bool halfWeights = t.precision == Precision::Bf16 || t.precision == Precision::Fp16;
+    setRowShown(m_trainingForm,
+                m_trainerMixedPrecision,
+                train
+                    && ((runsUnderTrainer(t.stack.name) && halfWeights)
+                        || t.trainer_mixed_precision.has_value()));
     m_float8->setChecked(t.float8);
     m_float8->setEnabled((t.method == Method::Full) || t.float8);
     setRowShown(m_trainingForm, m_float8, train);

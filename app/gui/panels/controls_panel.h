@@ -132,6 +132,7 @@ private:
     QCheckBox *m_float8 = nullptr;
     QCheckBox *m_activationOffloading = nullptr;
     QCheckBox *m_useCache = nullptr;
+    QCheckBox *m_trainerMixedPrecision = nullptr;
     QComboBox *m_precision = nullptr;
     QComboBox *m_quantization = nullptr;
     QComboBox *m_optimizer = nullptr;
