@@ -2,9 +2,10 @@
 """Draws MemBudget's accuracy chart (docs/images/accuracy.png) from the real sources.
 
 Left: the published GPU measurements of tests/calibration/cases.yaml (Answer.AI's fsdp_qlora
-benchmarks) against `membudget estimate --json` (per_gpu.peak_allocated or peak_reserved), as a
-parity plot. Right: the error of every case, the CPU cross-check of tools/measure/compare.py (bytes
-PyTorch's autograd saves for backward) above, the GPU cases below, with the accuracy targets.
+benchmarks, fms-acceleration's A100 references) against `membudget estimate --json`
+(per_gpu.peak_allocated or peak_reserved), as a parity plot. Right: the CPU cross-check of
+tools/measure/compare.py (bytes PyTorch's autograd saves for backward) as one strip of dots above,
+the error of every GPU case below, with the accuracy targets.
 Nothing is hard-coded: every figure is computed here, and a summary is printed.
 
   /usr/bin/python3 tools/measure/plot_accuracy.py --membudget build/app/cli/membudget
@@ -51,9 +52,11 @@ def gpu_cases(membudget, calibration_dir):
         with open(path) as f:
             scenario = yaml.safe_load(f)
         training, parallel = scenario.get("training", {}), scenario.get("parallelism", {})
-        setup = "{} b{}×{} {}".format("QLoRA" if training.get("method") == "qlora" else "LoRA",
-                                      training.get("micro_batch_size"), training.get("sequence_length"),
-                                      "DDP" if parallel.get("sharding", "none") == "none" else "FSDP")
+        method = {"qlora": "QLoRA", "lora": "LoRA"}.get(training.get("method", "full"), "full")
+        gpus = parallel.get("gpus", 1)
+        spread = "1 GPU" if gpus == 1 else "DDP" if parallel.get("sharding", "none") == "none" else "FSDP"
+        setup = "{} b{}×{} {}".format(method, training.get("micro_batch_size"), training.get("sequence_length"),
+                                      spread)
         metric = row["metric"]
         estimated = estimate["per_gpu"]["peak_" + metric] / GIB
         out.append({"id": os.path.splitext(row["file"])[0], "metric": metric, "setup": setup,
@@ -121,6 +124,36 @@ def place_labels(ax, points, renderer, avoid=()):
         if box is None:  # nowhere free: the nearest offset on the preferred side
             box = annotate(x, y, text, colour, *offsets[0]).get_window_extent(renderer)
         taken.append((box.x0 - 2, box.y0 - 1, box.x1 + 2, box.y1 + 1))
+
+
+def short_name(case):
+    """aai-N for Answer.AI's cases; "fms" for fms-acceleration's, whose setup says the rest."""
+    return "fms" if case["id"].startswith("fms") else case["id"]
+
+
+def error_strip(ax, rows, colour, limit, target, title):
+    """One dot per case on an error axis (deterministic vertical spread), the ± target lines, and
+    the worst case named: for many cases that all sit close to zero."""
+    values = [100 * r["error"] for r in rows]
+    ys = [((i * 37) % 11) / 10 for i in range(len(rows))]
+    ax.scatter(values, ys, s=9, color=colour, edgecolor="white", lw=0.3, zorder=4)
+    for sign in (-1, 1):
+        ax.axvline(sign * target, color=colour, ls="--", lw=0.8, zorder=2,
+                   label=f"±{target:.0f}% target" if sign > 0 else None)
+    ax.axvline(0, color="#444444", lw=0.7, zorder=3)
+    worst = max(range(len(rows)), key=lambda i: abs(values[i]))
+    worst_text = f"{values[worst]:+.2f}%".replace("-", "\u2212")
+    ax.annotate(f"{rows[worst]['id']} {worst_text}", (values[worst], ys[worst]),
+                xytext=(-6, 0), textcoords="offset points", ha="right", va="center", fontsize=5.5, color="#222222")
+    ax.set_xlim(-limit, limit)
+    ax.set_ylim(-0.35, 1.35)
+    ax.set_yticks([])
+    ax.set_title(title, fontsize=7, loc="left", pad=4, x=-0.4)
+    ax.grid(axis="x", color="#ececec", lw=0.5, zorder=0)
+    ax.tick_params(axis="x", labelsize=6, length=2, pad=2)
+    ax.xaxis.set_major_formatter(lambda v, _: (f"{v:+.0f}%" if v else "0%").replace("-", "\u2212"))
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
 
 
 def error_bars(ax, rows, colours, limit, lines, title):
@@ -201,9 +234,9 @@ def main():
 
     plt.rcParams.update({"font.family": "DejaVu Sans", "axes.titleweight": "bold", "axes.linewidth": 0.6,
                          "axes.unicode_minus": True})
-    fig = plt.figure(figsize=(8, 3.75), dpi=args.dpi)  # 1600 x 750 px at the default 200 dpi
-    grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.05], height_ratios=[len(cpu), len(gpu)],
-                            left=0.06, right=0.99, top=0.872, bottom=0.19, wspace=0.42, hspace=0.3)
+    fig = plt.figure(figsize=(8, 4.8), dpi=args.dpi)  # 1600 x 960 px at the default 200 dpi
+    grid = fig.add_gridspec(2, 2, width_ratios=[1, 1.05], height_ratios=[3, len(gpu)],
+                            left=0.06, right=0.99, top=0.9, bottom=0.15, wspace=0.42, hspace=0.28)
     parity = fig.add_subplot(grid[:, 0])
     cpu_ax, gpu_ax = fig.add_subplot(grid[0, 1]), fig.add_subplot(grid[1, 1])
 
@@ -225,7 +258,10 @@ def main():
         rows = [c for c in gpu if c["metric"] == metric]
         parity.scatter([c["measured"] for c in rows], [c["estimated"] for c in rows], s=16,
                        marker=MARKERS[metric], color=COLOURS[metric], edgecolor="white", lw=0.4, zorder=4)
-        points += [(c["measured"], c["estimated"], c["id"], COLOURS[metric]) for c in rows]
+        # Named where they leave the band (every case is named on the right).
+        points += [(c["measured"], c["estimated"], short_name(c) if c["id"].startswith("aai") else
+                    f"fms {c['setup']}", COLOURS[metric]) for c in rows
+                   if abs(c["error"]) > ALLOCATED_EACH_TARGET]
     parity.set_xlim(0, top)
     parity.set_ylim(0, top)
     parity.set_aspect("equal")
@@ -233,7 +269,7 @@ def main():
     parity.set_ylabel("MemBudget estimate (GiB)", fontsize=6.5, labelpad=2)
     parity.tick_params(labelsize=6, length=2, pad=2)
     parity.grid(color="#f0f0f0", lw=0.5, zorder=0)
-    parity.set_title("GPU: Llama-2-7B LoRA/QLoRA, 2 × RTX 3090", fontsize=7, loc="left", pad=4)
+    parity.set_title("GPU: Llama-2-7B on RTX 3090s, Mistral-7B on A100s", fontsize=7, loc="left", pad=4)
     for side in ("top", "right"):
         parity.spines[side].set_visible(False)
     parity.legend(handles=[
@@ -253,17 +289,17 @@ def main():
         avoid += [box, type(box).from_extents(box.x0, y - 3, parity.bbox.x1, y + 3)]
     place_labels(parity, points, renderer, avoid)
 
-    # Right: error per case.
-    for c in cpu:
-        c["label"] = c["id"]
-    error_bars(cpu_ax, cpu, COLOURS["cpu"], 3.6,
-               [(100 * CPU_TARGET, "--", COLOURS["cpu"], f"±{CPU_TARGET:.0%} target")],
-               f"CPU: saved activations vs PyTorch autograd, worst "
-               f"{summary['cpu'][1]['error']:+.2%}".replace("-", "\u2212"))
+    # Right: the CPU cases as one strip, the GPU cases one row each.
+    error_strip(cpu_ax, cpu, COLOURS["cpu"], 3.6, 100 * CPU_TARGET,
+                f"CPU: saved activations vs PyTorch autograd, {len(cpu)} cases, worst "
+                f"{summary['cpu'][1]['error']:+.2%}".replace("-", "\u2212"))
     cpu_ax.legend(loc="lower right", fontsize=5.5, frameon=False, handlelength=1.8, borderaxespad=0.2)
-    order = sorted(gpu, key=lambda c: (int(c["id"].split("-")[-1]), c["metric"]))
+    # Answer.AI's by number, then fms-acceleration's by file name.
+    order = sorted(gpu, key=lambda c: (c["id"].startswith("fms"),
+                                       int(c["id"].split("-")[-1]) if c["id"].startswith("aai") else 0,
+                                       c["id"], c["metric"]))
     for c in order:
-        c["label"] = f"{c['id']} {c['setup']}"
+        c["label"] = f"{short_name(c)} {c['setup']}"
     targets = [(ALLOCATED_MEDIAN_TARGET, ":", "allocated", "median"), (ALLOCATED_EACH_TARGET, "--", "allocated", "each"),
                (RESERVED_EACH_TARGET, "--", "reserved", "each")]
     error_bars(gpu_ax, order, [COLOURS[c["metric"]] for c in order], 26,
@@ -284,8 +320,10 @@ def main():
 
     fig.text(0.06, 0.958, "MemBudget: estimated vs measured memory", fontsize=10.5, fontweight="bold", va="center")
     fig.text(0.06, 0.012,
-             "Sources: GPU, Answer.AI fsdp_qlora benchmarks (March 2024; r64, bf16, full checkpointing, FSDP or DDP; "
-             "torch.cuda.max_memory_allocated / max_memory_reserved; b1×512: micro-batch × sequence length).\n"
+             "Sources: GPU, Answer.AI fsdp_qlora benchmarks (aai, March 2024; Llama-2-7B r64, bf16, full checkpointing, "
+             "2 × RTX 3090; max_memory_allocated / max_memory_reserved) and\nfms-acceleration's A100 80GB "
+             "references (fms, 2025; Mistral-7B, full fine-tuning, LoRA r16, QLoRA; max_memory_allocated); "
+             "b1×512: micro-batch × sequence length.\n"
              f"CPU, PyTorch 1.13 autograd (saved_tensors_hooks; {len(cpu)} tiny Llama cases, "
              "tools/measure/compare.py); "
              f"parameter, weight, gradient and optimizer-state bytes match to the byte ({exact_ok}/{exact_all}).",
