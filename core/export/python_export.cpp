@@ -135,8 +135,9 @@ void trainingArguments(const ExportPlan &plan, bool sft, Lines &out, std::vector
         out("    max_length=" + std::to_string(t.sequence_length) + ",");
     out("    per_device_train_batch_size=" + std::to_string(t.micro_batch_size) + ",");
     out("    gradient_accumulation_steps=" + std::to_string(t.gradient_accumulation_steps) + ",");
-    out(std::string("    bf16=") + (plan.mixedPrecisionFlag && plan.bf16 ? "True" : "False") + ",");
-    out(std::string("    fp16=") + (plan.mixedPrecisionFlag && !plan.bf16 ? "True" : "False") + ",");
+    const bool flag = plan.mixedPrecisionFlag;
+    out(std::string("    bf16=") + (flag && plan.bf16 ? "True" : "False") + ",");
+    out(std::string("    fp16=") + (flag && !plan.bf16 ? "True" : "False") + ",");
     // With FSDP the checkpointing is FSDP's own (transformers refuses both at once).
     const bool fsdpCheckpointing = usesFsdp(s) && checkpointing(t);
     out(std::string("    gradient_checkpointing=")

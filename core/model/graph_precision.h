@@ -16,8 +16,8 @@ struct GraphPrecision
     double adapter = 4;        // LoRA: PEFT casts the adapter input to the adapter weights' dtype
     double adapter_weight = 4; // LoRA adapter weights and their gradients
     bool amp = false;          // autocast: F.linear casts fp32 inputs (and weights) to 16-bit
-    // accelerate's autocast around a Trainer's forward on 16-bit weights too (bf16=True): it
-    // changes nothing in the decoder, which is 16-bit already, but TRL's chunked loss upcasts
+    // accelerate's autocast around a Trainer's forward on 16-bit weights too (bf16=True): in the
+    // decoder it moves only fp32 LoRA adapters (adapterAutocast); TRL's chunked loss upcasts
     bool trainer_autocast = false;
     bool float8 = false;    // torchao Float8Linear decoder-layer linears (training.float8)
     bool train = true;      // a training step (autograd on)
@@ -32,7 +32,7 @@ struct GraphPrecision
     Quantization quantization = Quantization::None; // frozen base weights stored quantized
     // PEFT prepare_model_for_kbit_training (QLoRA): the non-quantized parameters are fp32, so the
     // norms' outputs and the residual stream are fp32; the Trainer's autocast still runs the
-    // matmuls in 16-bit.
+    // matmuls in 16-bit unless the scenario says trainer_mixed_precision: false.
     bool kbit_upcast = false;
     double head_weight = 2; // bytes per element of the embedding and lm_head weights
     QuantizationOptions quantization_options;

@@ -143,8 +143,9 @@ std::string validateTrainingCache(const TrainingConfig &t, std::string *key)
            + "'s model builds none in training (use_cache false, or a transformers stack)";
 }
 
-// trainer_mixed_precision is TrainingArguments' bf16/fp16 flag: a Trainer-run stack's, and what
-// makes AMP under it. Under DeepSpeed the same flag sets DeepSpeed's precision ("auto").
+// trainer_mixed_precision is TrainingArguments' bf16/fp16 flag: a Trainer-run stack's, said of
+// 16-bit weights, and what makes AMP under it. Under DeepSpeed the same flag sets DeepSpeed's
+// precision ("auto").
 std::string validateTrainerMixedPrecision(const EstimateInput &in, std::string *key)
 {
     const TrainingConfig &t = in.training;
@@ -161,7 +162,10 @@ std::string validateTrainerMixedPrecision(const EstimateInput &in, std::string *
     else if (!on && isAmp(t.precision))
         problem = "amp-bf16 and amp-fp16 are the Trainer's bf16/fp16 flag on fp32 weights: use "
                   "precision fp32, or leave trainer_mixed_precision out";
-    else if (!on && isDeepSpeed(in.parallelism.sharding))
+    else if (!isPure16(t.precision) && !isAmp(t.precision) && t.precision != Precision::Fp32)
+        problem = "trainer_mixed_precision is said of bf16 or fp16 weights (mixed-bf16 and "
+                  "mixed-fp16 keep DeepSpeed's or Megatron's own master copy): leave it out";
+    else if (!on && deepSpeedKeepsPrecision(in.parallelism))
         problem = "under DeepSpeed the Trainer's bf16/fp16 flag sets DeepSpeed's precision, which "
                   "without it trains in fp32: leave trainer_mixed_precision out";
     if (!problem)

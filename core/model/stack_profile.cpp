@@ -152,16 +152,6 @@ bool shardedQlora(const EstimateInput &in)
     return shardedQlora(in.parallelism);
 }
 
-// TRL's SFTTrainer makes a sharded QLoRA's adapters in the model dtype: get_peft_model(...,
-// autocast_adapter_dtype=False) (trl/trainer/sft_trainer.py from 0.9, trl/models/utils.py
-// prepare_peft_model to 0.25); from 0.26 every quantized model's (staticDefaults).
-AdapterPrecision stackAdapterPrecision(const TrainingConfig &t, const ParallelismConfig &p)
-{
-    if (t.stack.name == Stack::TrlSft && t.method == Method::Qlora && shardedQlora(p))
-        return AdapterPrecision::Base;
-    return staticDefaults(t).adapter;
-}
-
 // PEFT prepare_model_for_kbit_training: the PEFT QLoRA recipe with the Trainer calls it; TRL's
 // SFTTrainer did before 0.26 unless the 4-bit weights are sharded (FSDP / ZeRO-3 QLoRA keep them on
 // the CPU or meta device first: trl/models/utils.py, prepare_peft_model).
@@ -269,6 +259,16 @@ std::string number(double v)
 
 } // namespace
 
+// TRL's SFTTrainer makes a sharded QLoRA's adapters in the model dtype: get_peft_model(...,
+// autocast_adapter_dtype=False) (trl/trainer/sft_trainer.py from 0.9, trl/models/utils.py
+// prepare_peft_model to 0.25); from 0.26 every quantized model's (staticDefaults).
+AdapterPrecision stackAdapterPrecision(const TrainingConfig &t, const ParallelismConfig &p)
+{
+    if (t.stack.name == Stack::TrlSft && t.method == Method::Qlora && shardedQlora(p))
+        return AdapterPrecision::Base;
+    return staticDefaults(t).adapter;
+}
+
 bool parseLibraryVersion(const std::string &text, LibraryVersion &out)
 {
     std::size_t i = !text.empty() && (text[0] == 'v' || text[0] == 'V') ? 1 : 0;
@@ -340,6 +340,15 @@ LibraryVersion newestKnownVersion(Stack stack)
         return {0, 2, 2};
     }
     return {};
+}
+
+void followStackAdapterPrecision(const TrainingConfig &before,
+                                 const ParallelismConfig &parallelBefore,
+                                 TrainingConfig &t,
+                                 const ParallelismConfig &p)
+{
+    if (t.lora.adapter_precision == stackAdapterPrecision(before, parallelBefore))
+        t.lora.adapter_precision = stackAdapterPrecision(t, p);
 }
 
 void applyStackDefaults(TrainingConfig &t, ParallelismConfig &p, const ExplicitKeys &x)
@@ -418,8 +427,7 @@ bool runsUnderTrainer(Stack s)
 // SFTConfig defaults bf16 to on from 0.19 (PR #3515): unset, MemBudget takes it as set.
 bool trainerMixedPrecision(const TrainingConfig &t)
 {
-    const Precision p = t.precision;
-    const bool half = p == Precision::Bf16 || p == Precision::Fp16 || isAmp(p);
+    const bool half = isPure16(t.precision) || isAmp(t.precision);
     return runsUnderTrainer(t.stack.name) && half && t.trainer_mixed_precision.value_or(true);
 }
 
@@ -428,8 +436,13 @@ bool trainerMixedPrecision(const TrainingConfig &t)
 // keeps the precision itself (native_amp is off for DistributedType.DEEPSPEED).
 bool trainerAutocast(const EstimateInput &in)
 {
-    const bool deepSpeed = isDeepSpeed(in.parallelism.sharding) && in.parallelism.gpus > 1;
-    return trainerMixedPrecision(in.training) && !deepSpeed && in.training.mode == Mode::Train;
+    return trainerMixedPrecision(in.training) && !deepSpeedKeepsPrecision(in.parallelism)
+           && in.training.mode == Mode::Train;
+}
+
+bool deepSpeedKeepsPrecision(const ParallelismConfig &p)
+{
+    return isDeepSpeed(p.sharding) && p.gpus > 1;
 }
 
 EstimateInput resolveStackChoices(const EstimateInput &input)
@@ -504,8 +517,7 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
         out.push_back({"training.use_cache",
                        *t.use_cache ? "true" : "false",
                        !input.training.use_cache.has_value()});
-    if (runsUnderTrainer(t.stack.name)
-        && (t.precision == Precision::Bf16 || t.precision == Precision::Fp16))
+    if (runsUnderTrainer(t.stack.name) && isPure16(t.precision) && !deepSpeedKeepsPrecision(p))
         out.push_back({"training.trainer_mixed_precision",
                        trainerMixedPrecision(t) ? "true" : "false",
                        !input.training.trainer_mixed_precision.has_value()});

@@ -45,8 +45,20 @@ void applyStackDefaults(TrainingConfig &training,
 EstimateInput resolveStackChoices(const EstimateInput &input);
 // Whether accelerate wraps the model's forward in autocast (TrainingConfig::trainer_autocast).
 bool trainerAutocast(const EstimateInput &in);
+// The LoRA adapter dtype a stack chooses for these settings (TRL's sharded QLoRA: the model dtype).
+AdapterPrecision stackAdapterPrecision(const TrainingConfig &training,
+                                       const ParallelismConfig &parallelism);
+// After an edit (method, GPUs, sharding): an adapter dtype that was the stack's choice before
+// follows the stack's choice for the edited settings; one the scenario chose stays.
+void followStackAdapterPrecision(const TrainingConfig &before,
+                                 const ParallelismConfig &parallelBefore,
+                                 TrainingConfig &training,
+                                 const ParallelismConfig &parallelism);
 // Whether a Trainer (or accelerate launch) runs the step: hf-trainer, trl-sft, accelerate-fsdp.
 bool runsUnderTrainer(Stack stack);
+// DeepSpeed over more than one GPU: it keeps the precision itself (no accelerate autocast; the
+// Trainer's bf16/fp16 flag sets DeepSpeed's "auto" precision instead).
+bool deepSpeedKeepsPrecision(const ParallelismConfig &parallelism);
 // TrainingArguments' bf16/fp16 flag (accelerate's mixed_precision): the scenario's
 // trainer_mixed_precision, or on for 16-bit and AMP training under a Trainer-run stack.
 bool trainerMixedPrecision(const TrainingConfig &training);

@@ -83,9 +83,9 @@ private slots:
                   estimated,
                   100 * err);
             (c.metric == FitMetric::PeakAllocated ? allocated : reserved).push_back(std::abs(err));
-            // The verdict: every published run fit its card (24 GB; 80 GB for fms-acceleration). The
-            // sources give no device totals (their NCCL buffers are unknown), so the verdict is
-            // checked on the metric they measured.
+            // The verdict: every published run fit its card (24 GB; 80 GB for fms-acceleration).
+            // The sources give no device totals (their NCCL buffers are unknown), so the verdict
+            // is checked on the metric they measured.
             for (const std::string &g : scenario->gpus)
                 QVERIFY2(metricOf(e, c.metric) <= PresetCatalog::bundled().findGpu(g)->memory_bytes,
                          c.file);

@@ -321,9 +321,30 @@ private slots:
         two = withStack(two, Stack::TrlSft, "0.13");
         QCOMPARE(two.training.lora.adapter_precision, AdapterPrecision::Base);
         QVERIFY(!*resolveStackChoices(two).training.kbit_fp32_upcast);
+        int listed = 0;
         for (const StackChoice &c : stackChoices(two))
-            if (c.key == "training.lora.adapter_precision")
+            if (c.key == "training.lora.adapter_precision") {
                 QVERIFY(c.from_stack);
+                ++listed;
+            }
+        QCOMPARE(listed, 1);
+        // Edited from one GPU to two, the stack's choice follows; a chosen dtype stays.
+        EstimateInput edited = one;
+        edited.parallelism = two.parallelism;
+        followStackAdapterPrecision(one.training,
+                                    one.parallelism,
+                                    edited.training,
+                                    edited.parallelism);
+        QCOMPARE(edited.training.lora.adapter_precision, AdapterPrecision::Base);
+        EstimateInput chosen = two; // fp32 adapters chosen against the stack's bf16
+        chosen.training.lora.adapter_precision = AdapterPrecision::Fp32;
+        EstimateInput four = chosen;
+        four.parallelism.gpus = 4;
+        followStackAdapterPrecision(chosen.training,
+                                    chosen.parallelism,
+                                    four.training,
+                                    four.parallelism);
+        QCOMPARE(four.training.lora.adapter_precision, AdapterPrecision::Fp32);
         EstimateInput given = input(tinyLlama(), Method::Qlora, Precision::Bf16);
         given.parallelism = two.parallelism;
         given.training.stack = {Stack::TrlSft, "0.13", ""};
@@ -457,17 +478,27 @@ private slots:
         plain.training.trainer_mixed_precision = true; // not a Trainer stack
         QVERIFY(!validateInput(plain, &key).empty());
         QCOMPARE(key, std::string("training.trainer_mixed_precision"));
+        const auto refused = [&key](const EstimateInput &in) {
+            key.clear();
+            return !validateInput(in, &key).empty() && key == "training.trainer_mixed_precision";
+        };
         EstimateInput amp = off;
         amp.training.precision = Precision::AmpBf16; // AMP is the flag itself
-        QVERIFY(!validateInput(amp, &key).empty());
+        QVERIFY(refused(amp));
         EstimateInput fp32 = trainer;
         fp32.training.precision = Precision::Fp32;
         fp32.training.trainer_mixed_precision = true; // fp32 weights under the flag are AMP
-        QVERIFY(!validateInput(fp32, &key).empty());
+        QVERIFY(refused(fp32));
+        EstimateInput mixed = off;
+        mixed.training.precision = Precision::MixedBf16; // DeepSpeed's or Megatron's master copy
+        QVERIFY(refused(mixed));
         EstimateInput deepSpeed = off;
         deepSpeed.parallelism.gpus = 2;
         deepSpeed.parallelism.sharding = Sharding::Zero2;
-        QVERIFY(!validateInput(deepSpeed, &key).empty());
+        QVERIFY(refused(deepSpeed));
+        deepSpeed.parallelism.gpus = 1; // one GPU: accelerate autocasts as without DeepSpeed
+        deepSpeed.training.offload.optimizer = true;
+        QVERIFY(validateInput(deepSpeed, &key).empty());
     }
 
     // chunked_nll's forward holds one 256-token chunk's fp32 chain whatever the sequence length

@@ -131,6 +131,16 @@ def short_name(case):
     return "fms" if case["id"].startswith("fms") else case["id"]
 
 
+def style_error_axis(ax, title):
+    """The title, grid, signed-percent ticks and bare spines both error panels share."""
+    ax.set_title(title, fontsize=7, loc="left", pad=4, x=-0.4)
+    ax.grid(axis="x", color="#ececec", lw=0.5, zorder=0)
+    ax.tick_params(axis="x", labelsize=6, length=2, pad=2)
+    ax.xaxis.set_major_formatter(lambda v, _: (f"{v:+.0f}%" if v else "0%").replace("-", "\u2212"))
+    for side in ("top", "right", "left"):
+        ax.spines[side].set_visible(False)
+
+
 def error_strip(ax, rows, colour, limit, target, title):
     """One dot per case on an error axis (deterministic vertical spread), the ± target lines, and
     the worst case named: for many cases that all sit close to zero."""
@@ -148,12 +158,7 @@ def error_strip(ax, rows, colour, limit, target, title):
     ax.set_xlim(-limit, limit)
     ax.set_ylim(-0.35, 1.35)
     ax.set_yticks([])
-    ax.set_title(title, fontsize=7, loc="left", pad=4, x=-0.4)
-    ax.grid(axis="x", color="#ececec", lw=0.5, zorder=0)
-    ax.tick_params(axis="x", labelsize=6, length=2, pad=2)
-    ax.xaxis.set_major_formatter(lambda v, _: (f"{v:+.0f}%" if v else "0%").replace("-", "\u2212"))
-    for side in ("top", "right", "left"):
-        ax.spines[side].set_visible(False)
+    style_error_axis(ax, title)
 
 
 def error_bars(ax, rows, colours, limit, lines, title):
@@ -180,12 +185,7 @@ def error_bars(ax, rows, colours, limit, lines, title):
             ax.text(v + pad if v >= 0 else v - pad, y, text, va="center", ha="left" if v >= 0 else "right",
                     fontsize=5.5, color="#222222", zorder=5,
                     bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.85))
-    ax.set_title(title, fontsize=7, loc="left", pad=4, x=-0.4)
-    ax.grid(axis="x", color="#ececec", lw=0.5, zorder=0)
-    ax.tick_params(axis="x", labelsize=6, length=2, pad=2)
-    ax.xaxis.set_major_formatter(lambda v, _: (f"{v:+.0f}%" if v else "0%").replace("-", "\u2212"))
-    for side in ("top", "right", "left"):
-        ax.spines[side].set_visible(False)
+    style_error_axis(ax, title)
 
 
 def main():

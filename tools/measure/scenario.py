@@ -32,6 +32,7 @@ TRAINING_KEYS = (
     "sequence_length", "gradient_accumulation_steps", "gradient_checkpointing", "checkpoint_every",
     "attention", "lora", "ia3",
     "offload", "loss", "optimizer_in_backward", "activation_offloading", "inference", "use_cache",
+    "trainer_mixed_precision",
 )
 # The keys a stack sets when a scenario leaves them out (MemBudget's applyStackDefaults and
 # resolveStackChoices): the harness builds what is written, so a case naming a stack writes them.
@@ -236,7 +237,8 @@ def parse(doc, path="", arch_override=None):
     arch = _parse_arch(model, path)
     training = _parse_training(doc.get("training") or {}, path)
     training.cache_copies = _cache_copies(doc.get("stack"), doc.get("training") or {}, path)
-    training.trainer_autocast = _trainer_autocast(doc.get("stack"), training.precision)
+    training.trainer_autocast = _trainer_autocast(doc.get("stack"), training.precision,
+                                                  (doc.get("training") or {}).get("trainer_mixed_precision"), path)
     _refuse_parallelism(doc.get("parallelism") or {}, path)
     return Scenario(name=str(doc.get("name") or ""), arch=arch, training=training, source=path)
 
@@ -244,11 +246,15 @@ def parse(doc, path="", arch_override=None):
 TRAINER_STACKS = ("hf-trainer", "trl-sft", "accelerate-fsdp")
 
 
-def _trainer_autocast(stack, precision):
+def _trainer_autocast(stack, precision, flag, path):
     """A Trainer's bf16/fp16 flag makes accelerate run the forward under autocast whatever the
-    weights' dtype (MemBudget's trainerAutocast; the harness runs no DeepSpeed)."""
+    weights' dtype (MemBudget's trainerAutocast; the harness runs no DeepSpeed). The flag is on
+    unless the scenario's trainer_mixed_precision says false."""
     name = stack.get("name") if isinstance(stack, dict) else stack
-    return name in TRAINER_STACKS and precision in ("bf16", "fp16")
+    if flag is not None and (not isinstance(flag, bool) or name not in TRAINER_STACKS):
+        raise ScenarioError("%s: trainer_mixed_precision is true or false, under stack hf-trainer, "
+                            "trl-sft or accelerate-fsdp" % _where(path))
+    return name in TRAINER_STACKS and precision in ("bf16", "fp16") and flag is not False
 
 
 def _cache_copies(stack, tr, path):

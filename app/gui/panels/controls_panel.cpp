@@ -364,7 +364,15 @@ void ControlsPanel::edit(const QString &text,
 {
     if (m_syncing)
         return;
-    m_doc->edit(text, change, fromSlider ? m_dragToken : 0);
+    // An adapter dtype the stack chose follows the stack for the edited settings (TRL's sharded
+    // QLoRA keeps adapters in the model dtype).
+    const auto followed = [change](Scenario &s) {
+        const TrainingConfig before = s.training;
+        const ParallelismConfig parallelBefore = s.parallelism;
+        change(s);
+        followStackAdapterPrecision(before, parallelBefore, s.training, s.parallelism);
+    };
+    m_doc->edit(text, followed, fromSlider ? m_dragToken : 0);
 }
 
 // Pipeline parallelism: stages, the schedule, and chunks per GPU for interleaved 1F1B.
@@ -665,8 +673,11 @@ QWidget *ControlsPanel::buildTrainingGroup()
                        "Mixed precision adds a 4-byte master copy per trainable parameter."));
     connect(m_precision, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_precision);
-        edit(tr("Change precision"),
-             [name](Scenario &s) { parsePrecision(name, s.training.precision); });
+        edit(tr("Change precision"), [name](Scenario &s) {
+            parsePrecision(name, s.training.precision);
+            if (!isPure16(s.training.precision))
+                s.training.trainer_mixed_precision.reset(); // said of 16-bit weights only
+        });
     });
     form->addRow(tr("Prec&ision:"), m_precision);
     m_trainerMixedPrecision = flagBox(
@@ -1420,12 +1431,13 @@ void ControlsPanel::syncFromDocument()
     selectName(m_precision, precisionName(t.precision));
     // 16-bit weights under a Trainer-run stack (AMP is the flag itself); shown while set so that
     // it can be unset after a stack or precision change (it is refused there).
-    m_trainerMixedPrecision->setChecked(trainerMixedPrecision(t));
-    const bool halfWeights = t.precision == Precision::Bf16 || t.precision == Precision::Fp16;
+    m_trainerMixedPrecision->setChecked(
+        t.trainer_mixed_precision.value_or(trainerMixedPrecision(t)));
     setRowShown(m_trainingForm,
                 m_trainerMixedPrecision,
                 train
-                    && ((runsUnderTrainer(t.stack.name) && halfWeights)
+                    && ((runsUnderTrainer(t.stack.name) && isPure16(t.precision)
+                         && !deepSpeedKeepsPrecision(s.parallelism))
                         || t.trainer_mixed_precision.has_value()));
     m_float8->setChecked(t.float8);
     m_float8->setEnabled((t.method == Method::Full) || t.float8);
