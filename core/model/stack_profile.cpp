@@ -463,8 +463,7 @@ EstimateInput resolveStackChoices(const EstimateInput &input)
     // tensor_parallel.py) split the attention and MLP projections and lm_head, not embed_tokens:
     // an untied embedding stays whole on every rank. A tied one shares lm_head's split weight.
     const Stack s = in.training.stack.name;
-    if ((s == Stack::HfTrainer || s == Stack::TrlSft || s == Stack::AccelerateFsdp)
-        && !in.arch.tied_embeddings)
+    if (runsUnderTrainer(s) && !in.arch.tied_embeddings)
         in.arch.tensor_parallel_embedding = false;
     return in;
 }
