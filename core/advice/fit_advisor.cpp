@@ -112,8 +112,8 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
                                     0};
     // The Trainer's bf16/fp16 flag left off on 16-bit weights: with it PEFT's fp32 adapters keep
     // their inputs' 16-bit copies (graph_precision.h, adapterAutocast).
-    if (runsUnderTrainer(t.stack.name) && isPure16(t.precision) && !trainerMixedPrecision(t)
-        && t.method != Method::Full && !deepSpeedKeepsPrecision(in.parallelism))
+    if (trainerFlagIsAChoice(t, in.parallelism) && !trainerMixedPrecision(t)
+        && t.method != Method::Full)
         groups.push_back(
             {{t.precision == Precision::Bf16
                   ? "Trainer bf16=True (autocast: fp32 adapters keep 16-bit inputs)"

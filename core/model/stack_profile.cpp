@@ -431,6 +431,11 @@ bool trainerMixedPrecision(const TrainingConfig &t)
     return runsUnderTrainer(t.stack.name) && half && t.trainer_mixed_precision.value_or(true);
 }
 
+bool trainerFlagIsAChoice(const TrainingConfig &t, const ParallelismConfig &p)
+{
+    return runsUnderTrainer(t.stack.name) && isPure16(t.precision) && !deepSpeedKeepsPrecision(p);
+}
+
 // accelerate wraps the model's forward in autocast for the Trainer's bf16/fp16 flag whatever the
 // weights' dtype (accelerator.py, prepare_model with native_amp), except under DeepSpeed, which
 // keeps the precision itself (native_amp is off for DistributedType.DEEPSPEED).
@@ -516,7 +521,7 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
         out.push_back({"training.use_cache",
                        *t.use_cache ? "true" : "false",
                        !input.training.use_cache.has_value()});
-    if (runsUnderTrainer(t.stack.name) && isPure16(t.precision) && !deepSpeedKeepsPrecision(p))
+    if (trainerFlagIsAChoice(t, p))
         out.push_back({"training.trainer_mixed_precision",
                        trainerMixedPrecision(t) ? "true" : "false",
                        !input.training.trainer_mixed_precision.has_value()});

@@ -62,6 +62,9 @@ bool deepSpeedKeepsPrecision(const ParallelismConfig &parallelism);
 // TrainingArguments' bf16/fp16 flag (accelerate's mixed_precision): the scenario's
 // trainer_mixed_precision, or on for 16-bit and AMP training under a Trainer-run stack.
 bool trainerMixedPrecision(const TrainingConfig &training);
+// Whether that flag is a choice the scenario can make: 16-bit weights under a Trainer-run stack,
+// not DeepSpeed over several GPUs (AMP is the flag itself).
+bool trainerFlagIsAChoice(const TrainingConfig &training, const ParallelismConfig &parallelism);
 
 // How the layers split over the tensor-parallel group: the scenario's sequence_parallel and
 // loss_parallel, or where it does not say, the stack's (resolved or not).

@@ -223,6 +223,7 @@ public:
         , m_dev(device)
         , m_fp8(device.float8())
         , m_fp32(device.fp32())
+        , m_gp(graphPrecision(tr))
         , m_float8(tr.float8 && tr.mode == Mode::Train)
         , m_train(tr.mode == Mode::Train)
         , m_full(tr.method == Method::Full)
@@ -290,7 +291,7 @@ private:
     void trlChunkedHead(double h, double V)
     {
         constexpr double kChunk = 256;
-        const GraphPrecision gp = graphPrecision(m_tr); // what the memory model's chunks do
+        const GraphPrecision &gp = m_gp; // what the memory model's chunks do
         const bool autocast = gp.amp || gp.trainer_autocast;
         const DeviceModel &d = autocast ? m_dev : m_fp32;
         const double chunks = std::ceil(m_T / kChunk);
@@ -371,7 +372,7 @@ private:
         WorkTally &f = m_work.forward;
         matmul(f, m_dev, tokens, r, in, count);
         matmul(f, m_dev, tokens, out, r, count);
-        const GraphPrecision gp = graphPrecision(m_tr);
+        const GraphPrecision &gp = m_gp;
         double bytes = adapterCastBytes(gp, in, out) * tokens;
         double ops = 2;
         if (m_tr.lora.dropout > 0) {
@@ -566,6 +567,7 @@ private:
     const DeviceModel &m_dev;
     const DeviceModel m_fp8;
     const DeviceModel m_fp32;
+    const GraphPrecision m_gp; // the dtypes the memory model's graphs use
     const bool m_float8;
     const bool m_train, m_full, m_recompute, m_opSelective;
     int m_matmuls = 0; // aten.mm calls of one layer so far (op-level selective checkpointing)

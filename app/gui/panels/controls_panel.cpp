@@ -1436,8 +1436,7 @@ void ControlsPanel::syncFromDocument()
     setRowShown(m_trainingForm,
                 m_trainerMixedPrecision,
                 train
-                    && ((runsUnderTrainer(t.stack.name) && isPure16(t.precision)
-                         && !deepSpeedKeepsPrecision(s.parallelism))
+                    && (trainerFlagIsAChoice(t, s.parallelism)
                         || t.trainer_mixed_precision.has_value()));
     m_float8->setChecked(t.float8);
     m_float8->setEnabled((t.method == Method::Full) || t.float8);
