@@ -266,6 +266,8 @@ AdapterPrecision stackAdapterPrecision(const TrainingConfig &t, const Parallelis
 {
     if (t.stack.name == Stack::TrlSft && t.method == Method::Qlora && shardedQlora(p))
         return AdapterPrecision::Base;
+    if (deepSpeedCastsModule(t, p))
+        return AdapterPrecision::Base;
     return staticDefaults(t).adapter;
 }
 
@@ -450,10 +452,30 @@ bool deepSpeedKeepsPrecision(const ParallelismConfig &p)
     return isDeepSpeed(p.sharding) && p.gpus > 1;
 }
 
+// DeepSpeed's engine casts the whole module to its 16-bit dtype when bf16 or fp16 is enabled
+// (deepspeed/runtime/engine.py, _configure_distributed_model: module.bfloat16() / half(); from
+// 0.19.2 a cast of every parameter to the policy's dtype): fp32 LoRA adapters and the fp32 norms,
+// embeddings and lm_head of PEFT's k-bit preparation are 16-bit again. Quantized weights are not
+// floating point and stay as they are.
+bool deepSpeedCastsModule(const TrainingConfig &t, const ParallelismConfig &p)
+{
+    return deepSpeedKeepsPrecision(p) && t.mode == Mode::Train
+           && (isPure16(t.precision) || isMixedMaster(t.precision));
+}
+
+void castModuleForDeepSpeed(TrainingConfig &t, const ParallelismConfig &p)
+{
+    if (!deepSpeedCastsModule(t, p))
+        return;
+    t.lora.adapter_precision = AdapterPrecision::Base;
+    t.kbit_fp32_upcast = false;
+}
+
 EstimateInput resolveStackChoices(const EstimateInput &input)
 {
     EstimateInput in = input;
     in.training.trainer_autocast = trainerAutocast(in);
+    castModuleForDeepSpeed(in.training, in.parallelism);
     if (!in.training.kbit_fp32_upcast)
         in.training.kbit_fp32_upcast = stackUpcastsKbit(in);
     if (!in.training.use_cache)
@@ -516,7 +538,7 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
     if (t.method == Method::Qlora)
         out.push_back({"training.kbit_fp32_upcast",
                        *t.kbit_fp32_upcast ? "true" : "false",
-                       !input.training.kbit_fp32_upcast.has_value()});
+                       !input.training.kbit_fp32_upcast.has_value() || deepSpeedCastsModule(t, p)});
     if (t.checkpointing != Checkpointing::Full && buildsTransformersCache(t.stack.name))
         out.push_back({"training.use_cache",
                        *t.use_cache ? "true" : "false",

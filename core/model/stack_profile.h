@@ -59,6 +59,12 @@ bool runsUnderTrainer(Stack stack);
 // DeepSpeed over more than one GPU: it keeps the precision itself (no accelerate autocast; the
 // Trainer's bf16/fp16 flag sets DeepSpeed's "auto" precision instead).
 bool deepSpeedKeepsPrecision(const ParallelismConfig &parallelism);
+// Whether DeepSpeed's engine casts every floating-point parameter to the 16-bit training dtype
+// (a training step with bf16/fp16 or mixed-* precision under DeepSpeed over several GPUs).
+bool deepSpeedCastsModule(const TrainingConfig &training, const ParallelismConfig &parallelism);
+// What that cast leaves: 16-bit LoRA adapters (adapter_precision base) and no fp32 parameters
+// from PEFT's k-bit preparation (kbit_fp32_upcast false), whatever the scenario asked for.
+void castModuleForDeepSpeed(TrainingConfig &training, const ParallelismConfig &parallelism);
 // TrainingArguments' bf16/fp16 flag (accelerate's mixed_precision): the scenario's
 // trainer_mixed_precision, or on for 16-bit and AMP training under a Trainer-run stack.
 bool trainerMixedPrecision(const TrainingConfig &training);

@@ -70,6 +70,7 @@ ThroughputEstimate stageThroughput(const EstimateInput &in, const GpuPerformance
     }
     TrainingConfig tr = in.training;
     tr.trainer_autocast = trainerAutocast(in);
+    castModuleForDeepSpeed(tr, in.parallelism);
     if (tr.float8 && tr.mode == Mode::Train && !device.hasFloat8()) {
         out.problem = "float8 training needs FP8 tensor cores (Hopper, Ada, Blackwell, MI300): "
                       "this GPU preset has no fp8_tflops";

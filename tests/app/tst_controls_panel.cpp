@@ -92,6 +92,7 @@ private Q_SLOTS:
     void optimizerInBackwardFreesTheGradients();
     void activationOffloadingNeedsFullCheckpointing();
     void useCacheFollowsTheStackUntilSet();
+    void deepSpeedLocksTheAdapterDtype();
 
 private:
     QTemporaryDir *m_dir = nullptr;
@@ -579,6 +580,32 @@ void TestControlsPanel::useCacheFollowsTheStackUntilSet()
         s.training.stack = StackConfig{Stack::Torchtitan, "", ""};
     });
     QVERIFY(!rowShown(box));
+}
+
+// DeepSpeed over several GPUs casts the model to bf16: the adapter dtype shows the training
+// precision and cannot be picked; with one GPU the scenario's fp32 is back.
+void TestControlsPanel::deepSpeedLocksTheAdapterDtype()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *combo = m_window->findChild<QComboBox *>(QStringLiteral("adapterPrecision"));
+    QVERIFY(combo);
+    doc->edit(QStringLiteral("LoRA with fp32 adapters under ZeRO-2"), [](Scenario &s) {
+        s.training.mode = Mode::Train;
+        s.training.method = Method::Lora;
+        s.training.precision = Precision::MixedBf16;
+        s.training.lora.adapter_precision = AdapterPrecision::Fp32;
+        s.parallelism.gpus = 2;
+        s.parallelism.sharding = Sharding::Zero2;
+    });
+    QVERIFY(!combo->isEnabled());
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("base"));
+    QVERIFY(combo->toolTip().contains(QStringLiteral("DeepSpeed")));
+    doc->edit(QStringLiteral("one GPU"), [](Scenario &s) {
+        s.parallelism.gpus = 1;
+        s.parallelism.sharding = Sharding::None;
+    });
+    QVERIFY(combo->isEnabled());
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("fp32"));
 }
 
 QTEST_MAIN(TestControlsPanel)

@@ -417,6 +417,68 @@ private slots:
     // fp32 copy back to bf16 and saves that, and lora_B's input is bf16: per token and adapter
     // 2 x (in + r) bytes fewer saved than the same step without autocast. The harness measured it
     // (tools/measure/cases/bf16-lora-all-trainer.yaml). bf16 adapters are not cast at all.
+    // DeepSpeed over several GPUs casts the module to bf16 (engine.py, _configure_distributed_model):
+    // LoRA adapters are bf16 and PEFT's k-bit preparation is undone, whatever the keys say; one
+    // GPU, FSDP and fp32 training keep them. The adapters' states are fp32 under a master copy.
+    void deepSpeedCastsTheModuleTo16Bit()
+    {
+        EstimateInput one = input(tinyLlama(), Method::Lora, Precision::MixedBf16);
+        one.training.lora.targets = TargetAllLinear;
+        one.training.checkpointing = Checkpointing::None;
+        one.training.use_cache = false;
+        one = withStack(one, Stack::HfTrainer);
+        one.training.precision = Precision::MixedBf16; // DeepSpeed's bf16 with its master copy
+        QCOMPARE(one.training.lora.adapter_precision, AdapterPrecision::Fp32);
+        EstimateInput zero2 = one;
+        zero2.parallelism.gpus = 2;
+        zero2.parallelism.sharding = Sharding::Zero2;
+        QVERIFY(deepSpeedCastsModule(zero2.training, zero2.parallelism));
+        QCOMPARE(stackAdapterPrecision(zero2.training, zero2.parallelism), AdapterPrecision::Base);
+        // An explicit fp32 dtype is cast all the same, in the memory and the time model's input.
+        QCOMPARE(resolveStackChoices(zero2).training.lora.adapter_precision, AdapterPrecision::Base);
+        EstimateInput base = zero2;
+        base.training.lora.adapter_precision = AdapterPrecision::Base;
+        QCOMPARE(at(estimateMemory(zero2), Phase::Forward, Component::Activations),
+                 at(estimateMemory(base), Phase::Forward, Component::Activations));
+        EstimateInput fsdp = zero2; // FSDP without a param_dtype keeps fp32 adapters
+        fsdp.parallelism.sharding = Sharding::FsdpFull;
+        fsdp.training.precision = Precision::Bf16;
+        fsdp.training.trainer_mixed_precision = false; // no autocast, no FSDP param_dtype
+        QVERIFY(!deepSpeedCastsModule(fsdp.training, fsdp.parallelism));
+        QCOMPARE(resolveStackChoices(fsdp).training.lora.adapter_precision, AdapterPrecision::Fp32);
+        const double cast = static_cast<double>(
+            at(estimateMemory(fsdp), Phase::Forward, Component::Activations)
+            - at(estimateMemory(base), Phase::Forward, Component::Activations));
+        QVERIFY2(cast > 0, "fp32 adapters keep fp32 copies of their inputs");
+        EstimateInput fp32 = zero2;
+        fp32.training.precision = Precision::Fp32;
+        QVERIFY(!deepSpeedCastsModule(fp32.training, fp32.parallelism));
+        EstimateInput single = zero2;
+        single.parallelism.gpus = 1;
+        QVERIFY(!deepSpeedCastsModule(single.training, single.parallelism));
+        // bf16 adapters under DeepSpeed's bf16 optimizer: fp32 master and fp32 Adam states.
+        const StepModel states(base);
+        QCOMPARE(states.states().trainable_state_bytes, 4.0);
+        QCOMPARE(states.states().master_bytes_per_param, 4.0);
+
+        EstimateInput qlora = input(tinyLlama(), Method::Qlora, Precision::Bf16);
+        qlora.parallelism.gpus = 2;
+        qlora.parallelism.sharding = Sharding::Zero2;
+        qlora = withStack(qlora, Stack::HfTrainer);
+        QVERIFY(!*resolveStackChoices(qlora).training.kbit_fp32_upcast);
+        EstimateInput asked = qlora;
+        asked.training.kbit_fp32_upcast = true;
+        QVERIFY(!*resolveStackChoices(asked).training.kbit_fp32_upcast);
+        QCOMPARE(estimateMemory(asked).peak_allocated, estimateMemory(qlora).peak_allocated);
+        for (const StackChoice &c : stackChoices(asked))
+            if (c.key == "training.kbit_fp32_upcast")
+                QVERIFY2(c.from_stack, "DeepSpeed's cast, not the scenario, decides it");
+        EstimateInput oneGpu = asked;
+        oneGpu.parallelism.gpus = 1;
+        oneGpu.parallelism.sharding = Sharding::None;
+        QVERIFY(*resolveStackChoices(oneGpu).training.kbit_fp32_upcast);
+    }
+
     void trainerAutocastSavesFp32AdaptersInputsIn16Bit()
     {
         EstimateInput trainer = input(tinyLlama(), Method::Lora, Precision::Bf16);

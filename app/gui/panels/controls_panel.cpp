@@ -151,6 +151,13 @@ const EnumLabel kPipelineScheduleLabels[] = {{"1f1b", QT_TRANSLATE_NOOP("Control
 const EnumLabel kAdapterLabels[] = {{"fp32", QT_TRANSLATE_NOOP("Controls", "fp32 (PEFT default)")},
                                     {"base", QT_TRANSLATE_NOOP("Controls", "Training precision")}};
 
+QString adapterPrecisionTip()
+{
+    return QCoreApplication::translate("Controls",
+                                       "PEFT keeps adapters in fp32 on a 16-bit base; torchtune "
+                                       "keeps them in the training precision");
+}
+
 template<std::size_t N>
 QComboBox *enumCombo(const char *objectName, const EnumLabel (&labels)[N], const QString &tip)
 {
@@ -797,11 +804,7 @@ QWidget *ControlsPanel::buildLoraGroup()
     auto *targetsLabel = new QLabel(tr("Targets:"));
     targetsLabel->setBuddy(m_loraTargets.front());
     lora->addRow(targetsLabel, targets);
-    m_adapterPrecision
-        = enumCombo("adapterPrecision",
-                    kAdapterLabels,
-                    tr("PEFT keeps adapters in fp32 on a 16-bit base; torchtune keeps them in the "
-                       "training precision"));
+    m_adapterPrecision = enumCombo("adapterPrecision", kAdapterLabels, adapterPrecisionTip());
     connect(m_adapterPrecision, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_adapterPrecision);
         edit(tr("Change adapter precision"), [name](Scenario &s) {
@@ -1420,7 +1423,18 @@ void ControlsPanel::syncFromDocument()
     m_loraDropout->setValue(t.lora.dropout);
     for (int i = 0; i < m_loraTargets.size(); ++i)
         m_loraTargets[i]->setChecked((t.lora.targets & kTargets[i]) != 0);
-    selectName(m_adapterPrecision, adapterPrecisionName(t.lora.adapter_precision));
+    // DeepSpeed over several GPUs casts the whole model to its 16-bit dtype (adapters included).
+    const bool castByDeepSpeed = deepSpeedCastsModule(t, s.parallelism);
+    selectName(m_adapterPrecision,
+               adapterPrecisionName(castByDeepSpeed ? AdapterPrecision::Base
+                                                    : t.lora.adapter_precision));
+    m_adapterPrecision->setEnabled(!castByDeepSpeed);
+    m_adapterPrecision->setToolTip(
+        castByDeepSpeed
+            ? tr("DeepSpeed casts the whole model to its 16-bit dtype when it wraps it: "
+                 "the adapters train in 16-bit, their fp32 master copy lives in "
+                 "DeepSpeed's optimizer")
+            : adapterPrecisionTip());
     selectName(m_stack, stackName(t.stack.name));
     {
         const QSignalBlocker block(m_torch);
