@@ -523,8 +523,22 @@ OpGraph headGraph(const ModelArchitecture &arch,
                                && p.quantization_options.lm_head;
     if (p.train && training.loss == LossImplementation::TrlChunkedNll && !quantizedHead) {
         double elements = 0;
-        const int w = lmHeadParameter(b, arch, p, layout, tp, elements);
-        g.output = trlChunkedNllHead(b, p, normed, w, vocab, h, elements);
+        int w = lmHeadParameter(b, arch, p, layout, tp, elements);
+        double chunkVocab = vocab;
+        if (tp > 1) {
+            // A split lm_head is a DTensor (Shard(0)): TRL gathers it whole once with
+            // full_tensor(), an all-gather along the rows into one buffer that every chunk's
+            // checkpoint keeps until its backward (trl/trainer/sft_trainer.py, the patched
+            // forward; PR #6077, TRL 1.7). The chunks then see the whole vocabulary.
+            w = b.copy(w,
+                       SizeExpr::constant(elements * tp),
+                       p.head_weight,
+                       "lm_head.weight.full_tensor()");
+            b.graph().tensors[static_cast<std::size_t>(w)].use = TensorUse::WeightCopy;
+            elements *= tp;
+            chunkVocab *= tp;
+        }
+        g.output = trlChunkedNllHead(b, p, normed, w, chunkVocab, h, elements);
         return g;
     }
     if (p.train && training.loss == LossImplementation::TorchtuneChunked && !p.amp

@@ -155,12 +155,17 @@ CommunicationTime communicationTime(const EstimateInput &in,
         const double bw = collectiveBandwidth(gpu, t > gpu.gpus_per_node);
         double perMicroBatch = count * allReduceSeconds(bytes, t, bw);
         // lm_head's output gathered whole on every rank (Hugging Face's colwise_rep); its
-        // gradient is each rank's own slice again, no traffic.
-        if (!tensorParallelPlan(par, tr.stack).loss_parallel)
-            perMicroBatch += gatherSeconds(tokens * static_cast<double>(in.arch.vocab_size)
-                                               * (tr.precision == Precision::Fp32 ? 4.0 : 2.0),
+        // gradient is each rank's own slice again, no traffic. TRL's chunked loss gathers the
+        // weight instead (full_tensor(); its gradient is narrowed back to the slice).
+        const double elementBytes = tr.precision == Precision::Fp32 ? 4.0 : 2.0;
+        const double vocab = static_cast<double>(in.arch.vocab_size);
+        if (train && tr.loss == LossImplementation::TrlChunkedNll)
+            perMicroBatch += gatherSeconds(vocab * static_cast<double>(in.arch.hidden_size)
+                                               * elementBytes,
                                            t,
                                            bw);
+        else if (!tensorParallelPlan(par, tr.stack).loss_parallel)
+            perMicroBatch += gatherSeconds(tokens * vocab * elementBytes, t, bw);
         out.total += accumulation * perMicroBatch;
         out.exposed += accumulation * perMicroBatch;
     }

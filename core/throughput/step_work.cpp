@@ -290,6 +290,8 @@ private:
     // k-bit preparation), and once more in backward inside each chunk's checkpoint.
     void trlChunkedHead(double h, double V)
     {
+        // The model's FLOPs are its share of the vocabulary; tensor-parallel ranks repeat the rest.
+        const double modelV = V / m_t;
         constexpr double kChunk = 256;
         const GraphPrecision &gp = m_gp; // what the memory model's chunks do
         const bool autocast = gp.amp || gp.trainer_autocast;
@@ -309,10 +311,10 @@ private:
         if (m_full)
             m_work.backward.elementwise += m_dev.memorySeconds(12 * V * h * chunks);
         matmul(m_work.backward, d, kChunk, h, V, chunks);
-        m_work.model_flops += 4 * m_T * h * V;
+        m_work.model_flops += 4 * m_T * h * modelV;
         if (m_full) {
             matmul(m_work.backward, d, h, V, kChunk, chunks);
-            m_work.model_flops += 2 * m_T * h * V;
+            m_work.model_flops += 2 * m_T * h * modelV;
         }
     }
 
@@ -529,7 +531,10 @@ private:
     void modelLevel()
     {
         const double h = static_cast<double>(m_arch.hidden_size);
-        const double V = static_cast<double>(m_arch.vocab_size) / m_t;
+        // TRL's chunked loss gathers a split lm_head whole (full_tensor()): every rank computes
+        // the whole vocabulary's logits (see headGraph).
+        const bool trlChunks = m_train && m_tr.loss == LossImplementation::TrlChunkedNll;
+        const double V = static_cast<double>(m_arch.vocab_size) / (trlChunks ? 1.0 : m_t);
         if (!m_arch.holds_head) { // an earlier pipeline stage: at most the embedding
             if (m_train && m_full && m_arch.holds_embedding)
                 m_work.backward.elementwise += m_dev.memorySeconds(2 * 4 * V * h);
@@ -538,7 +543,7 @@ private:
         const Elementwise norm = normCost(m_arch.norm, h, m_tr.precision);
         const double headTokens = m_train ? m_T
                                           : m_b; // generation keeps the last position's logits
-        if (m_train && m_tr.loss == LossImplementation::TrlChunkedNll)
+        if (trlChunks)
             trlChunkedHead(h, V);
         else
             weight(headTokens, h, V, 1, m_full, false);

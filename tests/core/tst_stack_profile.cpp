@@ -583,6 +583,30 @@ private slots:
         QVERIFY(logitsAt(4096) - logitsAt(512) > 4 * (4096 - 512) * v);
     }
 
+    // Under tensor parallelism TRL's chunked loss gathers the split lm_head whole (full_tensor())
+    // and holds it through the loss's backward: each chunk's logits cover the whole vocabulary (at
+    // the forward's peak, the matmul, its 16-bit output) and the 16-bit gathered weight sits beside
+    // its fp32 copy and autocast's copy back.
+    void trlChunkedLossGathersASplitHead()
+    {
+        const EstimateInput in = withStack(tensorParallel8(Precision::Bf16), Stack::TrlSft, "1.9");
+        QCOMPARE(in.training.loss, LossImplementation::TrlChunkedNll);
+        const double V = static_cast<double>(in.arch.vocab_size);
+        const double H = static_cast<double>(in.arch.hidden_size);
+        const MemoryEstimate e = estimateMemory(in);
+        QVERIFY(static_cast<double>(at(e, Phase::Forward, Component::Logits)) >= 256 * V * 2);
+        const double copies = static_cast<double>(at(e, Phase::Forward, Component::Temporaries));
+        QVERIFY2(copies >= (2 + 4 + 2) * V * H, qPrintable(QString::number(copies)));
+        EstimateInput one = in; // one GPU: the same chunk, no gathered copy beside it
+        one.parallelism.gpus = 1;
+        one.parallelism.tensor_parallel = 1;
+        const MemoryEstimate whole = estimateMemory(one);
+        QCOMPARE(at(whole, Phase::Forward, Component::Logits),
+                 at(e, Phase::Forward, Component::Logits));
+        QVERIFY(static_cast<double>(at(whole, Phase::Forward, Component::Temporaries))
+                < (4 + 2 + 1) * V * H);
+    }
+
     // The loss's fp32 chain (T tokens, V vocabulary): transformers >= 4.49 holds the 16-bit logits,
     // their fp32 upcast and the fp32 log-softmax (10 bytes x T x V); 4.46-4.48 add a shifted fp32
     // copy (14); torchtune keeps every chunk's fp32 log-softmax and one chunk's upcast (2 + 4 + 4/8);

@@ -184,6 +184,34 @@ private slots:
         QVERIFY(pcie.breakdown.communication > 0.2 * pcie.step_seconds);
     }
 
+    // TRL's chunked loss gathers a tensor-parallel lm_head whole: every rank computes the whole
+    // vocabulary's logits (the model's FLOPs stay its share) and all-gathers the weight once per
+    // micro-batch instead of the logits.
+    void trlChunkedLossRepeatsTheHeadOnEveryRank()
+    {
+        EstimateInput in = fullTraining(llama32_1b());
+        in.parallelism.gpus = 8;
+        in.parallelism.tensor_parallel = 8;
+        in.training.loss = LossImplementation::TrlChunkedNll;
+        const ThroughputEstimate trl = estimateThroughput(in, bundledGpu("h100-80gb"));
+        const double V = static_cast<double>(in.arch.vocab_size);
+        const double H = static_cast<double>(in.arch.hidden_size);
+        const double T = 4.0 * 2048;
+        // Forward, the chunk's recomputation, the input and the weight gradients.
+        const double headFlops = 2 * T * H * V * 4;
+        const DeviceModel device(bundledGpu("h100-80gb"), in.training.precision);
+        const MicroBatchWork split = microBatchWork(in.arch, in.training, 8, device);
+        const MicroBatchWork whole = microBatchWork(in.arch, in.training, 1, device);
+        const auto done = [](const MicroBatchWork &w) {
+            return w.forward.flops + w.backward.flops + w.recompute.flops;
+        };
+        // Everything else splits eight ways; the head is whole on every rank.
+        QVERIFY2(qAbs(done(split) - done(whole) / 8 - headFlops * 7 / 8) < 1e-6 * done(whole),
+                 qPrintable(QString("%1 %2").arg(done(split)).arg(done(whole))));
+        QCOMPARE(split.model_flops, whole.model_flops / 8);
+        QVERIFY(trl.breakdown.communication > 0);
+    }
+
     // Small micro-batches leave the GPU waiting for the host (Qwen's 256-token rows); larger ones
     // raise tokens per second until the GPU is busy.
     void tokensPerSecondGrowWithTheMicroBatch()
