@@ -600,6 +600,22 @@ bool buildsTransformersCache(Stack stack)
     return stack != Stack::Torchtune && stack != Stack::Torchtitan;
 }
 
+// transformers set use_reentrant=True when no gradient_checkpointing_kwargs are given (PR #28538)
+// until PR #43203 (released in 5.0) made it False; TRL's SFTTrainer defaults it to False from 0.27
+// (PR #4811). Other stacks checkpoint without reentrancy (torchtune, torchtitan, accelerate's
+// FSDP activation checkpointing) or with their own (DeepSpeed, Megatron).
+bool stackCheckpointsReentrant(const StackConfig &stack)
+{
+    switch (stack.name) {
+    case Stack::HfTrainer:
+        return before(effectiveVersion(stack), 5, 0);
+    case Stack::TrlSft:
+        return before(effectiveVersion(stack), 0, 27);
+    default:
+        return false;
+    }
+}
+
 bool kbitUpcast(const TrainingConfig &t)
 {
     return t.kbit_fp32_upcast.value_or(false) && t.mode == Mode::Train && t.method == Method::Qlora;

@@ -82,6 +82,11 @@ TensorParallelPlan tensorParallelPlan(const ParallelismConfig &parallelism,
 // sharded parameters' dtype. `input` must be resolved.
 TrainingConfig graphTrainingConfig(const EstimateInput &input);
 
+// Whether the stack's gradient checkpointing is reentrant (torch.utils.checkpoint
+// use_reentrant=True): transformers' gradient_checkpointing_enable before 5.0, TRL's SFTTrainer
+// before 0.27.
+bool stackCheckpointsReentrant(const StackConfig &stack);
+
 // Whether PEFT's prepare_model_for_kbit_training runs (a resolved QLoRA training step).
 bool kbitUpcast(const TrainingConfig &training);
 // TRL before 0.26 then casts the embeddings and lm_head back to bf16 when training in bf16

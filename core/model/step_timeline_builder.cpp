@@ -311,6 +311,24 @@ private:
         return m_s.sharding == Sharding::FsdpFull || m_s.sharding == Sharding::FsdpGradOp;
     }
     bool usesFsdp1() const { return shardsWithFsdp() && !usesFsdp2(); }
+    // FSDP1 registers a frozen unit's post-backward reshard as a multi-grad hook on the inputs of
+    // its first forward with grad enabled (_runtime_utils.py,
+    // _register_post_backward_reshard_only_hook) and removes it at the end of backward
+    // (_finalize_params). The hook keeps the inputs' grad_fn or AccumulateGrad nodes
+    // (torch/autograd/graph.py, register_multi_grad_hook). A decoder layer is such a unit under
+    // LoRA (PEFT's fsdp_auto_wrap_policy gives the adapters units of their own), and under
+    // reentrant checkpointing its first forward with grad is the recomputation, whose input is a
+    // detached leaf: that leaf and the .grad the checkpoint reads from it stay until backward
+    // ends, two hidden states per layer.
+    bool holdsRecomputedInputs() const
+    {
+        const TrainingConfig &t = m_in.training;
+        const bool frozenUnits = (t.method == Method::Lora || t.method == Method::Qlora)
+                                 && !t.lora.use_dora;
+        return m_p.train && usesFsdp1() && m_in.parallelism.gpus > 1 && frozenUnits
+               && t.checkpointing == Checkpointing::Full && m_g.checkpoint_every == 1
+               && stackCheckpointsReentrant(t.stack);
+    }
     // From torch 2.5 FSDP2 keeps a unit's reduce-scatter input (made on the compute stream) in
     // comm_ctx.reduce_scatter_state until the next unit's post-backward has waited for it, which
     // frees it before making its own; the last one lives until the final callback
@@ -421,6 +439,7 @@ private:
 
     int m_stream = -1, m_gradStream = -1, m_checkpointInput = -1, m_cos = -1, m_sin = -1,
         m_mask = -1;
+    int m_heldInput = -1, m_heldInputGrad = -1; // holdsRecomputedInputs
     int m_gathered = -1, m_rootGathered = -1, m_unitGrad = -1, m_gradShard = -1;
     int m_allGatherOutput = -1, m_rootAllGatherOutput = -1; // FSDP2's flat outputs
     int m_embedGathered = -1, m_headGathered = -1; // DeepSpeed ZeRO-3's, releasesRootAfterUse()
@@ -459,6 +478,14 @@ void StepBuilder::makeGraphs()
         stream.origin = TensorOrigin::Value;
         stream.component = Component::Activations;
         m_checkpointInput = m_tl.addTensor(stream);
+    }
+    if (holdsRecomputedInputs()) {
+        stream.component = Component::Activations;
+        stream.origin = TensorOrigin::Value;
+        stream.name = "recomputed layer input, kept by FSDP's reshard hook";
+        m_heldInput = m_tl.addTensor(stream);
+        stream.name = "its .grad, kept by FSDP's reshard hook";
+        m_heldInputGrad = m_tl.addTensor(stream);
     }
 
     m_embed = std::make_unique<GraphTimeline>(m_tl, m_g.embed, m_p.train, false);
@@ -1047,6 +1074,11 @@ void StepBuilder::backward()
         release(end, m_bucket);
     if (defersGradientSync())
         reduceDeferredGradients();
+    if (m_heldInput >= 0) { // the final callback removes the hooks
+        TimelineBlock &hooks = m_tl.addBlock(Stage::Backward, Phase::Backward, 0, 1, m_layers);
+        release(hooks, m_heldInput);
+        release(hooks, m_heldInputGrad);
+    }
 }
 
 void StepBuilder::backwardLayers()
@@ -1095,6 +1127,10 @@ void StepBuilder::backwardLayers()
             }
             if (inputGrad == g.graph().input)
                 m_liveGradLayer = layer + (run.repeat - 1) * run.step;
+            if (m_heldInput >= 0) {
+                alloc(b, m_heldInput, at);
+                alloc(b, m_heldInputGrad, at);
+            }
         }
     }
 }

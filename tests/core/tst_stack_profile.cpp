@@ -479,6 +479,48 @@ private slots:
         QVERIFY(*resolveStackChoices(oneGpu).training.kbit_fp32_upcast);
     }
 
+    // FSDP1's reshard-only hook on a frozen decoder-layer unit keeps, under reentrant
+    // checkpointing, every recomputed layer input and its .grad until backward ends, two hidden
+    // states per layer. Not with TRL 0.27's non-reentrant default, not for full fine-tuning (its
+    // units train), not on one GPU.
+    void fsdpReshardHookKeepsRecomputedInputs()
+    {
+        EstimateInput in = input(llama32_1b(), Method::Lora, Precision::Bf16);
+        in.training.sequence_length = 4096;
+        in.training.checkpointing = Checkpointing::Full;
+        in.training.trainer_mixed_precision = false;
+        in.parallelism.gpus = 2;
+        in.parallelism.sharding = Sharding::FsdpFull;
+        in.training.stack = {Stack::TrlSft, "0.13", ""};
+        in.training.loss = LossImplementation::LigerFused; // no logits spike to hide the peak
+        QVERIFY(stackCheckpointsReentrant(in.training.stack));
+        EstimateInput later = in;
+        later.training.stack = {Stack::TrlSft, "0.27", ""};
+        QVERIFY(!stackCheckpointsReentrant(later.training.stack));
+        const double hidden = 4096.0 * static_cast<double>(in.arch.hidden_size) * 2;
+        const double layers = static_cast<double>(in.arch.layers);
+        const double held = static_cast<double>(estimateMemory(in).peak_allocated
+                                                - estimateMemory(later).peak_allocated);
+        // Backward's start holds every layer input anyway; its end now holds them and L - 1
+        // gradients besides the first layer's recomputation.
+        QVERIFY2(held >= (layers - 2) * hidden && held <= 2 * layers * hidden,
+                 qPrintable(QString("%1 hidden states").arg(held / hidden)));
+        EstimateInput full = in;
+        full.training.method = Method::Full;
+        EstimateInput fullLater = later;
+        fullLater.training.method = Method::Full;
+        QCOMPARE(estimateMemory(full).peak_allocated, estimateMemory(fullLater).peak_allocated);
+        EstimateInput one = in;
+        one.parallelism.gpus = 1;
+        one.parallelism.sharding = Sharding::None;
+        EstimateInput oneLater = later;
+        oneLater.parallelism = one.parallelism;
+        QCOMPARE(estimateMemory(one).peak_allocated, estimateMemory(oneLater).peak_allocated);
+        QVERIFY(stackCheckpointsReentrant({Stack::HfTrainer, "4.57", ""}));
+        QVERIFY(!stackCheckpointsReentrant({Stack::HfTrainer, "5.0", ""}));
+        QVERIFY(!stackCheckpointsReentrant({Stack::Torchtitan, "", ""}));
+    }
+
     void trainerAutocastSavesFp32AdaptersInputsIn16Bit()
     {
         EstimateInput trainer = input(tinyLlama(), Method::Lora, Precision::Bf16);
