@@ -79,7 +79,7 @@ std::string describeTraining(const EstimateInput &in)
             s += (i ? "," : "") + names[i];
         s += "]";
     }
-    s += std::string(" · ") + precisionName(t.precision);
+    s += std::string(" · ") + precisionName(deepSpeedPrecision(t, in.parallelism));
     if (t.quantization != Quantization::None)
         s += std::string(" · ") + quantizationName(t.quantization) + " "
              + bitsText(layoutBitsPerWeight(parameterLayout(in.arch),

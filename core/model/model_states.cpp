@@ -120,7 +120,7 @@ void addGroups(ModelStates &s,
     const bool train = tr.mode == Mode::Train;
     const bool full = tr.method == Method::Full;
     const double wb = (tr.precision == Precision::Fp32 || isAmp(tr.precision)) ? 4 : 2;
-    const double mb = isMixedMaster(tr.precision) ? 4 : 0;
+    const double mb = isMixedMaster(tr.precision) || deepSpeedClonesFp32Partition(in) ? 4 : 0;
     const double sb = isPure16(tr.precision) ? 2 : 4;
     const double ab = tr.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : wb;
     // 16-bit adapters keep 16-bit torch states; under a master copy (DeepSpeed's bf16 optimizer)

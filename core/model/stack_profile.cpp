@@ -335,7 +335,7 @@ LibraryVersion newestKnownVersion(Stack stack)
     case Stack::AccelerateFsdp:
         return {1, 10, 0};
     case Stack::DeepSpeed:
-        return {0, 17, 0};
+        return {0, 18, 2};
     case Stack::Torchtune:
         return {0, 6, 1};
     case Stack::Torchtitan:
@@ -452,6 +452,43 @@ bool deepSpeedKeepsPrecision(const ParallelismConfig &p)
     return isDeepSpeed(p.sharding) && p.gpus > 1;
 }
 
+// DeepSpeed's ZeRO optimizers step an fp32 partition of the trainable parameters with fp32 states
+// whatever the module's dtype (deepspeed/runtime/zero/stage_1_and_2.py: single_partition_of_fp32_
+// groups, a clone in master_weights_and_grads_dtype; stage3.py: fp32_partitioned_groups_flat): bf16
+// or fp16 training under DeepSpeed is mixed-bf16 / mixed-fp16. Only ZeRO-3's
+// bf16_master_weights_and_grads (0.18, PR #7700) keeps 16-bit masters; the format cannot say it.
+// Under a Trainer-run stack AMP is the Trainer's bf16/fp16 flag, which turns on DeepSpeed's own
+// bf16/fp16 (integrations/deepspeed.py, "auto") instead of autocast: the same.
+Precision deepSpeedPrecision(const TrainingConfig &t, const ParallelismConfig &p)
+{
+    if (!deepSpeedKeepsPrecision(p) || t.mode != Mode::Train)
+        return t.precision;
+    if (!isPure16(t.precision) && !(isAmp(t.precision) && runsUnderTrainer(t.stack.name)))
+        return t.precision;
+    const bool fp16 = t.precision == Precision::Fp16 || t.precision == Precision::AmpFp16;
+    return fp16 ? Precision::MixedFp16 : Precision::MixedBf16;
+}
+
+// DeepSpeed's ZeRO-1/2 make their master partition with a clone even of fp32 weights
+// (stage_1_and_2.py: `weights_partition = ....detach().clone().to(master dtype)`): fp32 training
+// under them, and DeepSpeed's torch_autocast (PR #6993: AMP under a stack that is not the
+// Trainer's), keeps a second fp32 copy of its partition. ZeRO-3 did the same until 0.18.2, which
+// steps fp32 weights in place (stage3.py, `_create_fp32_partitions`, PR #7651); its version is
+// known under the deepspeed stack, the newest behaviour elsewhere.
+bool deepSpeedClonesFp32Partition(const EstimateInput &in)
+{
+    const TrainingConfig &t = in.training;
+    const ParallelismConfig &p = in.parallelism;
+    if (!deepSpeedKeepsPrecision(p) || t.mode != Mode::Train)
+        return false;
+    const Precision trained = deepSpeedPrecision(t, p);
+    if (trained != Precision::Fp32 && !isAmp(trained))
+        return false;
+    if (p.sharding != Sharding::Zero3)
+        return true;
+    return t.stack.name == Stack::DeepSpeed && before(effectiveVersion(t.stack), 0, 18, 2);
+}
+
 // DeepSpeed's engine casts the whole module to its 16-bit dtype when bf16 or fp16 is enabled
 // (deepspeed/runtime/engine.py, _configure_distributed_model: module.bfloat16() / half(); from
 // 0.19.2 a cast of every parameter to the policy's dtype): fp32 LoRA adapters and the fp32 norms,
@@ -460,13 +497,14 @@ bool deepSpeedKeepsPrecision(const ParallelismConfig &p)
 bool deepSpeedCastsModule(const TrainingConfig &t, const ParallelismConfig &p)
 {
     return deepSpeedKeepsPrecision(p) && t.mode == Mode::Train
-           && (isPure16(t.precision) || isMixedMaster(t.precision));
+           && isMixedMaster(deepSpeedPrecision(t, p));
 }
 
 void castModuleForDeepSpeed(TrainingConfig &t, const ParallelismConfig &p)
 {
     if (!deepSpeedCastsModule(t, p))
         return;
+    t.precision = deepSpeedPrecision(t, p);
     t.lora.adapter_precision = AdapterPrecision::Base;
     t.kbit_fp32_upcast = false;
 }
@@ -517,9 +555,10 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
     const StaticDefaults d = staticDefaults(t);
     const bool train = t.mode == Mode::Train;
     std::vector<StackChoice> out;
-    out.push_back({"training.precision",
-                   precisionName(t.precision),
-                   d.precision && *d.precision == t.precision});
+    out.push_back(
+        {"training.precision",
+         precisionName(t.precision),
+         (d.precision && *d.precision == t.precision) || t.precision != input.training.precision});
     if (!train)
         return out;
     out.push_back({"training.optimizer", optimizerName(t.optimizer), d.optimizer == t.optimizer});

@@ -59,10 +59,16 @@ bool runsUnderTrainer(Stack stack);
 // DeepSpeed over more than one GPU: it keeps the precision itself (no accelerate autocast; the
 // Trainer's bf16/fp16 flag sets DeepSpeed's "auto" precision instead).
 bool deepSpeedKeepsPrecision(const ParallelismConfig &parallelism);
+// The precision DeepSpeed over several GPUs trains in: its ZeRO optimizers keep an fp32 master
+// partition, so bf16/fp16 (and AMP under a Trainer-run stack) become mixed-bf16/mixed-fp16.
+Precision deepSpeedPrecision(const TrainingConfig &training, const ParallelismConfig &parallelism);
+// Whether DeepSpeed's optimizer keeps a cloned fp32 master partition of fp32 weights (fp32 or
+// torch_autocast training under ZeRO-1/2, or ZeRO-3 before DeepSpeed 0.18.2).
+bool deepSpeedClonesFp32Partition(const EstimateInput &input);
 // Whether DeepSpeed's engine casts every floating-point parameter to the 16-bit training dtype
 // (a training step with bf16/fp16 or mixed-* precision under DeepSpeed over several GPUs).
 bool deepSpeedCastsModule(const TrainingConfig &training, const ParallelismConfig &parallelism);
-// What that cast leaves: 16-bit LoRA adapters (adapter_precision base) and no fp32 parameters
+// What that cast leaves: DeepSpeed's precision (deepSpeedPrecision), 16-bit LoRA adapters (adapter_precision base) and no fp32 parameters
 // from PEFT's k-bit preparation (kbit_fp32_upcast false), whatever the scenario asked for.
 void castModuleForDeepSpeed(TrainingConfig &training, const ParallelismConfig &parallelism);
 // TrainingArguments' bf16/fp16 flag (accelerate's mixed_precision): the scenario's

@@ -60,17 +60,19 @@ double optimizerSeconds(const EstimateInput &in, const DeviceModel &device)
 
 namespace {
 
-ThroughputEstimate stageThroughput(const EstimateInput &in, const GpuPerformance &gpu)
+ThroughputEstimate stageThroughput(const EstimateInput &given, const GpuPerformance &gpu)
 {
+    // What the step runs as: the Trainer's autocast, DeepSpeed's precision and module cast.
+    EstimateInput in = given;
+    in.training.trainer_autocast = trainerAutocast(given);
+    castModuleForDeepSpeed(in.training, in.parallelism);
+    const TrainingConfig &tr = in.training;
     ThroughputEstimate out;
-    const DeviceModel device(gpu, in.training.precision);
+    const DeviceModel device(gpu, tr.precision);
     if (!device.usable()) {
         out.problem = "this GPU preset has no speed figures (bf16_tflops, memory_bandwidth_gbps)";
         return out;
     }
-    TrainingConfig tr = in.training;
-    tr.trainer_autocast = trainerAutocast(in);
-    castModuleForDeepSpeed(tr, in.parallelism);
     if (tr.float8 && tr.mode == Mode::Train && !device.hasFloat8()) {
         out.problem = "float8 training needs FP8 tensor cores (Hopper, Ada, Blackwell, MI300): "
                       "this GPU preset has no fp8_tflops";

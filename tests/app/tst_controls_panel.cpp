@@ -93,6 +93,7 @@ private Q_SLOTS:
     void activationOffloadingNeedsFullCheckpointing();
     void useCacheFollowsTheStackUntilSet();
     void deepSpeedLocksTheAdapterDtype();
+    void deepSpeedTrains16BitAsMixedPrecision();
 
 private:
     QTemporaryDir *m_dir = nullptr;
@@ -606,6 +607,38 @@ void TestControlsPanel::deepSpeedLocksTheAdapterDtype()
     });
     QVERIFY(combo->isEnabled());
     QCOMPARE(combo->currentData().toString(), QStringLiteral("fp32"));
+}
+
+void TestControlsPanel::deepSpeedTrains16BitAsMixedPrecision()
+{
+    ScenarioDocument *doc = m_window->document();
+    auto *combo = m_window->findChild<QComboBox *>(QStringLiteral("precision"));
+    QVERIFY(combo);
+    auto *items = qobject_cast<QStandardItemModel *>(combo->model());
+    QVERIFY(items);
+    const auto enabled = [&](const char *name) {
+        const int row = combo->findData(QString::fromLatin1(name));
+        return row >= 0 && items->item(row)->isEnabled();
+    };
+    doc->edit(QStringLiteral("bf16 under ZeRO-3"), [](Scenario &s) {
+        s.training.mode = Mode::Train;
+        s.training.method = Method::Full;
+        s.training.precision = Precision::Bf16;
+        s.parallelism.gpus = 4;
+        s.parallelism.sharding = Sharding::Zero3;
+    });
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("mixed-bf16"));
+    QVERIFY(!enabled("bf16"));
+    QVERIFY(!enabled("fp16"));
+    QVERIFY(enabled("mixed-fp16"));
+    QVERIFY(enabled("fp32"));
+    QVERIFY(combo->toolTip().contains(QStringLiteral("DeepSpeed")));
+    QCOMPARE(doc->scenario().training.precision, Precision::Bf16); // the file keeps its choice
+    doc->edit(QStringLiteral("FSDP"),
+              [](Scenario &s) { s.parallelism.sharding = Sharding::FsdpFull; });
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("bf16"));
+    QVERIFY(enabled("bf16"));
+    QVERIFY(!combo->toolTip().contains(QStringLiteral("DeepSpeed")));
 }
 
 QTEST_MAIN(TestControlsPanel)

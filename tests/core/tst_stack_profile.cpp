@@ -479,6 +479,89 @@ private slots:
         QVERIFY(*resolveStackChoices(oneGpu).training.kbit_fp32_upcast);
     }
 
+    // DeepSpeed's ZeRO optimizers step an fp32 partition of what trains, with fp32 states, whatever
+    // the module's dtype: bf16 under DeepSpeed is mixed-bf16, for a full model and for adapters;
+    // AMP under a Trainer is the flag that turns DeepSpeed's bf16 on. FSDP keeps pure bf16.
+    void deepSpeedKeepsAnFp32MasterPartition()
+    {
+        EstimateInput full = input(tinyLlama(), Method::Full, Precision::Bf16);
+        full.parallelism.gpus = 4;
+        full.parallelism.sharding = Sharding::Zero2;
+        QCOMPARE(deepSpeedPrecision(full.training, full.parallelism), Precision::MixedBf16);
+        QCOMPARE(resolveStackChoices(full).training.precision, Precision::MixedBf16);
+        EstimateInput mixed = full;
+        mixed.training.precision = Precision::MixedBf16;
+        QCOMPARE(estimateMemory(full).peak_allocated, estimateMemory(mixed).peak_allocated);
+        const StepModel bf16(full);
+        QCOMPARE(bf16.states().master_bytes_per_param, 4.0);
+        QCOMPARE(bf16.states().state_bytes, 4.0);
+        const double n = static_cast<double>(bf16.states().trainable);
+        const double master = static_cast<double>(
+            at(estimateMemory(full), Phase::OptimizerStep, Component::MasterWeights));
+        QVERIFY2(qAbs(master - 4 * n / 4) < 64, qPrintable(QString::number(master)));
+        for (const StackChoice &c : stackChoices(full))
+            if (c.key == "training.precision") {
+                QCOMPARE(c.value, std::string("mixed-bf16"));
+                QVERIFY2(c.from_stack, "DeepSpeed, not the scenario, decides it");
+            }
+        EstimateInput fp16 = full;
+        fp16.training.precision = Precision::Fp16;
+        QCOMPARE(deepSpeedPrecision(fp16.training, fp16.parallelism), Precision::MixedFp16);
+        EstimateInput amp = withStack(full, Stack::HfTrainer);
+        amp.training.precision = Precision::AmpBf16;
+        QCOMPARE(deepSpeedPrecision(amp.training, amp.parallelism), Precision::MixedBf16);
+        EstimateInput plainAmp = full; // DeepSpeed's torch_autocast keeps fp32 weights
+        plainAmp.training.precision = Precision::AmpBf16;
+        QCOMPARE(deepSpeedPrecision(plainAmp.training, plainAmp.parallelism), Precision::AmpBf16);
+        EstimateInput lora = withStack(full, Stack::HfTrainer);
+        lora.training.method = Method::Lora;
+        const StepModel adapters(lora);
+        QCOMPARE(adapters.states().master_bytes_per_param, 4.0);
+        QCOMPARE(adapters.states().trainable_state_bytes, 4.0);
+        QVERIFY(at(estimateMemory(lora), Phase::OptimizerStep, Component::MasterWeights) > 0);
+        EstimateInput fsdp = full;
+        fsdp.parallelism.sharding = Sharding::FsdpFull;
+        QCOMPARE(resolveStackChoices(fsdp).training.precision, Precision::Bf16);
+        QCOMPARE(at(estimateMemory(fsdp), Phase::OptimizerStep, Component::MasterWeights), 0);
+        EstimateInput infer = full;
+        infer.training.mode = Mode::Inference;
+        QCOMPARE(deepSpeedPrecision(infer.training, infer.parallelism), Precision::Bf16);
+    }
+
+    // ZeRO-1/2 clone even fp32 weights into their master partition; ZeRO-3 from DeepSpeed 0.18.2
+    // steps them in place. Under a Trainer AMP is DeepSpeed's bf16 (mixed), not a clone.
+    void deepSpeedClonesFp32Weights()
+    {
+        EstimateInput fp32 = input(tinyLlama(), Method::Full, Precision::Fp32);
+        fp32.parallelism.gpus = 4;
+        fp32.parallelism.sharding = Sharding::Zero2;
+        QVERIFY(deepSpeedClonesFp32Partition(fp32));
+        const StepModel zero2(fp32);
+        QCOMPARE(zero2.states().master_bytes_per_param, 4.0);
+        const double n = static_cast<double>(zero2.states().trainable);
+        const double master = static_cast<double>(
+            at(estimateMemory(fp32), Phase::OptimizerStep, Component::MasterWeights));
+        QVERIFY2(qAbs(master - n) < 64, qPrintable(QString::number(master)));
+        EstimateInput amp = fp32; // DeepSpeed's torch_autocast
+        amp.training.precision = Precision::AmpBf16;
+        QVERIFY(deepSpeedClonesFp32Partition(amp));
+        QVERIFY(!deepSpeedClonesFp32Partition(withStack(amp, Stack::HfTrainer)));
+        EstimateInput zero3 = fp32;
+        zero3.parallelism.sharding = Sharding::Zero3;
+        QVERIFY(!deepSpeedClonesFp32Partition(zero3)); // the newest DeepSpeed
+        QCOMPARE(at(estimateMemory(zero3), Phase::OptimizerStep, Component::MasterWeights), 0);
+        zero3.training.stack = {Stack::DeepSpeed, "0.18.1", ""};
+        QVERIFY(deepSpeedClonesFp32Partition(zero3));
+        zero3.training.stack = {Stack::DeepSpeed, "0.18.2", ""};
+        QVERIFY(!deepSpeedClonesFp32Partition(zero3));
+        EstimateInput fsdp = fp32;
+        fsdp.parallelism.sharding = Sharding::FsdpFull;
+        QVERIFY(!deepSpeedClonesFp32Partition(fsdp));
+        EstimateInput one = fp32;
+        one.parallelism.gpus = 1;
+        QVERIFY(!deepSpeedClonesFp32Partition(one));
+    }
+
     // FSDP1's reshard-only hook on a frozen decoder-layer unit keeps, under reentrant
     // checkpointing, every recomputed layer input and its .grad until backward ends, two hidden
     // states per layer. Not with TRL 0.27's non-reentrant default, not for full fine-tuning (its

@@ -212,6 +212,25 @@ private slots:
         QVERIFY(trl.breakdown.communication > 0);
     }
 
+    // bf16 under DeepSpeed steps DeepSpeed's fp32 master partition: the step is mixed-bf16's,
+    // longer than FSDP's pure-bf16 optimizer step.
+    void deepSpeedStepsAnFp32MasterPartition()
+    {
+        EstimateInput in = fullTraining(llama32_1b());
+        in.training.precision = Precision::Bf16;
+        in.parallelism.gpus = 4;
+        in.parallelism.sharding = Sharding::Zero2;
+        EstimateInput mixed = in;
+        mixed.training.precision = Precision::MixedBf16;
+        const GpuPerformance gpu = bundledGpu("h100-80gb");
+        const ThroughputEstimate bf16 = estimateThroughput(in, gpu);
+        QCOMPARE(bf16.breakdown.optimizer, estimateThroughput(mixed, gpu).breakdown.optimizer);
+        QCOMPARE(bf16.step_seconds, estimateThroughput(mixed, gpu).step_seconds);
+        EstimateInput fsdp = in;
+        fsdp.parallelism.sharding = Sharding::FsdpFull;
+        QVERIFY(estimateThroughput(fsdp, gpu).breakdown.optimizer < bf16.breakdown.optimizer);
+    }
+
     // Small micro-batches leave the GPU waiting for the host (Qwen's 256-token rows); larger ones
     // raise tokens per second until the GPU is busy.
     void tokensPerSecondGrowWithTheMicroBatch()

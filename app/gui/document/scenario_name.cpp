@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "document/scenario_name.h"
 
+#include "model/stack_profile.h"
+
 #include <QCoreApplication>
 #include <QLocale>
 #include <QRegularExpression>
@@ -40,7 +42,7 @@ QString derivedScenarioName(const Scenario &s, const PresetCatalog &catalog)
         head += QStringLiteral(" QLoRA r%1").arg(t.lora.rank);
     else
         head += QLatin1Char(' ') + tr("full fine-tuning");
-    QStringList parts{head, QString::fromUtf8(precisionName(t.precision))};
+    QStringList parts{head, QString::fromUtf8(precisionName(deepSpeedPrecision(t, s.parallelism)))};
     parts << tr("%1 × %2 tokens")
                  .arg(QLocale().toString(static_cast<qlonglong>(t.micro_batch_size)),
                       QLocale().toString(static_cast<qlonglong>(t.sequence_length)));

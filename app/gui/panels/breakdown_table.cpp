@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "panels/breakdown_table.h"
 
+#include "model/stack_profile.h"
+
 #include <QCoreApplication>
 #include <QLocale>
 #include <QStringList>
@@ -79,7 +81,7 @@ QString shortSummary(const Scenario &scenario)
         parts << methodText(t);
     else
         parts << tr("full");
-    parts << QString::fromUtf8(precisionName(t.precision));
+    parts << QString::fromUtf8(precisionName(deepSpeedPrecision(t, scenario.parallelism)));
     // No-break spaces: "4 × 4,096" stays on one line where a label wraps.
     parts << QStringLiteral("%1\u00a0×\u00a0%2")
                  .arg(t.micro_batch_size)
@@ -168,7 +170,7 @@ QString scenarioCaption(const Scenario &scenario,
     QStringList parts;
     parts << modelDisplayName(scenario, catalog, estimate);
     parts << methodText(t);
-    parts << QString::fromUtf8(precisionName(t.precision));
+    parts << QString::fromUtf8(precisionName(deepSpeedPrecision(t, scenario.parallelism)));
     if (t.quantization != Quantization::None)
         parts << tr("%1 base").arg(QString::fromUtf8(quantizationName(t.quantization)));
     if (t.mode == Mode::Train)

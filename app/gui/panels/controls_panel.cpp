@@ -151,6 +151,23 @@ const EnumLabel kPipelineScheduleLabels[] = {{"1f1b", QT_TRANSLATE_NOOP("Control
 const EnumLabel kAdapterLabels[] = {{"fp32", QT_TRANSLATE_NOOP("Controls", "fp32 (PEFT default)")},
                                     {"base", QT_TRANSLATE_NOOP("Controls", "Training precision")}};
 
+QString precisionTip()
+{
+    return QCoreApplication::translate("Controls",
+                                       "Bytes per weight, gradient and optimizer state, and the "
+                                       "dtype activations are saved in. Mixed precision adds a "
+                                       "4-byte master copy per trainable parameter.");
+}
+
+QString precisionUnderDeepSpeedTip()
+{
+    return QCoreApplication::translate("Controls",
+                                       "DeepSpeed's ZeRO optimizer keeps an fp32 master copy and "
+                                       "fp32 states of what trains: bf16 and fp16 train as mixed "
+                                       "precision under it (the scenario keeps its choice for "
+                                       "other sharding)");
+}
+
 QString adapterPrecisionTip()
 {
     return QCoreApplication::translate("Controls",
@@ -672,12 +689,7 @@ QWidget *ControlsPanel::buildTrainingGroup()
     });
     form->addRow(tr("PyTorch:"), m_torch);
 
-    m_precision
-        = enumCombo("precision",
-                    kPrecisionLabels,
-                    tr("Bytes per weight, gradient and optimizer state, and the dtype activations "
-                       "are saved in. "
-                       "Mixed precision adds a 4-byte master copy per trainable parameter."));
+    m_precision = enumCombo("precision", kPrecisionLabels, precisionTip());
     connect(m_precision, &QComboBox::activated, this, [this] {
         const std::string name = comboName(m_precision);
         edit(tr("Change precision"), [name](Scenario &s) {
@@ -1411,12 +1423,18 @@ void ControlsPanel::syncFromDocument()
         setRowShown(m_batchForm, w, !train);
     setRowShown(m_techniquesForm, m_checkpointingRow, train);
     setRowShown(m_techniquesForm, m_loss, train);
+    // DeepSpeed over several GPUs trains 16-bit weights as mixed precision (its fp32 master
+    // partition): those choices are shown as what DeepSpeed makes of them.
     if (auto *items = qobject_cast<QStandardItemModel *>(m_precision->model()))
         for (int i = 0; i < items->rowCount(); ++i) {
-            Precision p{};
-            parsePrecision(items->item(i)->data(Qt::UserRole).toString().toStdString(), p);
-            items->item(i)->setEnabled(train || !isMixedMaster(p));
+            TrainingConfig probe = t;
+            parsePrecision(items->item(i)->data(Qt::UserRole).toString().toStdString(),
+                           probe.precision);
+            const bool replaced = deepSpeedPrecision(probe, s.parallelism) != probe.precision;
+            items->item(i)->setEnabled((train || !isMixedMaster(probe.precision)) && !replaced);
         }
+    const Precision trained = deepSpeedPrecision(t, s.parallelism);
+    m_precision->setToolTip(trained != t.precision ? precisionUnderDeepSpeedTip() : precisionTip());
     m_loraGroup->setVisible(train && t.method != Method::Full);
     m_loraRank->setValue(static_cast<int>(t.lora.rank));
     m_loraAlpha->setValue(t.lora.alpha);
@@ -1442,7 +1460,7 @@ void ControlsPanel::syncFromDocument()
     }
     m_dora->setChecked(t.lora.use_dora);
     m_dora->setEnabled(t.method == Method::Lora || t.method == Method::Qlora);
-    selectName(m_precision, precisionName(t.precision));
+    selectName(m_precision, precisionName(trained));
     // 16-bit weights under a Trainer-run stack (AMP is the flag itself); shown while set so that
     // it can be unset after a stack or precision change (it is refused there).
     m_trainerMixedPrecision->setChecked(
