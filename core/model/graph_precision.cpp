@@ -31,6 +31,7 @@ GraphPrecision graphPrecision(const TrainingConfig &t)
                            || t.method == Method::Ia3;
     p.quantization = quantized ? t.quantization : Quantization::None;
     p.head_weight = p.weight;
+    p.head_gathered_per_chunk = p.train && t.head_gathered_per_chunk;
     if (kbitUpcast(t)) {
         // peft/utils/other.py: every fp16/bf16 parameter that is not quantized becomes fp32;
         // the Trainer's bf16/fp16 flag still autocasts (accelerate's autocast around forward).

@@ -34,7 +34,8 @@ struct GraphPrecision
     // norms' outputs and the residual stream are fp32; the Trainer's autocast still runs the
     // matmuls in 16-bit unless the scenario says trainer_mixed_precision: false.
     bool kbit_upcast = false;
-    double head_weight = 2; // bytes per element of the embedding and lm_head weights
+    double head_weight = 2;               // bytes per element of the embedding and lm_head weights
+    bool head_gathered_per_chunk = false; // TRL's chunked loss gathers a ZeRO-3 lm_head per chunk
     QuantizationOptions quantization_options;
     double dequantized = 2;   // the dtype a quantized weight is dequantized to (the load dtype)
     double quant_compute = 2; // bitsandbytes' compute dtype: 4 with bnb_4bit_compute_dtype fp32

@@ -265,6 +265,19 @@ int trlLossChunk(GraphBuilder &b,
     int hc = hidden; // a slice of it: .float() of an fp32 stream returns the view itself
     if (p.stream != 4)
         hc = b.copy(hidden, hiddenElements, 4, "hidden chunk .float()");
+    // Under ZeRO-3 the matmul runs inside DeepSpeed's GatheredParameters on lm_head: the whole
+    // weight is gathered for it and partitioned again when the context exits after it, in the
+    // forward and again in the chunk's recomputation, before the chunk's backward.
+    const int gathered = p.head_gathered_per_chunk ? b.copy(w,
+                                                            SizeExpr::constant(wElements),
+                                                            p.head_weight,
+                                                            "lm_head GatheredParameters (ZeRO-3)")
+                                                   : -1;
+    if (gathered >= 0) { // the parameter's own storage for autograd: no gradient of its own
+        GraphTensor &t = b.graph().tensors[static_cast<std::size_t>(gathered)];
+        t.use = TensorUse::WeightCopy;
+        t.differentiable = false;
+    }
     int wc = w;
     if (p.head_weight != 4) {
         wc = b.copy(w, SizeExpr::constant(wElements), 4, "lm_head weight .float()");
@@ -279,6 +292,8 @@ int trlLossChunk(GraphBuilder &b,
         wc = b.copy(wc, SizeExpr::constant(wElements), 2, "autocast lm_head copy");
         b.graph().tensors[static_cast<std::size_t>(wc)].use = TensorUse::WeightCopy;
         logits = b.matmul(hc, wc, logitsElements, 2, "chunk logits");
+        if (gathered >= 0)
+            b.holdThroughLastOp(gathered);
         if (h32 != hidden)
             b.holdThroughLastOp(h32);
         if (w32 != w)
@@ -287,6 +302,8 @@ int trlLossChunk(GraphBuilder &b,
         markLogits(b, l32);
     } else {
         logits = b.matmul(hc, wc, logitsElements, 4, "chunk logits");
+        if (gathered >= 0)
+            b.holdThroughLastOp(gathered);
         l32 = logits;
     }
     markLogits(b, logits);
@@ -331,7 +348,7 @@ int trlChunkedNllHead(
     b.lastOp().saves = {{order, -1}};
     const int targets = ids(b, "labels[order]");
     markLogits(b, targets);
-    constexpr double kTokens = 256; // _CHUNKED_LM_HEAD_CHUNK_SIZE
+    constexpr double kTokens = kTrlLossChunkTokens;
     const SizeExpr chunkHidden = SizeExpr::constant(kTokens * h);
     const SizeExpr chunkLogits = SizeExpr::constant(kTokens * vocab);
     int loss = -1;

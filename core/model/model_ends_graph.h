@@ -24,6 +24,10 @@ OpGraph embeddingGraph(const ModelArchitecture &arch,
                        TensorParallelPlan tensorParallel,
                        bool outputRequiresGrad);
 
+// Tokens per chunk of TRL's chunked_nll loss (trl/trainer/sft_trainer.py,
+// _CHUNKED_LM_HEAD_CHUNK_SIZE).
+constexpr double kTrlLossChunkTokens = 256;
+
 // What follows the last decoder layer: the final norm, lm_head and the causal-LM loss (training),
 // or the last position's logits (inference, as generate() asks for). Its input is the last layer's
 // output; its output is the loss.

@@ -161,6 +161,8 @@ void addGroups(ModelStates &s,
         (inLayer ? s.layer_tensors : s.root_tensors) += perLayer;
         if (inHead)
             s.head_weights += w;
+        if (g.role == TensorRole::LmHead)
+            s.lm_head_weights += w;
         if (!train)
             continue;
         double grad = 0, master = 0, states = 0, tensors = 0, paged = 0;

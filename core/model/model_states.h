@@ -22,6 +22,7 @@ struct ModelStates
     double layer_weights = 0;           // ... of all decoder layers
     double root_weights = 0;            // ... of embeddings, final norm, lm_head
     double head_weights = 0;            // ... of the final norm and an untied lm_head
+    double lm_head_weights = 0;         // ... of an untied lm_head alone
     double grads = 0;                   // bytes of all gradients
     double layer_grads = 0;             // ... of the decoder layers
     double master = 0;                  // fp32 master copy (mixed precision)

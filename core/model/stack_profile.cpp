@@ -509,11 +509,27 @@ void castModuleForDeepSpeed(TrainingConfig &t, const ParallelismConfig &p)
     t.kbit_fp32_upcast = false;
 }
 
+// With tied embeddings embed_tokens keeps the shared weight gathered and TRL's context does
+// nothing (trl/trainer/utils.py, maybe_gather_lm_head_ctx); a quantized lm_head has no chunked
+// loss, and a tensor-parallel one is a DTensor that TRL gathers once (full_tensor()).
+bool trlGathersHeadPerChunk(const EstimateInput &in)
+{
+    const TrainingConfig &t = in.training;
+    const ParallelismConfig &p = in.parallelism;
+    const bool quantizedHead = t.quantization != Quantization::None
+                               && t.quantization_options.lm_head
+                               && (t.method == Method::Qlora || t.method == Method::Ia3);
+    return t.mode == Mode::Train && t.loss == LossImplementation::TrlChunkedNll
+           && p.sharding == Sharding::Zero3 && p.gpus > 1 && p.tensor_parallel <= 1
+           && !in.arch.tied_embeddings && !quantizedHead;
+}
+
 EstimateInput resolveStackChoices(const EstimateInput &input)
 {
     EstimateInput in = input;
     in.training.trainer_autocast = trainerAutocast(in);
     castModuleForDeepSpeed(in.training, in.parallelism);
+    in.training.head_gathered_per_chunk = trlGathersHeadPerChunk(in);
     if (!in.training.kbit_fp32_upcast)
         in.training.kbit_fp32_upcast = stackUpcastsKbit(in);
     if (!in.training.use_cache)

@@ -43,6 +43,10 @@ void applyStackDefaults(TrainingConfig &training,
 // keys: PEFT's k-bit preparation on the method and sharding, FSDP's mixed precision on the
 // precision, DeepSpeed's buckets on the stage). Keys set in the scenario are kept.
 EstimateInput resolveStackChoices(const EstimateInput &input);
+// Whether TRL's chunked loss gathers a ZeRO-3 partitioned lm_head inside each chunk (trl/trainer/
+// sft_trainer.py, `_chunk`: maybe_gather_lm_head_ctx, DeepSpeed's GatheredParameters; PR #5873,
+// TRL 1.6): the head module never runs, so DeepSpeed's hooks never gather it for the loss.
+bool trlGathersHeadPerChunk(const EstimateInput &input);
 // Whether accelerate wraps the model's forward in autocast (TrainingConfig::trainer_autocast).
 bool trainerAutocast(const EstimateInput &in);
 // The LoRA adapter dtype a stack chooses for these settings (TRL's sharded QLoRA: the model dtype).

@@ -622,7 +622,9 @@ void StepBuilder::forward()
     const double d = static_cast<double>(m_in.arch.head_dim);
     const std::uint8_t unsharded = gathersWithFsdp2() ? 0 : kGatherStream;
     if (releasesRootAfterUse()) {
-        const double head = headPart(m_s.root_weights, m_s.head_weights);
+        // TRL's chunked loss gathers lm_head inside each chunk instead (the head graph's copy).
+        const double perChunk = m_in.training.head_gathered_per_chunk ? m_s.lm_head_weights : 0;
+        const double head = headPart(m_s.root_weights, m_s.head_weights) - perChunk;
         m_embedGathered = tensor("gathered embedding parameters",
                                  bytes((m_s.root_weights - m_s.head_weights) * gatheredScale()),
                                  Component::Temporaries,

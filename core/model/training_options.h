@@ -207,6 +207,10 @@ struct TrainingConfig
     // Derived by resolveStackChoices, never read from a file: a Trainer-run stack's bf16/fp16 flag
     // makes accelerate wrap the model's forward in autocast, 16-bit weights included.
     bool trainer_autocast = false;
+    // Derived by resolveStackChoices, never read from a file: TRL's chunked loss under DeepSpeed
+    // ZeRO-3 gathers lm_head inside each chunk's matmul, not for the head's whole forward and
+    // backward (stack_profile.h, trlGathersHeadPerChunk).
+    bool head_gathered_per_chunk = false;
     // The optimizer steps each parameter in backward as soon as its gradient is accumulated, and
     // frees that gradient (torchtune optimizer_in_bwd: one optimizer per parameter stepped from a
     // post-accumulate-grad hook; torch.distributed.optim._apply_optimizer_in_backward). One GPU,

@@ -2,6 +2,7 @@
 #include "throughput/communication.h"
 
 #include "model/graph_precision.h"
+#include "model/model_ends_graph.h"
 #include "model/parameter_layout.h"
 #include "model/stack_profile.h"
 #include "model/weight_format.h"
@@ -10,6 +11,7 @@
 #include "throughput/throughput_constants.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace membudget {
 
@@ -246,6 +248,20 @@ CommunicationTime communicationTime(const EstimateInput &in,
             exposedMicro = std::max(0.0, gather - forward) + std::max(0.0, scatter - backward)
                            + gather / L;
             break;
+        }
+        // TRL's chunked loss under ZeRO-3 gathers lm_head in every chunk's forward and
+        // recomputation (trlGathersHeadPerChunk), inside the chunk, with nothing to hide behind:
+        // two gathers per chunk where the head module would have had two per micro-batch.
+        if (trlGathersHeadPerChunk(in)) {
+            const double valid = static_cast<double>(tr.micro_batch_size)
+                                 * static_cast<double>(
+                                     std::max<std::int64_t>(1, tr.sequence_length - 1));
+            const double chunks = std::ceil(valid / kTrlLossChunkTokens);
+            const double head = static_cast<double>(in.arch.vocab_size)
+                                * static_cast<double>(in.arch.hidden_size) * wBytes;
+            const double extra = 2 * (chunks - 1) * gatherSeconds(head, group, groupBw);
+            perMicro += extra;
+            exposedMicro += extra;
         }
         out.total += accumulation * perMicro + perStep;
         out.exposed += accumulation * exposedMicro + exposedStep;

@@ -4,6 +4,7 @@
 #include "model/stack_profile.h"
 #include "model/step_model.h"
 #include "model/timeline_expand.h"
+#include "model/timeline_live.h"
 #include "model/timeline_peaks.h"
 #include "test_architectures.h"
 
@@ -799,6 +800,57 @@ private slots:
         for (const TimelineTensor &t : fsdp.timeline().tensors)
             root = root || std::string(t.name) == "gathered embedding and head parameters";
         QVERIFY(root);
+    }
+
+    // TRL's chunked loss reads lm_head.weight without running the module: under ZeRO-3 it gathers
+    // the weight inside each chunk (maybe_gather_lm_head_ctx), in the chunk's forward and its
+    // recomputation, and partitions it again before the chunk's backward. Only the final norm is
+    // held from the head's forward to its backward.
+    void trlGathersAZero3HeadPerChunk()
+    {
+        EstimateInput in = deepSpeedInput(Sharding::Zero3, 2, {Stack::TrlSft, "1.9", ""});
+        in.arch.layers = 4;
+        QCOMPARE(in.training.loss, LossImplementation::TrlChunkedNll);
+        QVERIFY(trlGathersHeadPerChunk(in));
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        const StepTimeline &tl = model.timeline();
+        const std::vector<ExpandedEvent> events = expandTimeline(tl, 512, 512);
+        const double V = 32000, H = 4096;
+        bool gatheredLive = false;
+        int forwardGathers = 0, backwardGathers = 0, gradients = 0;
+        for (const ExpandedEvent &e : events) {
+            const std::string name = timelineTensorName(
+                tl.tensors[static_cast<std::size_t>(e.tensor)]);
+            const Phase phase = tl.blocks[static_cast<std::size_t>(e.block)].phase;
+            if (name == "gathered final norm and lm_head parameters")
+                QCOMPARE(double(e.bytes), H * 2); // the norm alone
+            if (name.rfind("lm_head GatheredParameters (ZeRO-3)", 0) == 0) {
+                QCOMPARE(double(e.bytes), V * H * 2);
+                gatheredLive = e.alloc;
+                if (e.alloc)
+                    ++(phase == Phase::Forward ? forwardGathers : backwardGathers);
+            }
+            if (name == "gradient of lm_head weight .float()" && e.alloc) {
+                ++gradients;
+                QVERIFY2(!gatheredLive, "partitioned again before the chunk's backward");
+            }
+        }
+        QVERIFY(forwardGathers >= 1);
+        QCOMPARE(backwardGathers, forwardGathers); // once more in each recomputation
+        QVERIFY(gradients >= 1);
+        verifyBalancedAndExact(model);
+        EstimateInput tied = in; // embed_tokens keeps a shared weight gathered
+        tied.arch.tied_embeddings = true;
+        QVERIFY(!trlGathersHeadPerChunk(tied));
+        EstimateInput fsdp = in;
+        fsdp.parallelism.sharding = Sharding::FsdpFull;
+        QVERIFY(!trlGathersHeadPerChunk(fsdp));
+        EstimateInput hf = in;
+        hf.training.loss = LossImplementation::Hf;
+        QVERIFY(!trlGathersHeadPerChunk(hf));
+        QVERIFY(!resolveStackChoices(hf).training.head_gathered_per_chunk);
+        QVERIFY(resolveStackChoices(in).training.head_gathered_per_chunk);
     }
 
     // DeepSpeed ZeRO-2 copies each backward's gradients of this rank's partition into a new buffer

@@ -231,6 +231,35 @@ private slots:
         QVERIFY(estimateThroughput(fsdp, gpu).breakdown.optimizer < bf16.breakdown.optimizer);
     }
 
+    // TRL's chunked loss under ZeRO-3 gathers lm_head twice per 256-token chunk (its forward and
+    // recomputation), exposed: the extra traffic grows with the chunks.
+    void trlGathersAZero3HeadPerChunk()
+    {
+        EstimateInput in = fullTraining(llama3_8b());
+        in.training.precision = Precision::MixedBf16;
+        in.training.micro_batch_size = 1;
+        in.parallelism.gpus = 8;
+        in.parallelism.sharding = Sharding::Zero3;
+        const GpuPerformance gpu = bundledGpu("h100-80gb");
+        const auto extra = [&](std::int64_t tokens) {
+            EstimateInput trl = in, hf = in;
+            trl.training.sequence_length = hf.training.sequence_length = tokens;
+            trl.training.loss = LossImplementation::TrlChunkedNll;
+            hf.training.loss = LossImplementation::Hf;
+            return estimateThroughput(trl, gpu).breakdown.communication
+                   - estimateThroughput(hf, gpu).breakdown.communication;
+        };
+        const double at2k = extra(2049), at4k = extra(4097); // 8 and 16 chunks
+        QVERIFY(at2k > 0);
+        QVERIFY2(qAbs(at4k / at2k - 30.0 / 14.0) < 1e-6, qPrintable(QString::number(at4k / at2k)));
+        in.parallelism.sharding = Sharding::FsdpFull; // FSDP runs the head module: no extra gathers
+        EstimateInput trl = in, hf = in;
+        trl.training.loss = LossImplementation::TrlChunkedNll;
+        hf.training.loss = LossImplementation::Hf;
+        QCOMPARE(estimateThroughput(trl, gpu).breakdown.communication,
+                 estimateThroughput(hf, gpu).breakdown.communication);
+    }
+
     // Small micro-batches leave the GPU waiting for the host (Qwen's 256-token rows); larger ones
     // raise tokens per second until the GPU is busy.
     void tokensPerSecondGrowWithTheMicroBatch()
