@@ -235,7 +235,9 @@ std::string explainComponent(
             return t.offload.optimizer && isMixedMaster(t.precision)
                        ? "offloaded to CPU RAM"
                        : "none (no fp32 master copy in this precision)";
-        return num(d.trainable_per_gpu) + " trainable params x 4 B fp32 master copy"
+        return num(d.trainable_per_gpu)
+               + (d.master_bytes_per_param == 2 ? " trainable params x 2 B bf16 master copy"
+                                                : " trainable params x 4 B fp32 master copy")
                + shardText(d.state_shard) + total;
     case Component::OptimizerStates:
         if (bytes == 0 && est.paged_optimizer_bytes > 0)

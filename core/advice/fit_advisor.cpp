@@ -34,21 +34,14 @@ std::vector<std::vector<Option>> techniqueGroups(const EstimateInput &in)
     const TrainingConfig &t = in.training;
     if (t.mode != Mode::Train)
         return groups;
-    // Under DeepSpeed pure bf16 is mixed-bf16 (deepSpeedPrecision): only that one is offered.
-    const bool deepSpeed = deepSpeedKeepsPrecision(in.parallelism);
-    if (deepSpeedPrecision(t, in.parallelism) == t.precision
-        && (t.precision == Precision::Fp32 || isAmp(t.precision))) {
-        std::vector<Option> g;
-        if (!deepSpeed)
-            g.push_back(
-                {"precision: bf16 (pure)",
-                 [](EstimateInput &e, std::int64_t) { e.training.precision = Precision::Bf16; },
-                 0});
-        g.push_back(
-            {"precision: mixed-bf16 (fp32 master)",
-             [](EstimateInput &e, std::int64_t) { e.training.precision = Precision::MixedBf16; },
-             0});
-        groups.push_back(std::move(g));
+    if (t.precision == Precision::Fp32 || isAmp(t.precision)) {
+        groups.push_back(
+            {{"precision: bf16 (pure)",
+              [](EstimateInput &e, std::int64_t) { e.training.precision = Precision::Bf16; },
+              0},
+             {"precision: mixed-bf16 (fp32 master)",
+              [](EstimateInput &e, std::int64_t) { e.training.precision = Precision::MixedBf16; },
+              0}});
     }
     if (t.attention != Attention::Flash)
         groups.push_back(

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "advice/technique_ladder.h"
 
-#include "model/stack_profile.h"
-
 namespace membudget {
 
 std::vector<LadderStep> techniqueLadder(const EstimateInput &input)
@@ -34,14 +32,7 @@ std::vector<LadderStep> techniqueLadder(const EstimateInput &input)
     e.training.loss = LossImplementation::Hf;
     steps.push_back({"naive", "fp32, eager attention, AdamW, full fine-tuning", e});
     e.training.precision = Precision::Bf16;
-    // DeepSpeed's ZeRO optimizer keeps its fp32 master partition (deepSpeedPrecision).
-    if (deepSpeedKeepsPrecision(e.parallelism))
-        steps.push_back({"+ bf16",
-                         "bf16 weights and gradients; DeepSpeed keeps an fp32 master copy and "
-                         "fp32 AdamW states",
-                         e});
-    else
-        steps.push_back({"+ bf16", "weights, gradients and AdamW states in bf16", e});
+    steps.push_back({"+ bf16", "weights, gradients and AdamW states in bf16", e});
     e.training.checkpointing = Checkpointing::Full;
     e.training.checkpoint_every = 1;
     steps.push_back({"+ checkpointing", "keep only each layer's input, recompute in backward", e});

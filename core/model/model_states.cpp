@@ -120,12 +120,12 @@ void addGroups(ModelStates &s,
     const bool train = tr.mode == Mode::Train;
     const bool full = tr.method == Method::Full;
     const double wb = (tr.precision == Precision::Fp32 || isAmp(tr.precision)) ? 4 : 2;
-    const double mb = isMixedMaster(tr.precision) || deepSpeedClonesFp32Partition(in) ? 4 : 0;
+    const double mb = isMixedMaster(tr.precision) ? 4 : deepSpeedClonedMasterBytes(in);
     const double sb = isPure16(tr.precision) ? 2 : 4;
     const double ab = tr.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : wb;
-    // 16-bit adapters keep 16-bit torch states; under a master copy (DeepSpeed's bf16 optimizer)
-    // the states are fp32 as the full model's are.
-    const double asb = ab == 2 && mb == 0 ? 2 : 4;
+    // 16-bit adapters keep 16-bit torch states (and DeepSpeed's bf16 optimizer states); under an
+    // fp32 master copy (DeepSpeed's default) the states are fp32 as the full model's are.
+    const double asb = ab == 2 && mb != 4 ? 2 : 4;
     const bool frozenBase = tr.method == Method::Qlora || tr.method == Method::Ia3;
     const Quantization quant = (!train || frozenBase) ? tr.quantization : Quantization::None;
     const double rank = static_cast<double>(tr.lora.rank);

@@ -335,7 +335,7 @@ LibraryVersion newestKnownVersion(Stack stack)
     case Stack::AccelerateFsdp:
         return {1, 10, 0};
     case Stack::DeepSpeed:
-        return {0, 18, 2};
+        return {0, 18, 3};
     case Stack::Torchtune:
         return {0, 6, 1};
     case Stack::Torchtitan:
@@ -452,41 +452,46 @@ bool deepSpeedKeepsPrecision(const ParallelismConfig &p)
     return isDeepSpeed(p.sharding) && p.gpus > 1;
 }
 
-// DeepSpeed's ZeRO optimizers step an fp32 partition of the trainable parameters with fp32 states
-// whatever the module's dtype (deepspeed/runtime/zero/stage_1_and_2.py: single_partition_of_fp32_
-// groups, a clone in master_weights_and_grads_dtype; stage3.py: fp32_partitioned_groups_flat): bf16
-// or fp16 training under DeepSpeed is mixed-bf16 / mixed-fp16. Only ZeRO-3's
-// bf16_master_weights_and_grads (0.18, PR #7700) keeps 16-bit masters; the format cannot say it.
-// Under a Trainer-run stack AMP is the Trainer's bf16/fp16 flag, which turns on DeepSpeed's own
-// bf16/fp16 (integrations/deepspeed.py, "auto") instead of autocast: the same.
+// DeepSpeed's ZeRO optimizers step a master partition of what trains in their
+// master_weights_and_grads_dtype, fp32 unless told otherwise (deepspeed/runtime/base_optimizer.py,
+// _configure_master_weights; stage_1_and_2.py single_partition_of_fp32_groups, stage3.py
+// fp32_partitioned_groups_flat). Pure fp16 has no DeepSpeed setting: it is mixed-fp16. Pure bf16
+// is bf16_master_weights_and_grads with bf16_optimizer_states (0.18.3, PR #7700; what MemBudget's
+// DeepSpeed export writes for it); before 0.18.3 it is mixed-bf16. AMP is DeepSpeed's
+// torch_autocast on fp32 weights (the export's too), and stays.
 Precision deepSpeedPrecision(const TrainingConfig &t, const ParallelismConfig &p)
 {
     if (!deepSpeedKeepsPrecision(p) || t.mode != Mode::Train)
         return t.precision;
-    if (!isPure16(t.precision) && !(isAmp(t.precision) && runsUnderTrainer(t.stack.name)))
-        return t.precision;
-    const bool fp16 = t.precision == Precision::Fp16 || t.precision == Precision::AmpFp16;
-    return fp16 ? Precision::MixedFp16 : Precision::MixedBf16;
+    if (t.precision == Precision::Fp16)
+        return Precision::MixedFp16;
+    const bool bf16Masters = t.stack.name != Stack::DeepSpeed
+                             || !before(effectiveVersion(t.stack), 0, 18, 3);
+    if (t.precision == Precision::Bf16 && !bf16Masters)
+        return Precision::MixedBf16;
+    return t.precision;
 }
 
-// DeepSpeed's ZeRO-1/2 make their master partition with a clone even of fp32 weights
-// (stage_1_and_2.py: `weights_partition = ....detach().clone().to(master dtype)`): fp32 training
-// under them, and DeepSpeed's torch_autocast (PR #6993: AMP under a stack that is not the
-// Trainer's), keeps a second fp32 copy of its partition. ZeRO-3 did the same until 0.18.2, which
-// steps fp32 weights in place (stage3.py, `_create_fp32_partitions`, PR #7651); its version is
-// known under the deepspeed stack, the newest behaviour elsewhere.
-bool deepSpeedClonesFp32Partition(const EstimateInput &in)
+// ZeRO-1/2 make their master partition with a clone even where the weights have the master dtype
+// already (stage_1_and_2.py: `weights_partition = ....detach().clone().to(master dtype)`): fp32
+// and torch_autocast training (AMP) keep a second fp32 copy of their partition, pure bf16 a bf16
+// one. ZeRO-3 did the same until 0.18.2, which steps such weights in place (stage3.py,
+// _create_fp32_partitions, PR #7651); its version is known under the deepspeed stack, the newest
+// behaviour elsewhere. Returns bytes per trainable parameter (0: none, or an fp32 master of
+// 16-bit weights, which mixed-* precision counts).
+double deepSpeedClonedMasterBytes(const EstimateInput &in)
 {
     const TrainingConfig &t = in.training;
     const ParallelismConfig &p = in.parallelism;
     if (!deepSpeedKeepsPrecision(p) || t.mode != Mode::Train)
-        return false;
+        return 0;
     const Precision trained = deepSpeedPrecision(t, p);
-    if (trained != Precision::Fp32 && !isAmp(trained))
-        return false;
-    if (p.sharding != Sharding::Zero3)
-        return true;
-    return t.stack.name == Stack::DeepSpeed && before(effectiveVersion(t.stack), 0, 18, 2);
+    if (isMixedMaster(trained))
+        return 0;
+    if (p.sharding == Sharding::Zero3
+        && !(t.stack.name == Stack::DeepSpeed && before(effectiveVersion(t.stack), 0, 18, 2)))
+        return 0;
+    return trained == Precision::Bf16 ? 2 : 4;
 }
 
 // DeepSpeed's engine casts the whole module to its 16-bit dtype when bf16 or fp16 is enabled
@@ -496,8 +501,9 @@ bool deepSpeedClonesFp32Partition(const EstimateInput &in)
 // floating point and stay as they are.
 bool deepSpeedCastsModule(const TrainingConfig &t, const ParallelismConfig &p)
 {
+    const Precision trained = deepSpeedPrecision(t, p);
     return deepSpeedKeepsPrecision(p) && t.mode == Mode::Train
-           && isMixedMaster(deepSpeedPrecision(t, p));
+           && (isPure16(trained) || isMixedMaster(trained));
 }
 
 void castModuleForDeepSpeed(TrainingConfig &t, const ParallelismConfig &p)

@@ -63,12 +63,12 @@ bool runsUnderTrainer(Stack stack);
 // DeepSpeed over more than one GPU: it keeps the precision itself (no accelerate autocast; the
 // Trainer's bf16/fp16 flag sets DeepSpeed's "auto" precision instead).
 bool deepSpeedKeepsPrecision(const ParallelismConfig &parallelism);
-// The precision DeepSpeed over several GPUs trains in: its ZeRO optimizers keep an fp32 master
-// partition, so bf16/fp16 (and AMP under a Trainer-run stack) become mixed-bf16/mixed-fp16.
+// The precision DeepSpeed over several GPUs trains in: fp16 is mixed-fp16 (DeepSpeed has no pure
+// fp16), bf16 is mixed-bf16 before DeepSpeed 0.18.3's bf16 master weights; the rest as given.
 Precision deepSpeedPrecision(const TrainingConfig &training, const ParallelismConfig &parallelism);
-// Whether DeepSpeed's optimizer keeps a cloned fp32 master partition of fp32 weights (fp32 or
-// torch_autocast training under ZeRO-1/2, or ZeRO-3 before DeepSpeed 0.18.2).
-bool deepSpeedClonesFp32Partition(const EstimateInput &input);
+// Bytes per trainable parameter of the master partition DeepSpeed clones from weights already in
+// the master dtype (fp32, AMP, or pure bf16 under ZeRO-1/2; ZeRO-3 before 0.18.2), else 0.
+double deepSpeedClonedMasterBytes(const EstimateInput &input);
 // Whether DeepSpeed's engine casts every floating-point parameter to the 16-bit training dtype
 // (a training step with bf16/fp16 or mixed-* precision under DeepSpeed over several GPUs).
 bool deepSpeedCastsModule(const TrainingConfig &training, const ParallelismConfig &parallelism);

@@ -620,24 +620,23 @@ void TestControlsPanel::deepSpeedTrains16BitAsMixedPrecision()
         const int row = combo->findData(QString::fromLatin1(name));
         return row >= 0 && items->item(row)->isEnabled();
     };
-    doc->edit(QStringLiteral("bf16 under ZeRO-3"), [](Scenario &s) {
+    doc->edit(QStringLiteral("fp16 under ZeRO-3"), [](Scenario &s) {
         s.training.mode = Mode::Train;
         s.training.method = Method::Full;
-        s.training.precision = Precision::Bf16;
+        s.training.precision = Precision::Fp16;
         s.parallelism.gpus = 4;
         s.parallelism.sharding = Sharding::Zero3;
     });
-    QCOMPARE(combo->currentData().toString(), QStringLiteral("mixed-bf16"));
-    QVERIFY(!enabled("bf16"));
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("mixed-fp16"));
     QVERIFY(!enabled("fp16"));
-    QVERIFY(enabled("mixed-fp16"));
-    QVERIFY(enabled("fp32"));
+    QVERIFY(enabled("bf16")); // DeepSpeed's bf16 master weights and optimizer states
+    QVERIFY(enabled("mixed-bf16"));
     QVERIFY(combo->toolTip().contains(QStringLiteral("DeepSpeed")));
-    QCOMPARE(doc->scenario().training.precision, Precision::Bf16); // the file keeps its choice
+    QCOMPARE(doc->scenario().training.precision, Precision::Fp16); // the file keeps its choice
     doc->edit(QStringLiteral("FSDP"),
               [](Scenario &s) { s.parallelism.sharding = Sharding::FsdpFull; });
-    QCOMPARE(combo->currentData().toString(), QStringLiteral("bf16"));
-    QVERIFY(enabled("bf16"));
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("fp16"));
+    QVERIFY(enabled("fp16"));
     QVERIFY(!combo->toolTip().contains(QStringLiteral("DeepSpeed")));
 }
 

@@ -306,29 +306,6 @@ private slots:
                 QVERIFY(c.find("bf16=True") == std::string::npos);
     }
 
-    // Under DeepSpeed pure bf16 is DeepSpeed's mixed-bf16: only that precision is offered for an
-    // fp32 run, never a "pure" one that would be the same bytes under another name.
-    void deepSpeedIsOfferedMixedBf16Only()
-    {
-        EstimateInput in = lora8b();
-        in.training.method = Method::Full;
-        in.training.precision = Precision::Fp32;
-        in.parallelism.gpus = 8;
-        in.parallelism.sharding = Sharding::Zero3;
-        EstimateInput mixed = in;
-        mixed.training.precision = Precision::MixedBf16;
-        const Bytes fp32 = estimateMemory(in).device_total;
-        const Bytes m = estimateMemory(mixed).device_total;
-        QVERIFY(fp32 > m);
-        bool offered = false;
-        for (const FitSuggestion &s : suggestFits(in, gpuOf((fp32 + m) / 2), 100))
-            for (const std::string &c : s.changes) {
-                QVERIFY2(c.find("bf16 (pure)") == std::string::npos, c.c_str());
-                offered = offered || c == "precision: mixed-bf16 (fp32 master)";
-            }
-        QVERIFY(offered);
-    }
-
     void useCacheOffIsOffered()
     {
         EstimateInput in = lora8b();

@@ -479,63 +479,67 @@ private slots:
         QVERIFY(*resolveStackChoices(oneGpu).training.kbit_fp32_upcast);
     }
 
-    // DeepSpeed's ZeRO optimizers step an fp32 partition of what trains, with fp32 states, whatever
-    // the module's dtype: bf16 under DeepSpeed is mixed-bf16, for a full model and for adapters;
-    // AMP under a Trainer is the flag that turns DeepSpeed's bf16 on. FSDP keeps pure bf16.
-    void deepSpeedKeepsAnFp32MasterPartition()
+    // DeepSpeed's ZeRO optimizers step a master partition of what trains: fp32 unless told
+    // otherwise. Pure fp16 has no DeepSpeed setting (mixed-fp16); pure bf16 is its bf16 master
+    // weights and optimizer states from 0.18.3 (mixed-bf16 before); AMP is its torch_autocast.
+    void deepSpeedKeepsAMasterPartition()
     {
-        EstimateInput full = input(tinyLlama(), Method::Full, Precision::Bf16);
-        full.parallelism.gpus = 4;
-        full.parallelism.sharding = Sharding::Zero2;
-        QCOMPARE(deepSpeedPrecision(full.training, full.parallelism), Precision::MixedBf16);
-        QCOMPARE(resolveStackChoices(full).training.precision, Precision::MixedBf16);
-        EstimateInput mixed = full;
-        mixed.training.precision = Precision::MixedBf16;
-        QCOMPARE(estimateMemory(full).peak_allocated, estimateMemory(mixed).peak_allocated);
-        const StepModel bf16(full);
-        QCOMPARE(bf16.states().master_bytes_per_param, 4.0);
-        QCOMPARE(bf16.states().state_bytes, 4.0);
-        const double n = static_cast<double>(bf16.states().trainable);
+        EstimateInput fp16 = input(tinyLlama(), Method::Full, Precision::Fp16);
+        fp16.parallelism.gpus = 4;
+        fp16.parallelism.sharding = Sharding::Zero2;
+        QCOMPARE(deepSpeedPrecision(fp16.training, fp16.parallelism), Precision::MixedFp16);
+        QCOMPARE(resolveStackChoices(fp16).training.precision, Precision::MixedFp16);
+        EstimateInput mixed = fp16;
+        mixed.training.precision = Precision::MixedFp16;
+        QCOMPARE(estimateMemory(fp16).peak_allocated, estimateMemory(mixed).peak_allocated);
+        const StepModel half(fp16);
+        QCOMPARE(half.states().master_bytes_per_param, 4.0);
+        QCOMPARE(half.states().state_bytes, 4.0);
+        const double n = static_cast<double>(half.states().trainable);
         const double master = static_cast<double>(
-            at(estimateMemory(full), Phase::OptimizerStep, Component::MasterWeights));
+            at(estimateMemory(fp16), Phase::OptimizerStep, Component::MasterWeights));
         QVERIFY2(qAbs(master - 4 * n / 4) < 64, qPrintable(QString::number(master)));
-        for (const StackChoice &c : stackChoices(full))
+        for (const StackChoice &c : stackChoices(fp16))
             if (c.key == "training.precision") {
-                QCOMPARE(c.value, std::string("mixed-bf16"));
+                QCOMPARE(c.value, std::string("mixed-fp16"));
                 QVERIFY2(c.from_stack, "DeepSpeed, not the scenario, decides it");
             }
-        EstimateInput fp16 = full;
-        fp16.training.precision = Precision::Fp16;
-        QCOMPARE(deepSpeedPrecision(fp16.training, fp16.parallelism), Precision::MixedFp16);
-        EstimateInput amp = withStack(full, Stack::HfTrainer);
+        EstimateInput bf16 = fp16; // ZeRO-2 clones a bf16 master partition; bf16 states
+        bf16.training.precision = Precision::Bf16;
+        QCOMPARE(deepSpeedPrecision(bf16.training, bf16.parallelism), Precision::Bf16);
+        const StepModel low(bf16);
+        QCOMPARE(low.states().master_bytes_per_param, 2.0);
+        QCOMPARE(low.states().state_bytes, 2.0);
+        EstimateInput older = bf16;
+        older.training.stack = {Stack::DeepSpeed, "0.18.2", ""};
+        QCOMPARE(deepSpeedPrecision(older.training, older.parallelism), Precision::MixedBf16);
+        older.training.stack = {Stack::DeepSpeed, "0.18.3", ""};
+        QCOMPARE(deepSpeedPrecision(older.training, older.parallelism), Precision::Bf16);
+        EstimateInput amp = withStack(fp16, Stack::HfTrainer);
         amp.training.precision = Precision::AmpBf16;
-        QCOMPARE(deepSpeedPrecision(amp.training, amp.parallelism), Precision::MixedBf16);
-        EstimateInput plainAmp = full; // DeepSpeed's torch_autocast keeps fp32 weights
-        plainAmp.training.precision = Precision::AmpBf16;
-        QCOMPARE(deepSpeedPrecision(plainAmp.training, plainAmp.parallelism), Precision::AmpBf16);
-        EstimateInput lora = withStack(full, Stack::HfTrainer);
+        QCOMPARE(deepSpeedPrecision(amp.training, amp.parallelism), Precision::AmpBf16);
+        EstimateInput lora = withStack(bf16, Stack::HfTrainer); // bf16 adapters, bf16 states
         lora.training.method = Method::Lora;
         const StepModel adapters(lora);
-        QCOMPARE(adapters.states().master_bytes_per_param, 4.0);
-        QCOMPARE(adapters.states().trainable_state_bytes, 4.0);
-        QVERIFY(at(estimateMemory(lora), Phase::OptimizerStep, Component::MasterWeights) > 0);
-        EstimateInput fsdp = full;
+        QCOMPARE(adapters.states().master_bytes_per_param, 2.0);
+        QCOMPARE(adapters.states().trainable_state_bytes, 2.0);
+        EstimateInput fsdp = fp16;
         fsdp.parallelism.sharding = Sharding::FsdpFull;
-        QCOMPARE(resolveStackChoices(fsdp).training.precision, Precision::Bf16);
+        QCOMPARE(resolveStackChoices(fsdp).training.precision, Precision::Fp16);
         QCOMPARE(at(estimateMemory(fsdp), Phase::OptimizerStep, Component::MasterWeights), 0);
-        EstimateInput infer = full;
+        EstimateInput infer = fp16;
         infer.training.mode = Mode::Inference;
-        QCOMPARE(deepSpeedPrecision(infer.training, infer.parallelism), Precision::Bf16);
+        QCOMPARE(deepSpeedPrecision(infer.training, infer.parallelism), Precision::Fp16);
     }
 
-    // ZeRO-1/2 clone even fp32 weights into their master partition; ZeRO-3 from DeepSpeed 0.18.2
-    // steps them in place. Under a Trainer AMP is DeepSpeed's bf16 (mixed), not a clone.
-    void deepSpeedClonesFp32Weights()
+    // ZeRO-1/2 clone their master partition even from weights already in the master dtype;
+    // ZeRO-3 from DeepSpeed 0.18.2 steps those in place.
+    void deepSpeedClonesWeightsInTheMasterDtype()
     {
         EstimateInput fp32 = input(tinyLlama(), Method::Full, Precision::Fp32);
         fp32.parallelism.gpus = 4;
         fp32.parallelism.sharding = Sharding::Zero2;
-        QVERIFY(deepSpeedClonesFp32Partition(fp32));
+        QCOMPARE(deepSpeedClonedMasterBytes(fp32), 4.0);
         const StepModel zero2(fp32);
         QCOMPARE(zero2.states().master_bytes_per_param, 4.0);
         const double n = static_cast<double>(zero2.states().trainable);
@@ -544,22 +548,25 @@ private slots:
         QVERIFY2(qAbs(master - n) < 64, qPrintable(QString::number(master)));
         EstimateInput amp = fp32; // DeepSpeed's torch_autocast
         amp.training.precision = Precision::AmpBf16;
-        QVERIFY(deepSpeedClonesFp32Partition(amp));
-        QVERIFY(!deepSpeedClonesFp32Partition(withStack(amp, Stack::HfTrainer)));
+        QCOMPARE(deepSpeedClonedMasterBytes(amp), 4.0);
+        QCOMPARE(deepSpeedClonedMasterBytes(withStack(amp, Stack::HfTrainer)), 4.0);
+        EstimateInput mixed = fp32; // an fp32 master of 16-bit weights: mixed-* counts it
+        mixed.training.precision = Precision::MixedBf16;
+        QCOMPARE(deepSpeedClonedMasterBytes(mixed), 0.0);
         EstimateInput zero3 = fp32;
         zero3.parallelism.sharding = Sharding::Zero3;
-        QVERIFY(!deepSpeedClonesFp32Partition(zero3)); // the newest DeepSpeed
+        QCOMPARE(deepSpeedClonedMasterBytes(zero3), 0.0); // the newest DeepSpeed
         QCOMPARE(at(estimateMemory(zero3), Phase::OptimizerStep, Component::MasterWeights), 0);
         zero3.training.stack = {Stack::DeepSpeed, "0.18.1", ""};
-        QVERIFY(deepSpeedClonesFp32Partition(zero3));
+        QCOMPARE(deepSpeedClonedMasterBytes(zero3), 4.0);
         zero3.training.stack = {Stack::DeepSpeed, "0.18.2", ""};
-        QVERIFY(!deepSpeedClonesFp32Partition(zero3));
+        QCOMPARE(deepSpeedClonedMasterBytes(zero3), 0.0);
         EstimateInput fsdp = fp32;
         fsdp.parallelism.sharding = Sharding::FsdpFull;
-        QVERIFY(!deepSpeedClonesFp32Partition(fsdp));
+        QCOMPARE(deepSpeedClonedMasterBytes(fsdp), 0.0);
         EstimateInput one = fp32;
         one.parallelism.gpus = 1;
-        QVERIFY(!deepSpeedClonesFp32Partition(one));
+        QCOMPARE(deepSpeedClonedMasterBytes(one), 0.0);
     }
 
     // FSDP1's reshard-only hook on a frozen decoder-layer unit keeps, under reentrant

@@ -31,25 +31,6 @@ private slots:
         }
     }
 
-    // DeepSpeed's ZeRO optimizer keeps an fp32 master copy: its bf16 rung says so, and is
-    // estimated as mixed-bf16.
-    void deepSpeedBf16RungKeepsTheMasterCopy()
-    {
-        EstimateInput in;
-        in.arch = llama3_8b();
-        in.parallelism.gpus = 8;
-        in.parallelism.sharding = Sharding::Zero3;
-        const auto steps = techniqueLadder(in);
-        QCOMPARE(steps.at(1).label, std::string("+ bf16"));
-        QVERIFY(steps.at(1).detail.find("fp32 master") != std::string::npos);
-        EstimateInput mixed = steps.at(1).input;
-        mixed.training.precision = Precision::MixedBf16;
-        QCOMPARE(estimateMemory(steps.at(1).input).peak_allocated,
-                 estimateMemory(mixed).peak_allocated);
-        in.parallelism.sharding = Sharding::FsdpFull;
-        QVERIFY(techniqueLadder(in).at(1).detail.find("master") == std::string::npos);
-    }
-
     void inferenceLadder()
     {
         EstimateInput in;

@@ -212,23 +212,23 @@ private slots:
         QVERIFY(trl.breakdown.communication > 0);
     }
 
-    // bf16 under DeepSpeed steps DeepSpeed's fp32 master partition: the step is mixed-bf16's,
-    // longer than FSDP's pure-bf16 optimizer step.
+    // DeepSpeed has no pure fp16: fp16 under it steps an fp32 master partition, mixed-fp16's
+    // step, longer than FSDP's pure-fp16 optimizer step.
     void deepSpeedStepsAnFp32MasterPartition()
     {
         EstimateInput in = fullTraining(llama32_1b());
-        in.training.precision = Precision::Bf16;
+        in.training.precision = Precision::Fp16;
         in.parallelism.gpus = 4;
         in.parallelism.sharding = Sharding::Zero2;
         EstimateInput mixed = in;
-        mixed.training.precision = Precision::MixedBf16;
+        mixed.training.precision = Precision::MixedFp16;
         const GpuPerformance gpu = bundledGpu("h100-80gb");
-        const ThroughputEstimate bf16 = estimateThroughput(in, gpu);
-        QCOMPARE(bf16.breakdown.optimizer, estimateThroughput(mixed, gpu).breakdown.optimizer);
-        QCOMPARE(bf16.step_seconds, estimateThroughput(mixed, gpu).step_seconds);
+        const ThroughputEstimate fp16 = estimateThroughput(in, gpu);
+        QCOMPARE(fp16.breakdown.optimizer, estimateThroughput(mixed, gpu).breakdown.optimizer);
+        QCOMPARE(fp16.step_seconds, estimateThroughput(mixed, gpu).step_seconds);
         EstimateInput fsdp = in;
         fsdp.parallelism.sharding = Sharding::FsdpFull;
-        QVERIFY(estimateThroughput(fsdp, gpu).breakdown.optimizer < bf16.breakdown.optimizer);
+        QVERIFY(estimateThroughput(fsdp, gpu).breakdown.optimizer < fp16.breakdown.optimizer);
     }
 
     // TRL's chunked loss under ZeRO-3 gathers lm_head twice per 256-token chunk (its forward and

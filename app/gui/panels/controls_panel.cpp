@@ -162,10 +162,11 @@ QString precisionTip()
 QString precisionUnderDeepSpeedTip()
 {
     return QCoreApplication::translate("Controls",
-                                       "DeepSpeed's ZeRO optimizer keeps an fp32 master copy and "
-                                       "fp32 states of what trains: bf16 and fp16 train as mixed "
-                                       "precision under it (the scenario keeps its choice for "
-                                       "other sharding)");
+                                       "DeepSpeed's ZeRO optimizer keeps a master copy of what "
+                                       "trains: fp32 with mixed precision; bf16 with its bf16 "
+                                       "master weights and optimizer states (DeepSpeed 0.18.3); "
+                                       "pure fp16 has no DeepSpeed setting and trains as mixed "
+                                       "fp16 (the scenario keeps its choice for other sharding)");
 }
 
 QString adapterPrecisionTip()
@@ -1434,7 +1435,9 @@ void ControlsPanel::syncFromDocument()
             items->item(i)->setEnabled((train || !isMixedMaster(probe.precision)) && !replaced);
         }
     const Precision trained = deepSpeedPrecision(t, s.parallelism);
-    m_precision->setToolTip(trained != t.precision ? precisionUnderDeepSpeedTip() : precisionTip());
+    m_precision->setToolTip(train && deepSpeedKeepsPrecision(s.parallelism)
+                                ? precisionUnderDeepSpeedTip()
+                                : precisionTip());
     m_loraGroup->setVisible(train && t.method != Method::Full);
     m_loraRank->setValue(static_cast<int>(t.lora.rank));
     m_loraAlpha->setValue(t.lora.alpha);
