@@ -1453,8 +1453,8 @@ void ControlsPanel::syncFromDocument()
     m_adapterPrecision->setToolTip(
         castByDeepSpeed
             ? tr("DeepSpeed casts the whole model to its 16-bit dtype when it wraps it: "
-                 "the adapters train in 16-bit, their fp32 master copy lives in "
-                 "DeepSpeed's optimizer")
+                 "the adapters train in 16-bit, their master copy lives in DeepSpeed's "
+                 "optimizer")
             : adapterPrecisionTip());
     selectName(m_stack, stackName(t.stack.name));
     {
