@@ -516,18 +516,16 @@ void castModuleForDeepSpeed(TrainingConfig &t, const ParallelismConfig &p)
 }
 
 // With tied embeddings embed_tokens keeps the shared weight gathered and TRL's context does
-// nothing (trl/trainer/utils.py, maybe_gather_lm_head_ctx); a quantized lm_head has no chunked
-// loss, and a tensor-parallel one is a DTensor that TRL gathers once (full_tensor()).
+// nothing (trl/trainer/utils.py, maybe_gather_lm_head_ctx); a tensor-parallel lm_head is a DTensor
+// that TRL gathers once (full_tensor()). A quantized lm_head is refused with this loss
+// (validateTrlChunkedLoss).
 bool trlGathersHeadPerChunk(const EstimateInput &in)
 {
     const TrainingConfig &t = in.training;
     const ParallelismConfig &p = in.parallelism;
-    const bool quantizedHead = t.quantization != Quantization::None
-                               && t.quantization_options.lm_head
-                               && (t.method == Method::Qlora || t.method == Method::Ia3);
     return t.mode == Mode::Train && t.loss == LossImplementation::TrlChunkedNll
            && p.sharding == Sharding::Zero3 && p.gpus > 1 && p.tensor_parallel <= 1
-           && !in.arch.tied_embeddings && !quantizedHead;
+           && !in.arch.tied_embeddings;
 }
 
 EstimateInput resolveStackChoices(const EstimateInput &input)

@@ -1424,8 +1424,8 @@ void ControlsPanel::syncFromDocument()
         setRowShown(m_batchForm, w, !train);
     setRowShown(m_techniquesForm, m_checkpointingRow, train);
     setRowShown(m_techniquesForm, m_loss, train);
-    // DeepSpeed over several GPUs trains 16-bit weights as mixed precision (its fp32 master
-    // partition): those choices are shown as what DeepSpeed makes of them.
+    // A choice DeepSpeed over several GPUs replaces (pure fp16, and bf16 before DeepSpeed 0.18.3,
+    // train as mixed precision) is disabled, and the current one shown as what DeepSpeed trains.
     if (auto *items = qobject_cast<QStandardItemModel *>(m_precision->model()))
         for (int i = 0; i < items->rowCount(); ++i) {
             TrainingConfig probe = t;
