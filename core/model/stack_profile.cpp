@@ -710,6 +710,15 @@ bool deepSpeedZero3ChecksOverflow(const TrainingConfig &t)
     return t.stack.name == Stack::DeepSpeed && before(effectiveVersion(t.stack), 0, 11, 2);
 }
 
+bool deepSpeedStepsOnGpu(const EstimateInput &in)
+{
+    const TrainingConfig &t = in.training;
+    const ParallelismConfig &p = in.parallelism;
+    const bool zero = isDeepSpeed(p.sharding) && (p.gpus > 1 || t.offload.parameters);
+    return zero && t.mode == Mode::Train && !t.offload.optimizer
+           && (isMixedMaster(t.precision) || deepSpeedKeepsPrecision(p));
+}
+
 // transformers before 4.53: _prepare_4d_causal_attention_mask_with_cache_position (additive).
 bool boolAttentionMask(const StackConfig &stack)
 {

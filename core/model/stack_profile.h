@@ -136,6 +136,11 @@ bool stackRepeatsGroupedKv(const StackConfig &stack);
 // always, with bf16 before DeepSpeed 0.11.2 (PR #4512). Stacks other than deepspeed name no
 // DeepSpeed release: the newest behaviour.
 bool deepSpeedZero3ChecksOverflow(const TrainingConfig &training);
+// Whether DeepSpeed's ZeRO optimizer steps on this GPU, with its own gradient flatten, cast and
+// norm (memory-model.md, "DeepSpeed's step"): ZeRO in effect (several GPUs, or one with offloaded
+// parameters), a training step whose optimizer is not offloaded, in DeepSpeed's precision (or
+// with fp32 masters of 16-bit weights, which ZeRO's optimizer keeps on a single GPU too).
+bool deepSpeedStepsOnGpu(const EstimateInput &input);
 
 // One choice that decides bytes, as the estimate used it, for people to see.
 struct StackChoice

@@ -1554,7 +1554,7 @@ void StepBuilder::optimizerStep()
     const TrainingConfig &t = m_in.training;
     const double trainable = m_s.trainable / m_s.state_shard;
     if (!t.offload.optimizer) {
-        if (isMixedMaster(t.precision) && isDeepSpeed(m_s.sharding)) {
+        if (deepSpeedStepsOnGpu(m_in)) {
             deepSpeedMasterGradients(b);
         } else if (isMixedMaster(t.precision)) {
             const int fp32 = tensor("fp32 gradients for the master update",
@@ -1593,15 +1593,18 @@ void StepBuilder::optimizerStep()
     zeroGrad(b);
 }
 
-// DeepSpeed's ZeRO step with fp32 master weights (deepspeed/runtime/zero/stage3.py and
-// stage_1_and_2.py, step(), read at v0.10.0 and 0.19 by helper sessions):
+// DeepSpeed's ZeRO step (deepspeed/runtime/zero/stage3.py and stage_1_and_2.py, step(), read at
+// v0.10.0 and 0.19 by helper sessions, stage_1_and_2.py again at 0.19 on 2026-12-07):
 //  - ZeRO-3 checks the 16-bit gradient partition for overflow where it does (isinf, then isnan: a
 //    bool per element each, one after the other; has_overflow);
 //  - the gradient norm makes a float64 copy of one gradient at a time (get_grad_norm_direct): of
 //    its partition under ZeRO-3, of a whole parameter's under ZeRO-1/2 (views of whole tensors);
 //  - then group by group (ZeRO-3: sub-group by sub-group, sub_group_size) the gradients are
-//    flattened (torch.cat: a 16-bit copy) and cast to an fp32 gradient that lives through the
-//    in-place update (_prepare_fp32_grad_for_sub_group / step: freed before the next group).
+//    flattened (torch.cat: a copy) and cast to the master's dtype: with fp32 masters of 16-bit
+//    weights a new fp32 gradient, the 16-bit copy freed after the cast; with masters in the
+//    gradients' dtype (fp32 and AMP training, pure bf16's bf16 masters) `.to()` returns the flat
+//    copy itself. What the cast returns lives through the in-place update
+//    (_prepare_fp32_grad_for_sub_group / step: freed before the next group).
 void StepBuilder::deepSpeedMasterGradients(TimelineBlock &b)
 {
     const double partition = m_s.trainable / m_s.state_shard;
@@ -1617,6 +1620,11 @@ void StepBuilder::deepSpeedMasterGradients(TimelineBlock &b)
                                 : std::min(m_s.largest_trainable, partition);
     transient("gradient norm's float64 copy of one gradient", 8 * normed);
     const double n = m_s.largest_step_group;
+    if (!isMixedMaster(m_in.training.precision)) {
+        transient("a ZeRO optimizer group's flattened gradients (stepped as they are)",
+                  m_s.grad_bytes_per_param * n);
+        return;
+    }
     const int flat = tensor("a ZeRO optimizer group's flattened 16-bit gradients",
                             bytes(m_s.grad_bytes_per_param * n),
                             Component::Temporaries,

@@ -48,8 +48,14 @@ double optimizerSeconds(const EstimateInput &in, const DeviceModel &device)
     const double trainable = rankTrainableParameters(in);
     const bool shardStates = par.sharding != Sharding::None;
     const bool shardGrads = par.sharding != Sharding::None && par.sharding != Sharding::Zero1;
-    double bytes = trainable / (shardStates ? dp : 1.0)
-                   * optimizerBytesPerParameter(tr.optimizer, tr.precision);
+    double perParameter = optimizerBytesPerParameter(tr.optimizer, tr.precision);
+    if (deepSpeedStepsOnGpu(in)) {
+        DeepSpeedStepCopies copies;
+        copies.overflow_check = par.sharding == Sharding::Zero3 && deepSpeedZero3ChecksOverflow(tr);
+        copies.cloned_master_bytes = deepSpeedClonedMasterBytes(in);
+        perParameter = deepSpeedStepBytesPerParameter(tr.optimizer, tr.precision, copies);
+    }
+    double bytes = trainable / (shardStates ? dp : 1.0) * perParameter;
     // Autograd adds each later micro-batch's gradient to .grad: read both, write one.
     bytes += static_cast<double>(tr.gradient_accumulation_steps - 1) * 3
              * gradientBytes(tr.precision) * trainable / (shardGrads ? dp : 1.0);

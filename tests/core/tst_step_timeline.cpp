@@ -124,7 +124,7 @@ EstimateInput deepSpeedInput(Sharding sharding, std::int64_t gpus, StackConfig s
     applyStackDefaults(in.training, in.parallelism);
     in.training.precision = Precision::MixedBf16;
     in.parallelism.gpus = gpus;
-    in.parallelism.sharding = sharding;
+    in.parallelism.sharding = static_cast<Sharding>(sharding);
     return in;
 }
 
@@ -706,6 +706,46 @@ private slots:
         QCOMPARE(sizes["gradient norm's float64 copy of one gradient"], 8 * normed);
         QVERIFY(!sizes.count("ZeRO-3 overflow check (isinf, then isnan, of the gradients)"));
         verifyBalancedAndExact(model);
+    }
+
+    // With masters in the gradients' dtype (fp32 and AMP training; pure bf16's bf16 masters from
+    // DeepSpeed 0.18.3) the flattened gradients are what the update reads: no fp32 cast, the flat
+    // copy in the gradients' dtype for the group, after the norm's float64 copy of one gradient.
+    void deepSpeedStepsGradientsAsTheyAre_data()
+    {
+        QTest::addColumn<int>("precision"); // a Precision
+        QTest::addColumn<int>("stage");
+        QTest::addColumn<double>("gradBytes");
+        QTest::newRow("fp32 zero2") << int(Precision::Fp32) << 2 << 4.0;
+        QTest::newRow("amp-bf16 zero3") << int(Precision::AmpBf16) << 3 << 4.0;
+        QTest::newRow("bf16 masters zero2") << int(Precision::Bf16) << 2 << 2.0;
+    }
+
+    void deepSpeedStepsGradientsAsTheyAre()
+    {
+        QFETCH(int, precision);
+        QFETCH(int, stage);
+        QFETCH(double, gradBytes);
+        EstimateInput in = deepSpeedInput(stage == 3 ? Sharding::Zero3 : Sharding::Zero2, 2);
+        in.training.precision = static_cast<Precision>(precision);
+        in.parallelism.deepspeed.sub_group_size = 1e12; // one group: the whole partition
+        const StepModel model(in);
+        QVERIFY(model.valid());
+        std::map<std::string, double> sizes;
+        for (const TimelineTensor &t : model.timeline().tensors)
+            sizes[t.name] += t.size.fixed;
+        const double partition = 6738415616.0 / 2; // Llama-2-7B on two GPUs
+        QCOMPARE(sizes["a ZeRO optimizer group's flattened gradients (stepped as they are)"],
+                 gradBytes * partition);
+        QVERIFY(sizes["gradient norm's float64 copy of one gradient"] > 0);
+        QVERIFY(!sizes.count("a ZeRO optimizer group's flattened 16-bit gradients"));
+        QVERIFY(!sizes.count("fp32 gradients for the master update"));
+        QVERIFY(!sizes.count("fp32 gradients of one ZeRO-3 sub-group"));
+        in.parallelism.gpus = 1; // no ZeRO on one GPU: torch's own step
+        sizes.clear();
+        for (const TimelineTensor &t : StepModel(in).timeline().tensors)
+            sizes[t.name] += t.size.fixed;
+        QVERIFY(!sizes.count("a ZeRO optimizer group's flattened gradients (stepped as they are)"));
     }
 
     // DeepSpeed's default sub_group_size (1e9): Llama-2-7B's 3.37e9 elements per GPU step in groups

@@ -231,6 +231,50 @@ private slots:
         QVERIFY(estimateThroughput(fsdp, gpu).breakdown.optimizer < fp16.breakdown.optimizer);
     }
 
+    // DeepSpeed's ZeRO step moves more than the fused kernel and clip_grad_norm_: per element of
+    // the partition, the norm's float64 copy (G + 16), the flatten (2G), the fp32 cast of 16-bit
+    // gradients (G + 4; the kernel then reads 4 B), its own clipping (2 x what the kernel reads)
+    // and a cloned master's copy back (ZeRO-1/2 here). FSDP's step over the same shard is the
+    // plain one: fused AdamW 2W + G + 4S, clipping 3G.
+    void deepSpeedStepMovesItsOwnCopies_data()
+    {
+        QTest::addColumn<int>("precision");    // a Precision
+        QTest::addColumn<int>("sharding");     // a Sharding
+        QTest::addColumn<double>("deepSpeed"); // bytes per partition element
+        QTest::addColumn<double>("plain");
+        // fp32: W = G = S = 4, kernel 28; cloned master copied back, 4 + 4.
+        QTest::newRow("fp32 zero2")
+            << int(Precision::Fp32) << int(Sharding::Zero2) << 20 + 8 + 28 + 8 + 8.0 << 28 + 12.0;
+        // ZeRO-3 from 0.18.2 steps fp32 weights in place: no copy back.
+        QTest::newRow("fp32 zero3")
+            << int(Precision::Fp32) << int(Sharding::Zero3) << 20 + 8 + 28 + 8.0 << 28 + 12.0;
+        // mixed-bf16: W = 4 + 1, S = 4, G = 2; the kernel reads the 4-byte cast.
+        QTest::newRow("mixed-bf16 zero2")
+            << int(Precision::MixedBf16) << int(Sharding::Zero2) << 18 + 4 + (10 + 4 + 16) + 8 + 6.0
+            << (10 + 2 + 16) + 6.0;
+    }
+
+    void deepSpeedStepMovesItsOwnCopies()
+    {
+        QFETCH(int, precision);
+        QFETCH(int, sharding);
+        QFETCH(double, deepSpeed);
+        QFETCH(double, plain);
+        EstimateInput in = fullTraining(llama32_1b());
+        in.training.precision = static_cast<Precision>(precision);
+        in.training.optimizer = Optimizer::AdamWFused;
+        in.parallelism.gpus = 4;
+        in.parallelism.sharding = static_cast<Sharding>(sharding);
+        EstimateInput fsdp = in;
+        fsdp.parallelism.sharding = Sharding::FsdpFull;
+        const GpuPerformance gpu = bundledGpu("h100-80gb");
+        const double ds = estimateThroughput(in, gpu).breakdown.optimizer;
+        const double torch = estimateThroughput(fsdp, gpu).breakdown.optimizer;
+        QVERIFY(torch > 0);
+        QVERIFY2(qAbs(ds / torch - deepSpeed / plain) < 1e-9,
+                 qPrintable(QString("%1 against %2").arg(ds / torch).arg(deepSpeed / plain)));
+    }
+
     // TRL's chunked loss under ZeRO-3 gathers lm_head twice per 256-token chunk (its forward and
     // recomputation), exposed: the extra traffic grows with the chunks.
     void trlGathersAZero3HeadPerChunk()
