@@ -327,7 +327,7 @@ LibraryVersion newestKnownVersion(Stack stack)
 {
     switch (stack) {
     case Stack::PlainTorch:
-        return {2, 10, 0}; // torch.distributed.pipelining keeps no outputs (pipeline_parallel.h)
+        return {2, 11, 0}; // SDPA prefers cuDNN on Hopper (throughput/attention_kernel.h)
     case Stack::HfTrainer:
         return {5, 0, 0}; // the Trainer turns use_cache off (stackBuildsTrainingCache)
     case Stack::TrlSft:
@@ -708,6 +708,11 @@ bool deepSpeedZero3ChecksOverflow(const TrainingConfig &t)
     if (t.precision == Precision::MixedFp16 || t.precision == Precision::Fp16)
         return true;
     return t.stack.name == Stack::DeepSpeed && before(effectiveVersion(t.stack), 0, 11, 2);
+}
+
+bool stackPrefersCudnnAttention(const StackConfig &stack)
+{
+    return stack.name == Stack::Torchtitan && !before(effectiveVersion(stack), 0, 2, 0);
 }
 
 bool deepSpeedStepsOnGpu(const EstimateInput &in)

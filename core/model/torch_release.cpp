@@ -29,15 +29,18 @@ AdamWWorkspace adamWWorkspace(const LibraryVersion &torch)
 int torchReleaseRange(const StackConfig &stack)
 {
     const LibraryVersion v = torchRelease(stack);
-    if (!(v < LibraryVersion{2, 10, 0}))
-        return 0;
-    if (!(v < LibraryVersion{2, 8, 0}))
-        return 1;
-    if (!(v < LibraryVersion{2, 5, 0}))
-        return 2;
-    if (!(v < LibraryVersion{2, 1, 0}))
-        return 3;
-    return v < LibraryVersion{2, 0, 0} ? 5 : 4;
+    int range = 0;
+    for (const LibraryVersion first : {LibraryVersion{2, 11, 0},
+                                       LibraryVersion{2, 10, 0},
+                                       LibraryVersion{2, 8, 0},
+                                       LibraryVersion{2, 5, 0},
+                                       LibraryVersion{2, 1, 0},
+                                       LibraryVersion{2, 0, 0}}) {
+        if (!(v < first))
+            return range;
+        ++range;
+    }
+    return range;
 }
 
 namespace {

@@ -26,14 +26,17 @@ double peakTflops(const GpuPerformance &g, Precision p)
 
 } // namespace
 
-DeviceModel::DeviceModel(const GpuPerformance &gpu, Precision precision)
+DeviceModel::DeviceModel(const GpuPerformance &gpu, Precision precision, AttentionKernel attention)
 {
     m_peak = peakTflops(gpu, precision) * 1e12;
     const double matmul = gpu.matmul_efficiency > 0 ? gpu.matmul_efficiency
                                                     : kDefaultMatmulEfficiency;
     const double clock = gpu.power_limited ? kSustainedClockFraction : 1.0;
     m_matmulRate = m_peak * matmul * clock;
-    m_attentionRate = m_peak * flashAttentionEfficiency(gpu.architecture) * clock;
+    // cuDNN's kernel is chosen on Hopper only (attention_kernel.h).
+    const double cudnn = attention == AttentionKernel::Cudnn ? kCudnnOverFlashAttention2Hopper
+                                                             : 1.0;
+    m_attentionRate = m_peak * flashAttentionEfficiency(gpu.architecture) * cudnn * clock;
     m_bandwidth = gpu.memory_bandwidth_gbps * 1e9 * kMemoryEfficiency;
     m_units = gpu.multiprocessors > 0 ? gpu.multiprocessors : kDefaultMultiprocessors;
     m_elementBytes = precision == Precision::Fp32 ? 4 : 2;

@@ -3,6 +3,7 @@
 
 #include "model/gpu_spec.h"
 #include "model/training_options.h"
+#include "throughput/attention_kernel.h"
 
 namespace membudget {
 
@@ -11,8 +12,11 @@ namespace membudget {
 class DeviceModel
 {
 public:
-    // `precision` decides which peak the matmuls run at: 16-bit compute for everything but fp32.
-    DeviceModel(const GpuPerformance &gpu, Precision precision);
+    // `precision` decides which peak the matmuls run at: 16-bit compute for everything but fp32;
+    // `attention` which fused kernel the attention core runs on.
+    DeviceModel(const GpuPerformance &gpu,
+                Precision precision,
+                AttentionKernel attention = AttentionKernel::FlashAttention2);
 
     // False when the GPU lacks the figures the model needs (a user preset without them).
     bool usable() const { return m_peak > 0 && m_bandwidth > 0; }
@@ -23,7 +27,7 @@ public:
     // matmul rate, in waves of 128 x 128 output tiles over the multiprocessors, and never faster
     // than reading both operands and writing the result from memory (roofline).
     double matmulSeconds(double m, double n, double k, double count = 1) const;
-    // A fused attention kernel (FlashAttention-2, SDPA's flash backend): `flops` of work in
+    // The fused attention kernel (FlashAttention-2 or cuDNN's, as made): `flops` of work in
     // `blocks` independent thread blocks (batch x heads x 128-query tiles).
     double fusedAttentionSeconds(double flops, double blocks) const;
     // Memory-bound work (element-wise kernels, optimizer steps, dequantization).

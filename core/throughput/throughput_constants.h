@@ -64,6 +64,13 @@ inline constexpr double kHostMemoryGbps = 100;
 // utilization"). Other generations: the H100 figure, as no measurement was found.
 double flashAttentionEfficiency(GpuArchitecture architecture);
 
+// cuDNN's fused attention (SDPA's cuDNN backend) on Hopper, as a multiple of FlashAttention-2's
+// rate there: 1.58-1.65x over 512 to 16k tokens, causal, head dimension 128, forward, H100 SXM5
+// (Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, figure 5: cuDNN 315-539 TFLOP/s against
+// 191-335), so 1.6 at every length. Forward and backward of training shapes measured 1.7-2.3x
+// SDPA's flash backend on Hopper (huggingface/transformers PR #48163).
+inline constexpr double kCudnnOverFlashAttention2Hopper = 1.6;
+
 // IN-SAMPLE. Host time per PyTorch operator in eager mode (Python, dispatcher, autograd, launch):
 // 20 microseconds. At small token counts the GPU waits for the CPU; chosen from Qwen's single-A100
 // LoRA runs at 256 tokens (docs/accuracy.md: 19-21 us per operator fit those two rows), where the

@@ -4,6 +4,7 @@
 #include "model/dataset_config.h"
 #include "model/pipeline_parallel.h"
 #include "model/stack_profile.h"
+#include "throughput/attention_kernel.h"
 #include "throughput/communication.h"
 #include "throughput/context_parallel_work.h"
 #include "throughput/device_model.h"
@@ -74,7 +75,7 @@ ThroughputEstimate stageThroughput(const EstimateInput &given, const GpuPerforma
     castModuleForDeepSpeed(in.training, in.parallelism);
     const TrainingConfig &tr = in.training;
     ThroughputEstimate out;
-    const DeviceModel device(gpu, tr.precision);
+    const DeviceModel device(gpu, tr.precision, sdpaKernel(in, gpu));
     if (!device.usable()) {
         out.problem = "this GPU preset has no speed figures (bf16_tflops, memory_bandwidth_gbps)";
         return out;

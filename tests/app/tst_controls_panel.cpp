@@ -329,8 +329,8 @@ void TestControlsPanel::torchReleasePickerFollowsTheScenario()
     auto *torch = m_window->findChild<QComboBox *>(QStringLiteral("torch"));
     QVERIFY(torch);
     QCOMPARE(torch->currentIndex(), 0);
-    torch->setCurrentIndex(4);
-    Q_EMIT torch->activated(4);
+    torch->setCurrentIndex(5);
+    Q_EMIT torch->activated(5);
     QCOMPARE(doc->scenario().training.stack.version, std::string("2.0"));
     QCOMPARE(temporaries(), 2 * newest);
 
@@ -340,7 +340,7 @@ void TestControlsPanel::torchReleasePickerFollowsTheScenario()
     Q_EMIT stack->activated(trainer);
     QCOMPARE(doc->scenario().training.stack.torch, std::string("2.0"));
     QCOMPARE(doc->scenario().training.optimizer, Optimizer::AdamW); // fused needs torch 2.8
-    QCOMPARE(torch->currentIndex(), 4);
+    QCOMPARE(torch->currentIndex(), 5);
 
     doc->undoStack()->undo();
     doc->undoStack()->undo();

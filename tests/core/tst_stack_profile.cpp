@@ -180,11 +180,11 @@ private slots:
         in.training.optimizer = Optimizer::Lion; // chosen by hand: kept
         setTorchRelease(in.training, in.parallelism, "2.0");
         QCOMPARE(in.training.optimizer, Optimizer::Lion);
-        QCOMPARE(torchReleaseRange(in.training.stack), 4);
+        QCOMPARE(torchReleaseRange(in.training.stack), 5);
         switchStack(in.training, in.parallelism, Stack::PlainTorch);
         QCOMPARE(in.training.stack.version, std::string("2.0"));
         QVERIFY(in.training.stack.torch.empty());
-        QCOMPARE(torchReleaseRange(in.training.stack), 4);
+        QCOMPARE(torchReleaseRange(in.training.stack), 5);
         switchStack(in.training, in.parallelism, Stack::TrlSft);
         QCOMPARE(in.training.stack.torch, std::string("2.0"));
         QCOMPARE(in.training.optimizer, Optimizer::AdamW);

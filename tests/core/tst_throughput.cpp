@@ -6,6 +6,7 @@
 #include "model/scenario.h"
 #include "test_architectures.h"
 #include "test_presets.h"
+#include "throughput/attention_kernel.h"
 #include "throughput/device_model.h"
 #include "throughput/step_work.h"
 #include "throughput/throughput_model.h"
@@ -273,6 +274,35 @@ private slots:
         QVERIFY(torch > 0);
         QVERIFY2(qAbs(ds / torch - deepSpeed / plain) < 1e-9,
                  qPrintable(QString("%1 against %2").arg(ds / torch).arg(deepSpeed / plain)));
+    }
+
+    // SDPA on Hopper runs cuDNN's attention from torch 2.11, and under torchtitan from 0.2.0
+    // whatever the torch: the attention core takes 1 / 1.6 of FlashAttention-2's time. flash-attn
+    // (attention: flash), older releases, older torchtitan and other architectures keep FA2.
+    void sdpaRunsCudnnAttentionOnHopper()
+    {
+        EstimateInput in = fullTraining(llama3_8b());
+        in.training.attention = Attention::Sdpa;
+        const GpuPerformance h100 = bundledGpu("h100-80gb"), a100 = bundledGpu("a100-80gb");
+        const auto attention = [](const EstimateInput &e, const GpuPerformance &g) {
+            return estimateThroughput(e, g).breakdown.attention;
+        };
+        QCOMPARE(sdpaKernel(in, h100), AttentionKernel::Cudnn); // the newest torch
+        EstimateInput older = in;
+        older.training.stack = {Stack::PlainTorch, "2.10", ""};
+        QCOMPARE(sdpaKernel(older, h100), AttentionKernel::FlashAttention2);
+        const double cudnn = attention(in, h100), flash = attention(older, h100);
+        QVERIFY(flash > 0);
+        QVERIFY2(qAbs(cudnn / flash - 1 / 1.6) < 1e-9, qPrintable(QString::number(cudnn / flash)));
+        EstimateInput flashAttn = in;
+        flashAttn.training.attention = Attention::Flash;
+        QCOMPARE(attention(flashAttn, h100), flash);
+        QCOMPARE(attention(in, a100), attention(older, a100));
+        EstimateInput titan = in;
+        titan.training.stack = {Stack::Torchtitan, "0.2.0", "2.9"};
+        QCOMPARE(sdpaKernel(titan, h100), AttentionKernel::Cudnn);
+        titan.training.stack = {Stack::Torchtitan, "0.1.0", "2.11"};
+        QCOMPARE(sdpaKernel(titan, h100), AttentionKernel::FlashAttention2);
     }
 
     // TRL's chunked loss under ZeRO-3 gathers lm_head twice per 256-token chunk (its forward and

@@ -669,7 +669,8 @@ QWidget *ControlsPanel::buildTrainingGroup()
     m_torch = new QComboBox;
     m_torch->setObjectName(QStringLiteral("torch"));
     // One item per range of releases that differ in bytes (model/torch_release.h).
-    for (const char *label : {QT_TRANSLATE_NOOP("Controls", "2.10 or later"),
+    for (const char *label : {QT_TRANSLATE_NOOP("Controls", "2.11 or later"),
+                              QT_TRANSLATE_NOOP("Controls", "2.10"),
                               QT_TRANSLATE_NOOP("Controls", "2.8 to 2.9"),
                               QT_TRANSLATE_NOOP("Controls", "2.5 to 2.7"),
                               QT_TRANSLATE_NOOP("Controls", "2.1 to 2.4"),
@@ -682,7 +683,8 @@ QWidget *ControlsPanel::buildTrainingGroup()
            "AdamW only with 2.8 or later; torch.distributed.pipelining (torchtitan) keeps the last "
            "stage's logits until the next step before 2.10, and every stage's outputs before 2.8; "
            "FSDP2 (torchtitan, torchtune) makes its reduce-scatter input on a stream of its own "
-           "before 2.5, memory the compute stream cannot reuse"));
+           "before 2.5, memory the compute stream cannot reuse; from 2.11 SDPA runs cuDNN's "
+           "attention on Hopper GPUs, about 1.8 times as fast as its flash backend (time only)"));
     connect(m_torch, &QComboBox::activated, this, [this](int index) {
         const std::string version = kTorchRangeVersions[index];
         edit(tr("Change PyTorch release"),
