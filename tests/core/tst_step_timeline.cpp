@@ -742,8 +742,9 @@ private slots:
         QVERIFY(!sizes.count("fp32 gradients for the master update"));
         QVERIFY(!sizes.count("fp32 gradients of one ZeRO-3 sub-group"));
         in.parallelism.gpus = 1; // no ZeRO on one GPU: torch's own step
+        const StepModel single(in);
         sizes.clear();
-        for (const TimelineTensor &t : StepModel(in).timeline().tensors)
+        for (const TimelineTensor &t : single.timeline().tensors)
             sizes[t.name] += t.size.fixed;
         QVERIFY(!sizes.count("a ZeRO optimizer group's flattened gradients (stepped as they are)"));
     }
