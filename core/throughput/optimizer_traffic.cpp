@@ -56,7 +56,8 @@ double optimizerKernelBytes(Optimizer o, Precision p, double G)
     return bytes;
 }
 
-//  - clip_grad_norm_ (HF Trainer's default max_grad_norm=1.0): a norm pass and a scaling pass, 3G.
+// The kernel plus clip_grad_norm_ (HF Trainer's default max_grad_norm=1.0): a norm pass and a
+// scaling pass, 3G.
 double optimizerBytesPerParameter(Optimizer o, Precision p)
 {
     const double G = gradientBytes(p);
