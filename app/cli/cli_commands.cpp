@@ -519,13 +519,19 @@ int runPresets(const std::string &what, bool json, ByteUnit unit)
         if (gpus) {
             j["gpus"] = nlohmann::json::array();
             for (const GpuSpec &g : catalog.gpus())
-                j["gpus"].push_back({{"id", g.id},
-                                     {"name", g.name},
-                                     {"vendor", g.vendor},
-                                     {"memory_bytes", g.memory_bytes},
-                                     {"driver_total_bytes",
-                                      g.cudaTotalKnown() ? g.driver_total_bytes : g.memory_bytes},
-                                     {"cuda_total_known", g.cudaTotalKnown()}});
+                j["gpus"].push_back(
+                    {{"id", g.id},
+                     {"name", g.name},
+                     {"vendor", g.vendor},
+                     {"memory_bytes", g.memory_bytes},
+                     {"driver_total_bytes",
+                      g.cudaTotalKnown() ? g.driver_total_bytes : g.memory_bytes},
+                     {"cuda_total_known", g.cudaTotalKnown()},
+                     {"architecture", gpuArchitectureName(g.performance.architecture)},
+                     {"compute_capability",
+                      g.performance.compute_capability.known()
+                          ? nlohmann::json(computeCapabilityName(g.performance.compute_capability))
+                          : nlohmann::json(nullptr)}});
         }
         if (scenarios) {
             j["scenarios"] = nlohmann::json::array();
@@ -550,7 +556,7 @@ int runPresets(const std::string &what, bool json, ByteUnit unit)
             text += "  " + padded(g.id, 22) + " "
                     + padded(formatCapacity(g.memory_bytes, unit), 10, true)
                     + (g.cudaTotalKnown() ? " usable  " : "         ") + g.name + "\n";
-        text += "(usable: the total CUDA reports, below the driver's; the others show the "
+        text += "(usable: the total CUDA reports, at or below the driver's; the others show the "
                 "driver's total)\n";
     }
     if (scenarios) {

@@ -113,6 +113,37 @@ bool readModelPreset(YamlReader &r, const YAML::Node &node, ModelPreset &out)
     return true;
 }
 
+// `compute_capability: "10.0"`: NVIDIA's sm version, which must belong to the architecture given.
+// A Hopper GPU without it is 9.0 (every Hopper part is: NVIDIA, "CUDA GPUs - Compute Capability").
+bool readComputeCapability(YamlReader &r, const YAML::Node &node, GpuPerformance &p)
+{
+    std::string text;
+    if (!r.getString(node, "compute_capability", text))
+        return false;
+    const YAML::Node at = node["compute_capability"];
+    if (text.empty()) {
+        if (p.architecture == GpuArchitecture::Hopper)
+            p.compute_capability = {9, 0};
+        return true;
+    }
+    if (!parseComputeCapability(text, p.compute_capability))
+        return r.fail(at,
+                      "compute_capability '" + text
+                          + "' is not a compute capability; expected major.minor, as NVIDIA "
+                            "writes it (9.0 for H100, 10.0 for B200, 12.0 for RTX 5090)");
+    const GpuArchitecture implied = architectureOfComputeCapability(p.compute_capability);
+    if (implied == GpuArchitecture::Unknown)
+        return r.fail(at,
+                      "compute_capability " + text
+                          + " is no NVIDIA GPU generation MemBudget knows (7.0 to 12.x)");
+    if (node["architecture"].IsDefined() && p.architecture != implied)
+        return r.fail(at,
+                      "compute_capability " + text + " is a " + gpuArchitectureName(implied)
+                          + " GPU, but architecture says " + gpuArchitectureName(p.architecture));
+    p.architecture = implied;
+    return true;
+}
+
 bool readGpuPerformance(YamlReader &r, const YAML::Node &node, GpuPerformance &p)
 {
     std::int64_t gpusPerNode = p.gpus_per_node, pcie = p.pcie_generation, units = p.multiprocessors;
@@ -133,7 +164,7 @@ bool readGpuPerformance(YamlReader &r, const YAML::Node &node, GpuPerformance &p
           && r.getDouble(node, "network_gbps", p.network_gbps, 0, 1e6)
           && r.getDouble(node, "price_per_hour", p.price_per_hour, 0, 1e6)
           && r.getString(node, "price_source", p.price_source)
-          && r.getString(node, "sources", p.sources)))
+          && r.getString(node, "sources", p.sources) && readComputeCapability(r, node, p)))
         return false;
     p.multiprocessors = static_cast<int>(units);
     p.pcie_generation = static_cast<int>(pcie);
@@ -153,10 +184,9 @@ bool readCudaTotal(YamlReader &r, const YAML::Node &node, double cudaMib, GpuSpe
                                             / static_cast<double>(kMiB),
                                         0)
                           + " MiB); CUDA reports at most what the driver does");
-    if (cuda < gpu.memory_bytes) {
-        gpu.driver_total_bytes = gpu.memory_bytes;
-        gpu.memory_bytes = cuda;
-    }
+    // Kept even where the two agree (ROCm reports the driver's total): the capacity is then known.
+    gpu.driver_total_bytes = gpu.memory_bytes;
+    gpu.memory_bytes = cuda;
     return true;
 }
 
@@ -173,6 +203,7 @@ bool readGpu(YamlReader &r, const YAML::Node &node, GpuSpec &gpu)
                       "memory_gb",
                       "cuda_memory_mib",
                       "architecture",
+                      "compute_capability",
                       "bf16_tflops",
                       "fp16_tflops",
                       "tf32_tflops",

@@ -22,12 +22,34 @@ const char *gpuArchitectureName(GpuArchitecture v);
 bool parseGpuArchitecture(const std::string &s, GpuArchitecture &v);
 extern const char *const kGpuArchitectureNames[9];
 
+// NVIDIA's compute capability (the `sm_XY` a kernel is built for): 9.0 for Hopper, 10.0 for B200
+// and GB200, 12.0 for the RTX 50 and RTX PRO Blackwell cards (NVIDIA, "CUDA GPUs - Compute
+// Capability", developer.nvidia.com/cuda-gpus). 0.0: not an NVIDIA GPU, or not given.
+struct ComputeCapability
+{
+    int major = 0;
+    int minor = 0;
+
+    bool known() const { return major > 0; }
+    bool operator==(const ComputeCapability &) const = default;
+};
+
+// "9.0" from {9, 0}; "" when unknown.
+std::string computeCapabilityName(ComputeCapability cc);
+// Reads "major.minor" (one or two digits each, as NVIDIA writes them); false for anything else.
+bool parseComputeCapability(const std::string &s, ComputeCapability &cc);
+// The generation a compute capability belongs to (7.0-7.2 Volta, 7.5 Turing, 8.0-8.7 Ampere, 8.9
+// Ada, 9.x Hopper, 10.x-12.x Blackwell); Unknown for anything else.
+GpuArchitecture architectureOfComputeCapability(ComputeCapability cc);
+
 // Speeds and feeds for the throughput model (core/throughput). Every figure is the vendor's dense
 // (no sparsity) datasheet number; 0 means "not published / unknown". The sources are next to each
 // GPU in presets/gpus.yaml.
 struct GpuPerformance
 {
     GpuArchitecture architecture = GpuArchitecture::Unknown;
+    // Where a preset gives it; a Hopper GPU without it is 9.0 (every Hopper part is).
+    ComputeCapability compute_capability;
     double bf16_tflops = 0; // tensor cores, FP32 accumulate (what PyTorch uses)
     double fp16_tflops = 0; // tensor cores, FP32 accumulate
     double tf32_tflops = 0;
@@ -61,12 +83,12 @@ struct GpuSpec
     // out-of-memory message calls "total capacity") where a preset gives it (cuda_memory_mib),
     // otherwise the total the driver reports. Every verdict, limit and capacity line uses this.
     std::int64_t memory_bytes = 0;
-    // The total the driver reports (nvidia-smi memory.total) when memory_bytes is CUDA's lower
-    // figure: the difference is the driver's own reserve; 0 when there is no second figure.
+    // The total the driver reports (nvidia-smi memory.total) when memory_bytes is CUDA's figure:
+    // the difference, if any, is the driver's own reserve (none on ROCm); 0 without CUDA's figure.
     std::int64_t driver_total_bytes = 0;
     GpuPerformance performance;
 
-    bool cudaTotalKnown() const { return driver_total_bytes > memory_bytes; }
+    bool cudaTotalKnown() const { return driver_total_bytes > 0; }
 };
 
 // One sentence on where a GPU's capacity comes from and, without CUDA's figure, how far the

@@ -327,7 +327,7 @@ LibraryVersion newestKnownVersion(Stack stack)
 {
     switch (stack) {
     case Stack::PlainTorch:
-        return {2, 11, 0}; // SDPA prefers cuDNN on Hopper (throughput/attention_kernel.h)
+        return {2, 11, 0}; // SDPA prefers cuDNN on Hopper and B200 (throughput/attention_kernel.h)
     case Stack::HfTrainer:
         return {5, 0, 0}; // the Trainer turns use_cache off (stackBuildsTrainingCache)
     case Stack::TrlSft:
@@ -710,9 +710,12 @@ bool deepSpeedZero3ChecksOverflow(const TrainingConfig &t)
     return t.stack.name == Stack::DeepSpeed && before(effectiveVersion(t.stack), 0, 11, 2);
 }
 
-bool stackPrefersCudnnAttention(const StackConfig &stack)
+bool stackPrefersCudnnAttention(const StackConfig &stack, ComputeCapability cc)
 {
-    return stack.name == Stack::Torchtitan && !before(effectiveVersion(stack), 0, 2, 0);
+    if (stack.name != Stack::Torchtitan)
+        return false;
+    const LibraryVersion v = effectiveVersion(stack);
+    return !before(v, 0, 2, 0) || (!before(v, 0, 1, 0) && cc.major >= 10);
 }
 
 bool deepSpeedStepsOnGpu(const EstimateInput &in)

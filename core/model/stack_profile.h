@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 
+#include "model/gpu_spec.h"
 #include "model/memory_estimator.h"
 #include "model/tensor_parallel_plan.h"
 #include "model/training_options.h"
@@ -136,11 +137,13 @@ bool stackRepeatsGroupedKv(const StackConfig &stack);
 // always, with bf16 before DeepSpeed 0.11.2 (PR #4512). Stacks other than deepspeed name no
 // DeepSpeed release: the newest behaviour.
 bool deepSpeedZero3ChecksOverflow(const TrainingConfig &training);
-// Whether the stack asks SDPA for its cuDNN backend first itself (torchtitan from 0.2.0:
-// models/common/attention.py, ScaledDotProductAttention, `sdpa_kernel([CUDNN_ATTENTION,
-// FLASH_ATTENTION, MATH], set_priority=True)`, PR #1776; before it flash came first, cuDNN on
-// B200 only, PR #1196). Other stacks leave the order to PyTorch.
-bool stackPrefersCudnnAttention(const StackConfig &stack);
+// Whether the stack asks SDPA for its cuDNN backend first itself on a GPU of compute capability
+// `cc`: torchtitan from 0.2.0 on every GPU (models/common/attention.py, ScaledDotProductAttention,
+// `sdpa_kernel([CUDNN_ATTENTION, FLASH_ATTENTION, MATH], set_priority=True)`, PR #1776); 0.1.x on
+// compute capability 10.0 and above (models/attention.py, `has_cuda_capability(10, 0)`, PR #1196,
+// in v0.1.0), flash first elsewhere; older releases flash first. Other stacks leave the order to
+// PyTorch.
+bool stackPrefersCudnnAttention(const StackConfig &stack, ComputeCapability cc);
 // Whether DeepSpeed's ZeRO optimizer steps on this GPU, with its own gradient flatten, cast and
 // norm (memory-model.md, "DeepSpeed's step"): ZeRO in effect (several GPUs, or one with offloaded
 // parameters), a training step whose optimizer is not offloaded, in DeepSpeed's precision (or

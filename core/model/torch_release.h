@@ -23,7 +23,7 @@ AdamWWorkspace adamWWorkspace(const LibraryVersion &torch);
 
 // The ranges of releases that differ in what MemBudget models, newest first, each with the version
 // that stands for it ("": the newest known): 2.11 and later (SDPA runs cuDNN's attention on
-// Hopper: throughput/attention_kernel.h), 2.10 (torch.distributed.pipelining keeps no outputs or
+// Hopper and B200: throughput/attention_kernel.h), 2.10 (torch.distributed.pipelining keeps no outputs or
 // input gradients past a step), 2.8 and 2.9 (the Trainer's fused AdamW default; the pipeline's
 // last stage keeps its logits), 2.5 to 2.7, 2.1 to 2.4 (FSDP2 makes its reduce-scatter input on
 // the reduce-scatter stream), 2.0, 1.13 and older.

@@ -5,14 +5,19 @@
 
 namespace membudget {
 
+bool sdpaPrefersCudnn(ComputeCapability cc)
+{
+    return (cc.major == 9 || cc.major == 10) && (cc.minor == 0 || cc.minor == 3);
+}
+
 AttentionKernel sdpaKernel(const EstimateInput &in, const GpuPerformance &gpu)
 {
     const TrainingConfig &t = in.training;
-    if (t.attention != Attention::Sdpa || gpu.architecture != GpuArchitecture::Hopper)
+    if (t.attention != Attention::Sdpa || !sdpaPrefersCudnn(gpu.compute_capability))
         return AttentionKernel::FlashAttention2;
-    // torchtitan names SDPA's backends itself (before 0.2.0: flash first, cuDNN on B200 only).
+    // torchtitan names SDPA's backends itself (stack_profile.h).
     const bool cudnn = t.stack.name == Stack::Torchtitan
-                           ? stackPrefersCudnnAttention(t.stack)
+                           ? stackPrefersCudnnAttention(t.stack, gpu.compute_capability)
                            : !(torchRelease(t.stack) < LibraryVersion{2, 11, 0});
     return cudnn ? AttentionKernel::Cudnn : AttentionKernel::FlashAttention2;
 }

@@ -12,13 +12,17 @@ enum class AttentionKernel {
     Cudnn,           // SDPA's cuDNN backend
 };
 
-// Which kernel `attention: sdpa` gets on `gpu`. PyTorch puts cuDNN first on sm90 and sm100 when its
-// cuDNN is newer than 9.15.0 (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp,
-// check_prefer_cudnn_attention), which the wheels' bundled cuDNN is from torch 2.11 (the closing
-// comment of huggingface/transformers PR #48163, 2026-08-31); torchtitan from 0.2.0 asks for
-// cuDNN first itself (models/common/attention.py, ScaledDotProductAttention, PR #1776). Modelled on
-// Hopper only: the presets do not tell sm100 (B200, GB200) from sm120 (RTX 50, RTX PRO), which
-// PyTorch leaves on flash.
+// Which kernel `attention: sdpa` gets on `gpu`. PyTorch puts cuDNN first on compute capability
+// 9.0, 10.0 and 10.3 (Hopper; B200 and GB200; B300) when its cuDNN is newer than 9.15.0
+// (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp, check_prefer_cudnn_attention: major 9
+// or 10, minor 0 or 3), which the wheels' bundled cuDNN is from torch 2.11 (the closing comment of
+// huggingface/transformers PR #48163, 2026-08-31); torchtitan from 0.2.0 asks for cuDNN first
+// itself (models/common/attention.py, ScaledDotProductAttention, PR #1776) on every GPU, but
+// cuDNN's rate over FlashAttention-2 is known only for those PyTorch prefers it on, so elsewhere
+// the model keeps FlashAttention-2's rate. The RTX 50 and RTX PRO Blackwell cards (12.0) stay on
+// flash; so does a GPU whose compute capability is not known (a user preset without it, other
+// than Hopper).
+bool sdpaPrefersCudnn(ComputeCapability cc);
 AttentionKernel sdpaKernel(const EstimateInput &input, const GpuPerformance &gpu);
 
 } // namespace membudget

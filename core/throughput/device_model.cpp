@@ -33,9 +33,8 @@ DeviceModel::DeviceModel(const GpuPerformance &gpu, Precision precision, Attenti
                                                     : kDefaultMatmulEfficiency;
     const double clock = gpu.power_limited ? kSustainedClockFraction : 1.0;
     m_matmulRate = m_peak * matmul * clock;
-    // cuDNN's kernel is chosen on Hopper only (attention_kernel.h).
-    const double cudnn = attention == AttentionKernel::Cudnn ? kCudnnOverFlashAttention2Hopper
-                                                             : 1.0;
+    // cuDNN's kernel where SDPA chooses it: Hopper, B200 and GB200 (attention_kernel.h).
+    const double cudnn = attention == AttentionKernel::Cudnn ? kCudnnOverFlashAttention2 : 1.0;
     m_attentionRate = m_peak * flashAttentionEfficiency(gpu.architecture) * cudnn * clock;
     m_bandwidth = gpu.memory_bandwidth_gbps * 1e9 * kMemoryEfficiency;
     m_units = gpu.multiprocessors > 0 ? gpu.multiprocessors : kDefaultMultiprocessors;

@@ -64,12 +64,15 @@ inline constexpr double kHostMemoryGbps = 100;
 // utilization"). Other generations: the H100 figure, as no measurement was found.
 double flashAttentionEfficiency(GpuArchitecture architecture);
 
-// cuDNN's fused attention (SDPA's cuDNN backend) on Hopper, as a multiple of FlashAttention-2's
-// rate there: 1.58-1.65x over 512 to 16k tokens, causal, head dimension 128, forward, H100 SXM5
+// cuDNN's fused attention (SDPA's cuDNN backend) as a multiple of FlashAttention-2's rate on the
+// same GPU: 1.58-1.65x over 512 to 16k tokens, causal, head dimension 128, forward, H100 SXM5
 // (Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, figure 5: cuDNN 315-539 TFLOP/s against
 // 191-335), so 1.6 at every length. Forward and backward of training shapes measured 1.7-2.3x
-// SDPA's flash backend on Hopper (huggingface/transformers PR #48163).
-inline constexpr double kCudnnOverFlashAttention2Hopper = 1.6;
+// SDPA's flash backend on Hopper (huggingface/transformers PR #48163). Taken for B200 and GB200 as
+// well (0.35 x 1.6 = 56% of peak, 1,260 of the B200's 2,250 dense TFLOP/s): FlashAttention-4
+// (Zadouri et al. 2026, abstract) reaches 1,613 TFLOP/s on a B200, up to 1.3x cuDNN 9.13, which
+// puts cuDNN at 1,240 or more there; no FlashAttention-2 figure on Blackwell was found.
+inline constexpr double kCudnnOverFlashAttention2 = 1.6;
 
 // IN-SAMPLE. Host time per PyTorch operator in eager mode (Python, dispatcher, autograd, launch):
 // 20 microseconds. At small token counts the GPU waits for the CPU; chosen from Qwen's single-A100

@@ -2,6 +2,7 @@
 #include "io/preset_catalog.h"
 #include "io/scenario_yaml.h"
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <filesystem>
@@ -582,6 +583,48 @@ parallelism:
                 .startsWith("23.63 GiB usable, the total CUDA reports; the driver reports 24 GiB "
                             "and keeps the 376.00 MiB"));
         QDir(dir).removeRecursively();
+    }
+
+    // NVIDIA presets give their compute capability; a Hopper GPU without one is 9.0, and one given
+    // without an architecture names it. ROCm's total, equal to the driver's, counts as known.
+    void gpuPresetsGiveComputeCapability()
+    {
+        PresetCatalog catalog = PresetCatalog::bundled();
+        const auto cc = [&](const char *id) {
+            return computeCapabilityName(catalog.findGpu(id)->performance.compute_capability);
+        };
+        QCOMPARE(cc("h100-80gb"), std::string("9.0"));
+        QCOMPARE(cc("b200"), std::string("10.0"));
+        QCOMPARE(cc("rtx-5090"), std::string("12.0"));
+        QCOMPARE(cc("rtx-3090"), std::string("8.6"));
+        QCOMPARE(cc("mi210"), std::string());
+        for (const GpuSpec &g : catalog.gpus())
+            QVERIFY2((g.vendor == "NVIDIA") == g.performance.compute_capability.known(),
+                     g.id.c_str());
+        const GpuSpec *mi210 = catalog.findGpu("mi210");
+        QVERIFY(mi210->cudaTotalKnown());
+        QCOMPARE(mi210->memory_bytes, mi210->driver_total_bytes);
+        QCOMPARE(capacityNote(*mi210, ByteUnit::GiB),
+                 std::string(
+                     "63.98 GiB usable, the total CUDA reports, which is the driver's total"));
+
+        QTemporaryDir dir;
+        QFile f(dir.path() + "/mine.yaml");
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write("format: membudget-presets/1\ngpus:\n"
+                "  - {id: my-hopper, memory_gib: 96, architecture: hopper}\n"
+                "  - {id: my-blackwell, memory_gib: 180, compute_capability: \"10.3\"}\n"
+                "  - {id: my-ampere, memory_gib: 24, compute_capability: 8.6}\n");
+        f.close();
+        QVERIFY(catalog.addFolder(dir.path().toStdString()).empty());
+        QCOMPARE(cc("my-hopper"), std::string("9.0"));
+        QCOMPARE(cc("my-blackwell"), std::string("10.3"));
+        QCOMPARE(catalog.findGpu("my-blackwell")->performance.architecture,
+                 GpuArchitecture::Blackwell);
+        QCOMPARE(catalog.findGpu("my-ampere")->performance.architecture, GpuArchitecture::Ampere);
+        ComputeCapability parsed;
+        for (const char *bad : {"9", "9.", ".0", "sm90", "9.0.1", "0.0", "100.0", " 9.0"})
+            QVERIFY2(!parseComputeCapability(bad, parsed), bad);
     }
 };
 

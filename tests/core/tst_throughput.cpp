@@ -305,6 +305,42 @@ private slots:
         QCOMPARE(sdpaKernel(titan, h100), AttentionKernel::FlashAttention2);
     }
 
+    // PyTorch prefers cuDNN on compute capability 9.0, 10.0 and 10.3: B200 and GB200 (10.0) run it
+    // at the same ratio as Hopper; the RTX 50 and RTX PRO Blackwell cards (12.0) stay on flash,
+    // as does a Blackwell GPU whose compute capability a user preset does not give.
+    void sdpaRunsCudnnAttentionOnB200ButNotRtx50()
+    {
+        EstimateInput in = fullTraining(llama3_8b());
+        in.training.attention = Attention::Sdpa;
+        EstimateInput older = in;
+        older.training.stack = {Stack::PlainTorch, "2.10", ""};
+        const auto ratio = [&](const GpuPerformance &g) {
+            return estimateThroughput(in, g).breakdown.attention
+                   / estimateThroughput(older, g).breakdown.attention;
+        };
+        for (const char *id : {"b200", "gb200"}) {
+            QCOMPARE(sdpaKernel(in, bundledGpu(id)), AttentionKernel::Cudnn);
+            QVERIFY2(qAbs(ratio(bundledGpu(id)) - 1 / 1.6) < 1e-9, id);
+        }
+        for (const char *id : {"rtx-5090", "rtx-pro-6000"}) {
+            QCOMPARE(sdpaKernel(in, bundledGpu(id)), AttentionKernel::FlashAttention2);
+            QCOMPARE(ratio(bundledGpu(id)), 1.0);
+        }
+        GpuPerformance unnamed = bundledGpu("b200");
+        unnamed.compute_capability = {};
+        QCOMPARE(sdpaKernel(in, unnamed), AttentionKernel::FlashAttention2);
+        QVERIFY(sdpaPrefersCudnn({10, 3}));  // B300
+        QVERIFY(!sdpaPrefersCudnn({10, 1})); // none
+        QVERIFY(!sdpaPrefersCudnn({8, 0}));
+        // torchtitan 0.1 asked for cuDNN first from compute capability 10.0 (PR #1196).
+        EstimateInput titan = in;
+        titan.training.stack = {Stack::Torchtitan, "0.1.0", "2.9"};
+        QCOMPARE(sdpaKernel(titan, bundledGpu("b200")), AttentionKernel::Cudnn);
+        QCOMPARE(sdpaKernel(titan, bundledGpu("h100-80gb")), AttentionKernel::FlashAttention2);
+        titan.training.stack = {Stack::Torchtitan, "0.0.2", "2.9"};
+        QCOMPARE(sdpaKernel(titan, bundledGpu("b200")), AttentionKernel::FlashAttention2);
+    }
+
     // TRL's chunked loss under ZeRO-3 gathers lm_head twice per 256-token chunk (its forward and
     // recomputation), exposed: the extra traffic grows with the chunks.
     void trlGathersAZero3HeadPerChunk()
