@@ -595,6 +595,7 @@ parallelism:
         };
         QCOMPARE(cc("h100-80gb"), std::string("9.0"));
         QCOMPARE(cc("b200"), std::string("10.0"));
+        QCOMPARE(cc("b300"), std::string("10.3"));
         QCOMPARE(cc("rtx-5090"), std::string("12.0"));
         QCOMPARE(cc("rtx-3090"), std::string("8.6"));
         QCOMPARE(cc("mi210"), std::string());

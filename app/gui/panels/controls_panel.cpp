@@ -684,7 +684,7 @@ QWidget *ControlsPanel::buildTrainingGroup()
            "stage's logits until the next step before 2.10, and every stage's outputs before 2.8; "
            "FSDP2 (torchtitan, torchtune) makes its reduce-scatter input on a stream of its own "
            "before 2.5, memory the compute stream cannot reuse; from 2.11 SDPA runs cuDNN's "
-           "attention on Hopper, B200 and GB200 GPUs, 1.6 times as fast as its flash backend "
+           "attention on Hopper, B200, B300 and GB200 GPUs, 1.6 times as fast as its flash backend "
            "(time only)"));
     connect(m_torch, &QComboBox::activated, this, [this](int index) {
         const std::string version = kTorchRangeVersions[index];
