@@ -8,6 +8,14 @@
 
 namespace membudget {
 
+const char *peakTflopsKey(Precision p)
+{
+    if (p == Precision::Fp32)
+        return "fp32_tflops";
+    const bool fp16 = p == Precision::AmpFp16 || p == Precision::Fp16 || p == Precision::MixedFp16;
+    return fp16 ? "fp16_tflops or fp32_tflops" : "bf16_tflops or fp32_tflops";
+}
+
 namespace {
 
 // The dense peak PyTorch's matmuls run at. fp32 matmuls use the non-tensor rate: PyTorch has kept

@@ -7,6 +7,10 @@
 
 namespace membudget {
 
+// The GPU preset keys whose peak a step in `precision` runs at ("fp32_tflops" for fp32), for a
+// message that names what a preset lacks.
+const char *peakTflopsKey(Precision precision);
+
 // How long one kernel takes on one GPU, from the GPU's datasheet figures and a few published
 // constants (each cited where it is defined in device_model.cpp). Pure and allocation-free.
 class DeviceModel

@@ -77,7 +77,9 @@ ThroughputEstimate stageThroughput(const EstimateInput &given, const GpuPerforma
     ThroughputEstimate out;
     const DeviceModel device(gpu, tr.precision, sdpaKernel(in, gpu));
     if (!device.usable()) {
-        out.problem = "this GPU preset has no speed figures (bf16_tflops, memory_bandwidth_gbps)";
+        out.problem = std::string("this GPU preset has no speed figures for ")
+                      + precisionName(tr.precision) + " (it needs " + peakTflopsKey(tr.precision)
+                      + " and memory_bandwidth_gbps)";
         return out;
     }
     if (tr.float8 && tr.mode == Mode::Train && !device.hasFloat8()) {

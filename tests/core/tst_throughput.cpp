@@ -415,6 +415,18 @@ private slots:
         QVERIFY(!t.valid);
         QVERIFY(!t.problem.empty());
         QVERIFY(estimateRelativeThroughput(fullTraining(llama2_7b()), GpuPerformance{}).valid);
+        // A preset with bf16 figures but no FP32 rate says which key an fp32 step needs.
+        GpuPerformance noFp32 = bundledGpu("a100-80gb");
+        noFp32.fp32_tflops = 0;
+        EstimateInput fp32 = fullTraining(llama2_7b());
+        fp32.training.precision = Precision::Fp32;
+        const ThroughputEstimate f = estimateThroughput(fp32, noFp32);
+        QVERIFY(!f.valid);
+        QCOMPARE(f.problem,
+                 std::string("this GPU preset has no speed figures for fp32 (it needs fp32_tflops "
+                             "and memory_bandwidth_gbps)"));
+        fp32.training.precision = Precision::Bf16;
+        QVERIFY(estimateThroughput(fp32, noFp32).valid);
     }
 
     // A run: steps = tokens / tokens per step (rounded up); GPU-hours and cost follow; the scenario's
