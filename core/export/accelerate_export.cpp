@@ -5,6 +5,7 @@
 // `accelerate launch --help` and usage_guides/fsdp.md).
 #include "export/export_text.h"
 #include "export/training_export.h"
+#include "model/stack_profile.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -68,7 +69,7 @@ void deepspeedConfig(const ExportPlan &plan, YAML::Emitter &y, std::vector<std::
         y << YAML::Key << "zero3_init_flag" << YAML::Value << true;
     y << YAML::Key << "zero_stage" << YAML::Value << stage;
     y << YAML::EndMap;
-    if (t.precision == Precision::Bf16)
+    if (deepSpeedPrecision(t, s.parallelism) == Precision::Bf16)
         notes.push_back("pure bf16 (no fp32 master copy) needs DeepSpeed's "
                         "bf16_master_weights_and_grads: point deepspeed_config_file at the "
                         "--format deepspeed file instead of these keys");

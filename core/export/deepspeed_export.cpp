@@ -4,6 +4,7 @@
 // the header and the notes go back to the caller.
 #include "export/export_text.h"
 #include "export/training_export.h"
+#include "model/stack_profile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -37,10 +38,11 @@ int stageOf(const ExportPlan &plan, std::vector<std::string> &notes)
     return 0;
 }
 
-// bf16 / fp16 / torch_autocast sections for the scenario's precision.
+// bf16 / fp16 / torch_autocast sections for the precision the estimate steps in (under the
+// Trainer's flag amp-* and pure 16-bit weights are DeepSpeed's bf16/fp16: deepSpeedPrecision).
 void precision(const ExportPlan &plan, int stage, Json &j, std::vector<std::string> &notes)
 {
-    const Precision p = plan.scenario.training.precision;
+    const Precision p = deepSpeedPrecision(plan.scenario.training, plan.scenario.parallelism);
     const std::string dtype = plan.bf16 ? "bfloat16" : "float16";
     switch (p) {
     case Precision::Fp32:

@@ -68,6 +68,16 @@ bool enabled(const Json &root, const char *section)
     return s.contains("enabled") && s["enabled"].is_boolean() && s["enabled"].get<bool>();
 }
 
+// DeepSpeed's torch_autocast section (runtime/torch_autocast.py): autocast on the fp32 weights, in
+// its dtype ("bfloat16", "bf16", "torch.bfloat16", ...); without one torch.autocast's CUDA default,
+// float16.
+Precision autocastPrecision(const Json &section)
+{
+    const bool bf16 = section.contains("dtype") && section["dtype"].is_string()
+                      && section["dtype"].get<std::string>().find("bf") != std::string::npos;
+    return bf16 ? Precision::AmpBf16 : Precision::AmpFp16;
+}
+
 bool offloadsTo(const Json &zero, const char *key)
 {
     if (!zero.contains(key) || !zero[key].is_object() || !zero[key].contains("device"))
@@ -130,10 +140,19 @@ bool parseDeepSpeedConfig(const std::string &text, DeepSpeedFileSettings &out, s
     }
     if (root.contains("zero_optimization") && !readZero(root["zero_optimization"], out, problem))
         return false;
+    if (root.contains("bf16") && root["bf16"].is_object()
+        && !readFlag(root["bf16"],
+                     "bf16_master_weights_and_grads",
+                     out.buckets.bf16_master_weights,
+                     problem))
+        return false;
     if (enabled(root, "bf16"))
-        out.precision = Precision::MixedBf16;
+        out.precision = out.buckets.bf16_master_weights.value_or(false) ? Precision::Bf16
+                                                                        : Precision::MixedBf16;
     else if (enabled(root, "fp16"))
         out.precision = Precision::MixedFp16;
+    else if (enabled(root, "torch_autocast"))
+        out.precision = autocastPrecision(root["torch_autocast"]);
     return true;
 }
 

@@ -14,8 +14,10 @@ namespace membudget {
 // buckets. "auto" values (filled by Hugging Face's integration) are left to the stack.
 struct DeepSpeedFileSettings
 {
-    std::optional<Sharding> sharding;   // zero_optimization.stage 0..3
-    std::optional<Precision> precision; // bf16.enabled / fp16.enabled: mixed-bf16 / mixed-fp16
+    std::optional<Sharding> sharding; // zero_optimization.stage 0..3
+    // bf16.enabled / fp16.enabled: mixed-bf16 / mixed-fp16 (bf16 with bf16_master_weights_and_grads);
+    // torch_autocast.enabled: amp-bf16 / amp-fp16
+    std::optional<Precision> precision;
     std::optional<bool> offload_optimizer, offload_parameters; // offload_*.device cpu or nvme
     std::int64_t mics_shard_size = 0; // zero_optimization.mics_shard_size (MiCS), > 0 when set
     DeepSpeedConfig buckets;

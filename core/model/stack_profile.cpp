@@ -235,6 +235,8 @@ void deepSpeedBuckets(EstimateInput &in)
         d.overlap_comm = file.overlap_comm;
     if (!d.sub_group_size)
         d.sub_group_size = file.sub_group_size;
+    if (!d.bf16_master_weights)
+        d.bf16_master_weights = file.bf16_master_weights;
     const double h = static_cast<double>(in.arch.hidden_size);
     const bool native = in.training.stack.name == Stack::DeepSpeed;
     if (!d.reduce_bucket_size)
@@ -459,14 +461,30 @@ bool deepSpeedKeepsPrecision(const ParallelismConfig &p)
 // is bf16_master_weights_and_grads with bf16_optimizer_states (0.18.3, PR #7700; what MemBudget's
 // DeepSpeed export writes for it); before 0.18.3 it is mixed-bf16. AMP is DeepSpeed's
 // torch_autocast on fp32 weights (the export's too), and stays.
+// Under the Trainer (hf-trainer, trl-sft, accelerate) the bf16/fp16 flag turns DeepSpeed's
+// bf16/fp16 section on and nothing else (accelerate utils/dataclasses.py,
+// DeepSpeedPlugin.set_mixed_precision: `{"enabled": True}` where the file has no section, "auto"
+// filled otherwise), and accelerate's own autocast is off under DeepSpeed: amp-* and pure 16-bit
+// weights both step as mixed-*, with bf16 masters only where the scenario or its DeepSpeed file
+// says bf16_master_weights.
 Precision deepSpeedPrecision(const TrainingConfig &t, const ParallelismConfig &p)
 {
     if (!deepSpeedKeepsPrecision(p) || t.mode != Mode::Train)
         return t.precision;
+    const std::optional<bool> masters = p.deepspeed.bf16_master_weights
+                                            ? p.deepspeed.bf16_master_weights
+                                            : p.deepspeed_from_file.bf16_master_weights;
+    const bool fp16 = t.precision == Precision::Fp16 || t.precision == Precision::AmpFp16;
+    if (trainerMixedPrecision(t)) {
+        if (fp16)
+            return Precision::MixedFp16;
+        return t.precision == Precision::Bf16 && masters.value_or(false) ? Precision::Bf16
+                                                                         : Precision::MixedBf16;
+    }
     if (t.precision == Precision::Fp16)
         return Precision::MixedFp16;
-    const bool bf16Masters = t.stack.name != Stack::DeepSpeed
-                             || !before(effectiveVersion(t.stack), 0, 18, 3);
+    const bool bf16Masters = masters.value_or(t.stack.name != Stack::DeepSpeed
+                                              || !before(effectiveVersion(t.stack), 0, 18, 3));
     if (t.precision == Precision::Bf16 && !bf16Masters)
         return Precision::MixedBf16;
     return t.precision;

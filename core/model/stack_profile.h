@@ -65,7 +65,9 @@ bool runsUnderTrainer(Stack stack);
 // Trainer's bf16/fp16 flag sets DeepSpeed's "auto" precision instead).
 bool deepSpeedKeepsPrecision(const ParallelismConfig &parallelism);
 // The precision DeepSpeed over several GPUs trains in: fp16 is mixed-fp16 (DeepSpeed has no pure
-// fp16), bf16 is mixed-bf16 before DeepSpeed 0.18.3's bf16 master weights; the rest as given.
+// fp16), bf16 is mixed-bf16 before DeepSpeed 0.18.3's bf16 master weights or where
+// bf16_master_weights is false; under the Trainer's bf16/fp16 flag amp-* and pure 16-bit weights
+// are mixed-* (bf16 masters only where bf16_master_weights says so); the rest as given.
 Precision deepSpeedPrecision(const TrainingConfig &training, const ParallelismConfig &parallelism);
 // Bytes per trainable parameter of the master partition DeepSpeed clones from weights already in
 // the master dtype (fp32, AMP, or pure bf16 under ZeRO-1/2; ZeRO-3 before 0.18.2), else 0.

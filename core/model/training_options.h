@@ -248,6 +248,10 @@ struct DeepSpeedConfig
     // ZeRO-3 steps the optimizer over sub-groups of parameters of about this many elements of the
     // local partition each, one fp32 gradient at a time (stage3.py, _create_fp16_sub_groups).
     std::optional<double> sub_group_size;
+    // bf16.bf16_master_weights_and_grads with bf16_optimizer_states (DeepSpeed 0.18.3): a bf16 run
+    // keeps its master partition and optimizer states in bf16. Unset: the stack decides
+    // (stack_profile.h, deepSpeedPrecision).
+    std::optional<bool> bf16_master_weights;
     bool operator==(const DeepSpeedConfig &) const = default;
 };
 

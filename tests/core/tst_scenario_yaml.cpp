@@ -479,6 +479,33 @@ parallelism:
         QVERIFY2(QString::fromStdString(error.message).contains("mics_shard_size"),
                  error.toString().c_str());
 
+        // DeepSpeed's bf16 master weights make the run pure bf16; its torch_autocast is AMP
+        // (float16 without a dtype: torch.autocast's CUDA default); the scenario's key wins.
+        std::ofstream(dir + "/masters.json") << R"({"zero_optimization": {"stage": 3},
+ "bf16": {"enabled": true, "bf16_master_weights_and_grads": true, "bf16_optimizer_states": true}})";
+        std::ofstream(dir + "/bf.yaml")
+            << "format: membudget/1\n"
+               "parallelism: {gpus: 8, deepspeed_config: masters.json}\n";
+        const auto bf = loadScenarioFile(dir + "/bf.yaml", error);
+        QVERIFY2(bf.has_value(), error.toString().c_str());
+        QCOMPARE(bf->training.precision, Precision::Bf16);
+        QCOMPARE(bf->parallelism.deepspeed_from_file.bf16_master_weights, std::optional<bool>(true));
+        std::ofstream(dir + "/autocast.json")
+            << R"({"zero_optimization": {"stage": 2}, "torch_autocast": {"enabled": true}})";
+        std::ofstream(dir + "/ac.yaml")
+            << "format: membudget/1\n"
+               "parallelism: {gpus: 8, deepspeed_config: autocast.json}\n";
+        QCOMPARE(loadScenarioFile(dir + "/ac.yaml", error)->training.precision, Precision::AmpFp16);
+        std::ofstream(dir + "/ac2.yaml")
+            << "format: membudget/1\ntraining: {precision: mixed-bf16}\n"
+               "parallelism: {gpus: 8, deepspeed: {bf16_master_weights: false},\n"
+               "  deepspeed_config: masters.json}\n";
+        const auto keyed = loadScenarioFile(dir + "/ac2.yaml", error);
+        QVERIFY2(keyed.has_value(), error.toString().c_str());
+        QCOMPARE(keyed->training.precision, Precision::MixedBf16);
+        QCOMPARE(keyed->parallelism.deepspeed.bf16_master_weights, std::optional<bool>(false));
+        QVERIFY(scenarioToYaml(*keyed).find("bf16_master_weights: false") != std::string::npos);
+
         std::ofstream(dir + "/bad.json") << "{\"zero_optimization\": {\"stage\": 2,}\n";
         std::ofstream(dir + "/b.yaml") << "format: membudget/1\n"
                                           "parallelism: {deepspeed_config: bad.json}\n";

@@ -515,14 +515,33 @@ private slots:
         QCOMPARE(deepSpeedPrecision(older.training, older.parallelism), Precision::MixedBf16);
         older.training.stack = {Stack::DeepSpeed, "0.18.3", ""};
         QCOMPARE(deepSpeedPrecision(older.training, older.parallelism), Precision::Bf16);
+        EstimateInput explicitMixed = bf16; // the scenario's bf16_master_weights: false
+        explicitMixed.parallelism.deepspeed.bf16_master_weights = false;
+        QCOMPARE(deepSpeedPrecision(explicitMixed.training, explicitMixed.parallelism),
+                 Precision::MixedBf16);
+        EstimateInput ampRaw = fp16; // DeepSpeed's own torch_autocast (plain DeepSpeed)
+        ampRaw.training.precision = Precision::AmpBf16;
+        QCOMPARE(deepSpeedPrecision(ampRaw.training, ampRaw.parallelism), Precision::AmpBf16);
+        // Under the Trainer its bf16 flag turns DeepSpeed's bf16 section on (accelerate's
+        // set_mixed_precision) and nothing else: AMP and pure bf16 step as mixed-bf16.
         EstimateInput amp = withStack(fp16, Stack::HfTrainer);
         amp.training.precision = Precision::AmpBf16;
-        QCOMPARE(deepSpeedPrecision(amp.training, amp.parallelism), Precision::AmpBf16);
-        EstimateInput lora = withStack(bf16, Stack::HfTrainer); // bf16 adapters, bf16 states
+        QCOMPARE(deepSpeedPrecision(amp.training, amp.parallelism), Precision::MixedBf16);
+        amp.training.precision = Precision::AmpFp16;
+        QCOMPARE(deepSpeedPrecision(amp.training, amp.parallelism), Precision::MixedFp16);
+        amp.training.trainer_mixed_precision = false; // no flag: nothing turns DeepSpeed's on
+        QCOMPARE(deepSpeedPrecision(amp.training, amp.parallelism), Precision::AmpFp16);
+        EstimateInput lora = withStack(bf16, Stack::TrlSft); // fp32 masters and states
         lora.training.method = Method::Lora;
+        QCOMPARE(deepSpeedPrecision(lora.training, lora.parallelism), Precision::MixedBf16);
         const StepModel adapters(lora);
-        QCOMPARE(adapters.states().master_bytes_per_param, 2.0);
-        QCOMPARE(adapters.states().trainable_state_bytes, 2.0);
+        QCOMPARE(adapters.states().master_bytes_per_param, 4.0);
+        QCOMPARE(adapters.states().trainable_state_bytes, 4.0);
+        lora.parallelism.deepspeed.bf16_master_weights = true; // the file asks for bf16 masters
+        QCOMPARE(deepSpeedPrecision(lora.training, lora.parallelism), Precision::Bf16);
+        const StepModel bf16Adapters(lora);
+        QCOMPARE(bf16Adapters.states().master_bytes_per_param, 2.0);
+        QCOMPARE(bf16Adapters.states().trainable_state_bytes, 2.0);
         EstimateInput fsdp = fp16;
         fsdp.parallelism.sharding = Sharding::FsdpFull;
         QCOMPARE(resolveStackChoices(fsdp).training.precision, Precision::Fp16);
@@ -549,7 +568,8 @@ private slots:
         EstimateInput amp = fp32; // DeepSpeed's torch_autocast
         amp.training.precision = Precision::AmpBf16;
         QCOMPARE(deepSpeedClonedMasterBytes(amp), 4.0);
-        QCOMPARE(deepSpeedClonedMasterBytes(withStack(amp, Stack::HfTrainer)), 4.0);
+        // Under the Trainer AMP is DeepSpeed's mixed-bf16, whose fp32 master mixed-* counts.
+        QCOMPARE(deepSpeedClonedMasterBytes(withStack(amp, Stack::HfTrainer)), 0.0);
         EstimateInput mixed = fp32; // an fp32 master of 16-bit weights: mixed-* counts it
         mixed.training.precision = Precision::MixedBf16;
         QCOMPARE(deepSpeedClonedMasterBytes(mixed), 0.0);

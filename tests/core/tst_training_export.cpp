@@ -135,7 +135,7 @@ private slots:
             QVERIFY(!j.contains("bf16") && !j.contains("fp16") && !j.contains("torch_autocast"));
         if (precision == int(Precision::Bf16))
             QVERIFY(j["bf16"]["bf16_master_weights_and_grads"].get<bool>());
-        s.parallelism.deepspeed = {2e8, false, 5e8};
+        s.parallelism.deepspeed = {2e8, false, 5e8, std::nullopt};
         const auto sized = nlohmann::json::parse(exported(s, TrainingFormat::DeepSpeed).text);
         const auto &z = sized["zero_optimization"];
         QCOMPARE(z.value("reduce_bucket_size", 0LL), stage > 0 ? 200000000LL : 0LL);
@@ -148,6 +148,27 @@ private slots:
             QVERIFY2(keys.count(p), p.c_str());
         QCOMPARE(e.fileName, std::string("ds_config.json"));
         QVERIFY(!e.header.empty());
+    }
+
+    // Under the Trainer its bf16 flag is DeepSpeed's bf16 section: AMP and pure bf16 export as
+    // "bf16" (what the estimate steps them as, mixed-bf16), not torch_autocast; bf16 master weights
+    // only where the scenario asks for them.
+    void deepspeedUnderTheTrainerIsMixed()
+    {
+        Scenario s = scenario(Method::Full, Precision::AmpBf16, Sharding::Zero2);
+        s.training.stack = {Stack::HfTrainer, "", ""};
+        const auto json = [&] {
+            return nlohmann::json::parse(exported(s, TrainingFormat::DeepSpeed).text);
+        };
+        QVERIFY(json()["bf16"]["enabled"].get<bool>());
+        QVERIFY(!json().contains("torch_autocast"));
+        s.training.precision = Precision::Bf16;
+        QVERIFY(!json()["bf16"].contains("bf16_master_weights_and_grads"));
+        s.parallelism.deepspeed.bf16_master_weights = true;
+        QVERIFY(json()["bf16"]["bf16_master_weights_and_grads"].get<bool>());
+        s.training.stack = {Stack::PlainTorch, "", ""}; // DeepSpeed's own torch_autocast
+        s.training.precision = Precision::AmpBf16;
+        QVERIFY(json()["torch_autocast"]["enabled"].get<bool>());
     }
 
     void accelerateCarriesTheSettings()
