@@ -270,10 +270,18 @@ void TestControlsPanel::gpuListFollowsTheUnitRoundedDown()
     QVERIFY2(tip.contains(QStringLiteral("23.64 GiB usable, the total CUDA reports; the driver "
                                          "reports 23.98 GiB")),
              qPrintable(tip));
-    QVERIFY(list->findItems(QStringLiteral("AMD Instinct MI210"), Qt::MatchContains)
-                .front()
-                ->toolTip()
-                .contains(QStringLiteral("CUDA's usable total is not known")));
+    const auto tipOf = [list](const char *name) {
+        return list->findItems(QLatin1String(name), Qt::MatchContains).front()->toolTip();
+    };
+    QVERIFY2(tipOf("Intel Gaudi 3").contains(QStringLiteral("CUDA's usable total is not known")),
+             qPrintable(tipOf("Intel Gaudi 3")));
+    // ROCm reports the driver's total as CUDA's; NVIDIA GPUs name their compute capability.
+    QVERIFY2(tipOf("AMD Instinct MI210").contains(QStringLiteral("which is the driver's total")),
+             qPrintable(tipOf("AMD Instinct MI210")));
+    QVERIFY2(tipOf("NVIDIA B300").contains(QStringLiteral("blackwell, compute capability 10.3")),
+             qPrintable(tipOf("NVIDIA B300")));
+    QVERIFY2(tipOf("AMD Instinct MI210").contains(QStringLiteral("· cdna\n")),
+             qPrintable(tipOf("AMD Instinct MI210")));
     const bool checked
         = list->findItems(QStringLiteral("RTX 4090"), Qt::MatchContains).front()->checkState()
           == Qt::Checked;
@@ -638,6 +646,19 @@ void TestControlsPanel::deepSpeedTrains16BitAsMixedPrecision()
     QCOMPARE(combo->currentData().toString(), QStringLiteral("fp16"));
     QVERIFY(enabled("fp16"));
     QVERIFY(!combo->toolTip().contains(QStringLiteral("DeepSpeed")));
+    // Under the Trainer its bf16 flag only turns DeepSpeed's bf16 on: pure bf16 and AMP train as
+    // mixed bf16.
+    doc->edit(QStringLiteral("bf16 under the Trainer and ZeRO-3"), [](Scenario &s) {
+        s.training.precision = Precision::Bf16;
+        s.training.stack = {Stack::HfTrainer, "", ""};
+        s.parallelism.sharding = Sharding::Zero3;
+    });
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("mixed-bf16"));
+    QVERIFY(!enabled("bf16"));
+    QVERIFY(!enabled("amp-bf16"));
+    QVERIFY(enabled("mixed-bf16"));
+    QVERIFY(combo->toolTip().contains(QStringLiteral("under the Trainer")));
+    QCOMPARE(doc->scenario().training.precision, Precision::Bf16);
 }
 
 QTEST_MAIN(TestControlsPanel)

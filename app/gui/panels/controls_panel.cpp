@@ -166,7 +166,11 @@ QString precisionUnderDeepSpeedTip()
                                        "trains: fp32 with mixed precision; bf16 with its bf16 "
                                        "master weights and optimizer states (DeepSpeed 0.18.3); "
                                        "pure fp16 has no DeepSpeed setting and trains as mixed "
-                                       "fp16 (the scenario keeps its choice for other sharding)");
+                                       "fp16; under the Trainer its bf16/fp16 flag only turns "
+                                       "DeepSpeed's bf16/fp16 on, so AMP and pure 16-bit weights "
+                                       "train as mixed precision (bf16 masters where the "
+                                       "scenario's DeepSpeed settings ask). The scenario keeps "
+                                       "its choice for other sharding");
 }
 
 QString adapterPrecisionTip()
@@ -1250,10 +1254,17 @@ void ControlsPanel::fillGpuList()
         item->setData(Qt::UserRole, QString::fromStdString(gpu.id));
         item->setFlags(Qt::ItemIsEnabled | Qt::ItemIsUserCheckable | Qt::ItemIsSelectable);
         item->setCheckState(Qt::Unchecked);
-        item->setToolTip(QStringLiteral("%1 · %2 · %3\n%4")
+        // The generation and compute capability decide which kernels the time model assumes.
+        QString kind = QString::fromLatin1(gpuArchitectureName(gpu.performance.architecture));
+        if (gpu.performance.compute_capability.known())
+            kind += tr(", compute capability %1")
+                        .arg(QString::fromStdString(
+                            computeCapabilityName(gpu.performance.compute_capability)));
+        item->setToolTip(QStringLiteral("%1 · %2 · %3 · %4\n%5")
                              .arg(QString::fromStdString(gpu.id),
                                   QString::fromStdString(gpu.vendor),
                                   QString::fromStdString(gpu.segment),
+                                  kind,
                                   QString::fromStdString(capacityNote(gpu, m_unit))));
         m_gpuList->addItem(item);
     }
