@@ -474,9 +474,8 @@ Precision deepSpeedPrecision(const TrainingConfig &t, const ParallelismConfig &p
     const std::optional<bool> masters = p.deepspeed.bf16_master_weights
                                             ? p.deepspeed.bf16_master_weights
                                             : p.deepspeed_from_file.bf16_master_weights;
-    const bool fp16 = t.precision == Precision::Fp16 || t.precision == Precision::AmpFp16;
     if (trainerMixedPrecision(t)) {
-        if (fp16)
+        if (isFp16(t.precision))
             return Precision::MixedFp16;
         return t.precision == Precision::Bf16 && masters.value_or(false) ? Precision::Bf16
                                                                          : Precision::MixedBf16;

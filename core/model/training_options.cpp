@@ -239,6 +239,11 @@ bool isAmp(Precision p)
 {
     return p == Precision::AmpBf16 || p == Precision::AmpFp16;
 }
+bool isFp16(Precision p)
+{
+    return p == Precision::AmpFp16 || p == Precision::Fp16 || p == Precision::MixedFp16;
+}
+
 bool isPure16(Precision p)
 {
     return p == Precision::Bf16 || p == Precision::Fp16;

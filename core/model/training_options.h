@@ -389,6 +389,8 @@ extern const char *const kLoraTargetNames[7];
 // Bytes per element of the precision's 16-bit or 32-bit compute type.
 bool isAmp(Precision p);
 bool isPure16(Precision p);
+// fp16 in any form: amp-fp16, fp16 or mixed-fp16.
+bool isFp16(Precision p);
 bool isMixedMaster(Precision p);
 bool is16bitWeights(Precision p);
 // LoRA-style adapters on a frozen base: lora, qlora and ia3.

@@ -12,8 +12,7 @@ const char *peakTflopsKey(Precision p)
 {
     if (p == Precision::Fp32)
         return "fp32_tflops";
-    const bool fp16 = p == Precision::AmpFp16 || p == Precision::Fp16 || p == Precision::MixedFp16;
-    return fp16 ? "fp16_tflops or fp32_tflops" : "bf16_tflops or fp32_tflops";
+    return isFp16(p) ? "fp16_tflops or fp32_tflops" : "bf16_tflops or fp32_tflops";
 }
 
 namespace {
@@ -26,8 +25,7 @@ double peakTflops(const GpuPerformance &g, Precision p)
 {
     if (p == Precision::Fp32)
         return g.fp32_tflops;
-    const bool fp16 = p == Precision::AmpFp16 || p == Precision::Fp16 || p == Precision::MixedFp16;
-    if (fp16)
+    if (isFp16(p))
         return g.fp16_tflops > 0 ? g.fp16_tflops : g.fp32_tflops;
     return g.bf16_tflops > 0 ? g.bf16_tflops : g.fp32_tflops;
 }
