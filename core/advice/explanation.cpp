@@ -2,6 +2,7 @@
 #include "advice/explanation.h"
 
 #include "base/byte_format.h"
+#include "model/stack_profile.h"
 #include "model/step_model.h"
 #include "model/timeline_live.h"
 
@@ -232,7 +233,8 @@ std::string explainComponent(
     }
     case Component::MasterWeights:
         if (bytes == 0)
-            return t.offload.optimizer && isMixedMaster(t.precision)
+            return t.offload.optimizer
+                           && (isMixedMaster(t.precision) || deepSpeedOffloadedMasterBytes(in) > 0)
                        ? "offloaded to CPU RAM"
                        : "none (no fp32 master copy in this precision)";
         return num(d.trainable_per_gpu)

@@ -141,11 +141,19 @@ bool parseDeepSpeedConfig(const std::string &text, DeepSpeedFileSettings &out, s
     if (root.contains("zero_optimization") && !readZero(root["zero_optimization"], out, problem))
         return false;
     if (root.contains("bf16") && root["bf16"].is_object()
-        && !readFlag(root["bf16"],
-                     "bf16_master_weights_and_grads",
-                     out.buckets.bf16_master_weights,
-                     problem))
+        && !(readFlag(root["bf16"],
+                      "bf16_master_weights_and_grads",
+                      out.buckets.bf16_master_weights,
+                      problem)
+             && readFlag(root["bf16"],
+                         "bf16_optimizer_states",
+                         out.buckets.bf16_optimizer_states,
+                         problem)))
         return false;
+    // DeepSpeed's default (precision_config.py, DeepSpeedBF16Config): fp32 states beside bf16
+    // masters, which needs ZeRO-Offload.
+    if (out.buckets.bf16_master_weights.value_or(false) && !out.buckets.bf16_optimizer_states)
+        out.buckets.bf16_optimizer_states = false;
     if (enabled(root, "bf16"))
         out.precision = out.buckets.bf16_master_weights.value_or(false) ? Precision::Bf16
                                                                         : Precision::MixedBf16;

@@ -261,12 +261,17 @@ bool readDeepSpeedKeys(YamlReader &r, const YAML::Node &d, DeepSpeedConfig &c)
 {
     if (!r.expectMap(d,
                      "parallelism.deepspeed",
-                     {"reduce_bucket_size", "overlap_comm", "sub_group_size", "bf16_master_weights"}))
+                     {"reduce_bucket_size",
+                      "overlap_comm",
+                      "sub_group_size",
+                      "bf16_master_weights",
+                      "bf16_optimizer_states"}))
         return false;
     return r.getDouble(d, "reduce_bucket_size", c.reduce_bucket_size, 1, 1e12)
            && r.getBool(d, "overlap_comm", c.overlap_comm)
            && r.getDouble(d, "sub_group_size", c.sub_group_size, 1, 1e15)
-           && r.getBool(d, "bf16_master_weights", c.bf16_master_weights);
+           && r.getBool(d, "bf16_master_weights", c.bf16_master_weights)
+           && r.getBool(d, "bf16_optimizer_states", c.bf16_optimizer_states);
 }
 
 // parallelism.pipeline_layers: decoder layers per stage, first to last ([7, 9, 9, 7]). That it
@@ -806,6 +811,9 @@ void parallelismYaml(const ParallelismConfig &p, std::string &out)
         if (d.bf16_master_weights)
             out += std::string("    bf16_master_weights: ")
                    + (*d.bf16_master_weights ? "true" : "false") + "\n";
+        if (d.bf16_optimizer_states)
+            out += std::string("    bf16_optimizer_states: ")
+                   + (*d.bf16_optimizer_states ? "true" : "false") + "\n";
     }
     if (!p.deepspeed_config.empty())
         out += "  deepspeed_config: " + yamlString(p.deepspeed_config) + "\n";

@@ -175,6 +175,31 @@ std::string validateTrainerMixedPrecision(const EstimateInput &in, std::string *
     return problem;
 }
 
+// bf16_optimizer_states as DeepSpeed checks it (base_optimizer.py, _configure_master_weights):
+// bf16 states need bf16 masters, and bf16 masters with fp32 states need ZeRO-Offload.
+std::string validateDeepSpeedOptimizerStates(const EstimateInput &in, std::string *key)
+{
+    const TrainingConfig &t = in.training;
+    const ParallelismConfig &p = in.parallelism;
+    const std::optional<bool> bf16States = deepSpeedBf16OptimizerStates(p);
+    if (!bf16States || !deepSpeedKeepsPrecision(p) || t.mode != Mode::Train)
+        return {};
+    const bool bf16Masters = deepSpeedPrecision(t, p) == Precision::Bf16;
+    const char *problem = nullptr;
+    if (*bf16States && !bf16Masters)
+        problem = "bf16_optimizer_states needs bf16 master weights (precision bf16 with "
+                  "bf16_master_weights true): DeepSpeed refuses it otherwise";
+    else if (!*bf16States && bf16Masters && !t.offload.optimizer)
+        problem = "bf16 master weights with fp32 optimizer states (bf16_optimizer_states false, "
+                  "DeepSpeed's default) need the optimizer offloaded to DeepSpeedCPUAdam: set "
+                  "training.offload.optimizer, or bf16_optimizer_states true";
+    if (!problem)
+        return {};
+    if (key)
+        *key = "parallelism.deepspeed.bf16_optimizer_states";
+    return problem;
+}
+
 } // namespace
 
 std::string validateInput(const EstimateInput &in, std::string *key)
@@ -237,6 +262,8 @@ std::string validateInput(const EstimateInput &in, std::string *key)
     if (const std::string bad = validateTrainingCache(t, key); !bad.empty())
         return bad;
     if (const std::string bad = validateTrainerMixedPrecision(in, key); !bad.empty())
+        return bad;
+    if (const std::string bad = validateDeepSpeedOptimizerStates(in, key); !bad.empty())
         return bad;
     if (const std::string bad = validateTrlChunkedLoss(in, key); !bad.empty())
         return bad;

@@ -121,11 +121,12 @@ void addGroups(ModelStates &s,
     const bool full = tr.method == Method::Full;
     const double wb = (tr.precision == Precision::Fp32 || isAmp(tr.precision)) ? 4 : 2;
     const double mb = isMixedMaster(tr.precision) ? 4 : deepSpeedClonedMasterBytes(in);
-    const double sb = isPure16(tr.precision) ? 2 : 4;
+    const bool fp32States = deepSpeedFp32OptimizerStates(tr, in.parallelism);
+    const double sb = isPure16(tr.precision) && !fp32States ? 2 : 4;
     const double ab = tr.lora.adapter_precision == AdapterPrecision::Fp32 ? 4 : wb;
     // 16-bit adapters keep 16-bit torch states (and DeepSpeed's bf16 optimizer states); under an
     // fp32 master copy (DeepSpeed's default) the states are fp32 as the full model's are.
-    const double asb = ab == 2 && mb != 4 ? 2 : 4;
+    const double asb = ab == 2 && mb != 4 && !fp32States ? 2 : 4;
     const bool frozenBase = tr.method == Method::Qlora || tr.method == Method::Ia3;
     const Quantization quant = (!train || frozenBase) ? tr.quantization : Quantization::None;
     const double rank = static_cast<double>(tr.lora.rank);
@@ -241,6 +242,27 @@ void addGroups(ModelStates &s,
     }
 }
 
+// CPU RAM of an offloaded optimizer per GPU: the master partition, the gradients it steps on and
+// the states. DeepSpeed's ZeRO-Offload makes the master in its master dtype
+// (deepSpeedOffloadedMasterBytes) and gives it a gradient of the same dtype
+// (initialize_optimizer_states in stage_1_and_2.py and stage3.py); ZeRO-1/2 add a copy of the
+// partition in the weights' dtype for the way back (stage_1_and_2.py,
+// param_buffer_of_bit16_for_cpu_offload_groups). FSDP's CPU offload keeps the shards' gradients
+// in the shards' dtype: the fp32 master's under mixed precision, else the trainable weights'.
+double offloadedOptimizerBytes(const ModelStates &s, const EstimateInput &in)
+{
+    const double partition = s.trainable / s.state_shard;
+    const double deepSpeedMaster = deepSpeedOffloadedMasterBytes(in);
+    if (deepSpeedMaster > 0) {
+        const bool stage12 = s.sharding == Sharding::Zero1 || s.sharding == Sharding::Zero2;
+        return partition * (2 * deepSpeedMaster + (stage12 ? s.grad_bytes_per_param : 0))
+               + s.resident_states;
+    }
+    const double grad = s.master_bytes_per_param > 0 ? s.master_bytes_per_param
+                                                     : s.grad_bytes_per_param;
+    return s.resident_master + s.resident_states + partition * grad;
+}
+
 // ZeRO (Rajbhandari et al. 2020, section 5): stage 1 shards optimizer states (and the master copy),
 // stage 2 also gradients, stage 3 also parameters; FSDP FULL_SHARD is stage 3, SHARD_GRAD_OP stage
 // 2 with the unsharded parameters kept from forward to the end of backward. Offload moves states
@@ -274,8 +296,7 @@ void shard(ModelStates &s, const EstimateInput &in)
     s.resident_master = s.master / s.state_shard;
     s.resident_states = s.states / s.state_shard;
     if (train && tr.offload.optimizer) {
-        s.cpu_offload_bytes = s.resident_master + s.resident_states
-                              + 4 * s.trainable / s.state_shard;
+        s.cpu_offload_bytes = offloadedOptimizerBytes(s, in);
         s.resident_master = 0;
         s.resident_states = 0;
     }

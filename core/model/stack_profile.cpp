@@ -235,6 +235,8 @@ void deepSpeedBuckets(EstimateInput &in)
         d.overlap_comm = file.overlap_comm;
     if (!d.sub_group_size)
         d.sub_group_size = file.sub_group_size;
+    if (!d.bf16_optimizer_states && !d.bf16_master_weights) // the file's pair, or neither
+        d.bf16_optimizer_states = file.bf16_optimizer_states;
     if (!d.bf16_master_weights)
         d.bf16_master_weights = file.bf16_master_weights;
     const double h = static_cast<double>(in.arch.hidden_size);
@@ -509,6 +511,38 @@ double deepSpeedClonedMasterBytes(const EstimateInput &in)
         && !(t.stack.name == Stack::DeepSpeed && before(effectiveVersion(t.stack), 0, 18, 2)))
         return 0;
     return trained == Precision::Bf16 ? 2 : 4;
+}
+
+std::optional<bool> deepSpeedBf16OptimizerStates(const ParallelismConfig &p)
+{
+    if (p.deepspeed.bf16_optimizer_states)
+        return p.deepspeed.bf16_optimizer_states;
+    if (p.deepspeed.bf16_master_weights)
+        return std::nullopt; // MemBudget's key: bf16 masters with bf16 states
+    return p.deepspeed_from_file.bf16_optimizer_states;
+}
+
+// With bf16 masters DeepSpeed keeps fp32 Adam states unless bf16_optimizer_states is on; that
+// needs ZeRO-Offload with DeepSpeedCPUAdam (base_optimizer.py, _configure_master_weights;
+// engine.py passes fp32_optimizer_states=True to DeepSpeedCPUAdam then), which validateInput
+// asks for.
+bool deepSpeedFp32OptimizerStates(const TrainingConfig &t, const ParallelismConfig &p)
+{
+    return deepSpeedKeepsPrecision(p) && t.mode == Mode::Train
+           && deepSpeedPrecision(t, p) == Precision::Bf16
+           && !deepSpeedBf16OptimizerStates(p).value_or(true);
+}
+
+// ZeRO-Offload makes the master partition in CPU RAM in the master dtype, a copy even where the
+// weights have that dtype (stage_1_and_2.py: the partition's clone().to(master dtype) pinned on
+// the CPU; stage3.py, _create_fp32_partitions: the offload_optimizer branch clones). Bytes per
+// trainable parameter: 2 with bf16 masters, else 4; 0 without DeepSpeed's offloaded optimizer.
+double deepSpeedOffloadedMasterBytes(const EstimateInput &in)
+{
+    const TrainingConfig &t = in.training;
+    if (!deepSpeedKeepsPrecision(in.parallelism) || t.mode != Mode::Train || !t.offload.optimizer)
+        return 0;
+    return deepSpeedPrecision(t, in.parallelism) == Precision::Bf16 ? 2 : 4;
 }
 
 // DeepSpeed's engine casts the whole module to its 16-bit dtype when bf16 or fp16 is enabled

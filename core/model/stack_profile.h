@@ -72,6 +72,15 @@ Precision deepSpeedPrecision(const TrainingConfig &training, const ParallelismCo
 // Bytes per trainable parameter of the master partition DeepSpeed clones from weights already in
 // the master dtype (fp32, AMP, or pure bf16 under ZeRO-1/2; ZeRO-3 before 0.18.2), else 0.
 double deepSpeedClonedMasterBytes(const EstimateInput &input);
+// bf16.bf16_optimizer_states as DeepSpeed would read it: the scenario's; unset beside the
+// scenario's own bf16_master_weights (which means bf16 states too); else the DeepSpeed file's.
+std::optional<bool> deepSpeedBf16OptimizerStates(const ParallelismConfig &parallelism);
+// DeepSpeed steps bf16 masters with fp32 optimizer states (bf16_optimizer_states false).
+bool deepSpeedFp32OptimizerStates(const TrainingConfig &training,
+                                  const ParallelismConfig &parallelism);
+// Bytes per trainable parameter of the master partition ZeRO-Offload keeps in CPU RAM (2 with
+// bf16 masters, else 4); 0 without DeepSpeed's offloaded optimizer.
+double deepSpeedOffloadedMasterBytes(const EstimateInput &input);
 // Whether DeepSpeed's engine casts every floating-point parameter to the 16-bit training dtype
 // (a training step with bf16/fp16 or mixed-* precision under DeepSpeed over several GPUs).
 bool deepSpeedCastsModule(const TrainingConfig &training, const ParallelismConfig &parallelism);

@@ -587,6 +587,16 @@ void StepBuilder::resident()
     if (m_p.train && m_s.sharding == Sharding::None && layersOnSeveralGpus())
         alloc(root, // gradient_as_bucket_view=False
               tensor("DDP gradient buckets", bytes(m_s.grads), Component::Temporaries, false));
+    // ZeRO-1/2 with the optimizer offloaded keep a GPU buffer of the largest trainable parameter's
+    // size in its dtype for gradients on their way to the CPU (stage_1_and_2.py,
+    // temp_grad_buffer_for_gpu_offload, made once in __init__).
+    if (deepSpeedOffloadedMasterBytes(m_in) > 0
+        && (m_s.sharding == Sharding::Zero1 || m_s.sharding == Sharding::Zero2))
+        alloc(root,
+              tensor("ZeRO-Offload gradient staging buffer",
+                     bytes(m_s.largest_trainable * m_s.grad_bytes_per_param),
+                     Component::Temporaries,
+                     false));
     // DeepSpeedZeroOptimizer (stage_1_and_2.py, read at v0.10.0 and 0.19 by a helper): every
     // micro-batch's backward copies the gradients of this rank's partition into a new buffer
     // (copy_grads_in_partition, at the first reduction), freed by the epilogue

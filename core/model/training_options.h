@@ -252,6 +252,11 @@ struct DeepSpeedConfig
     // keeps its master partition and optimizer states in bf16. Unset: the stack decides
     // (stack_profile.h, deepSpeedPrecision).
     std::optional<bool> bf16_master_weights;
+    // bf16.bf16_optimizer_states: false keeps fp32 Adam states beside bf16 masters, which DeepSpeed
+    // allows only with the optimizer offloaded to DeepSpeedCPUAdam (base_optimizer.py,
+    // _configure_master_weights). Unset: true with bf16_master_weights given here, DeepSpeed's
+    // default (false) with bf16_master_weights_and_grads from a DeepSpeed file.
+    std::optional<bool> bf16_optimizer_states;
     bool operator==(const DeepSpeedConfig &) const = default;
 };
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "io/preset_catalog.h"
 #include "io/scenario_yaml.h"
+#include "model/stack_profile.h"
 
 #include <QTemporaryDir>
 #include <QtTest>
@@ -490,6 +491,37 @@ parallelism:
         QVERIFY2(bf.has_value(), error.toString().c_str());
         QCOMPARE(bf->training.precision, Precision::Bf16);
         QCOMPARE(bf->parallelism.deepspeed_from_file.bf16_master_weights, std::optional<bool>(true));
+        QCOMPARE(bf->parallelism.deepspeed_from_file.bf16_optimizer_states,
+                 std::optional<bool>(true));
+        // bf16_master_weights_and_grads alone keeps DeepSpeed's default fp32 states, which need
+        // ZeRO-Offload; the scenario's own key can say so too and saves.
+        std::ofstream(dir + "/fp32states.json") << R"({"zero_optimization": {"stage": 2,
+ "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": true,
+ "bf16_master_weights_and_grads": true}})";
+        std::ofstream(dir + "/fs.yaml") << "format: membudget/1\n"
+                                           "parallelism: {gpus: 8, deepspeed_config: "
+                                           "fp32states.json}\n";
+        const auto fs = loadScenarioFile(dir + "/fs.yaml", error);
+        QVERIFY2(fs.has_value(), error.toString().c_str());
+        QCOMPARE(fs->parallelism.deepspeed_from_file.bf16_optimizer_states,
+                 std::optional<bool>(false));
+        QVERIFY(deepSpeedFp32OptimizerStates(fs->training, fs->parallelism));
+        std::ofstream(dir + "/onGpu.json") << R"({"zero_optimization": {"stage": 2},
+ "bf16": {"enabled": true, "bf16_master_weights_and_grads": true}})";
+        std::ofstream(dir + "/og.yaml") << "format: membudget/1\n"
+                                           "parallelism: {gpus: 8, deepspeed_config: onGpu.json}\n";
+        const auto og = loadScenarioFile(dir + "/og.yaml", error);
+        QVERIFY2(og.has_value(), error.toString().c_str());
+        std::string problem; // the estimate refuses it, as DeepSpeed does
+        QVERIFY(!resolveScenario(*og, PresetCatalog::bundled(), problem).has_value());
+        QVERIFY2(QString::fromStdString(problem).contains("bf16_optimizer_states"), problem.c_str());
+        std::ofstream(dir + "/ok.yaml")
+            << "format: membudget/1\ntraining: {precision: bf16, offload: {optimizer: true}}\n"
+               "parallelism: {gpus: 8, sharding: zero3,\n"
+               "  deepspeed: {bf16_master_weights: true, bf16_optimizer_states: false}}\n";
+        const auto ok = loadScenarioFile(dir + "/ok.yaml", error);
+        QVERIFY2(ok.has_value(), error.toString().c_str());
+        QVERIFY(scenarioToYaml(*ok).find("bf16_optimizer_states: false") != std::string::npos);
         std::ofstream(dir + "/autocast.json")
             << R"({"zero_optimization": {"stage": 2}, "torch_autocast": {"enabled": true}})";
         std::ofstream(dir + "/ac.yaml")

@@ -589,6 +589,108 @@ private slots:
         QCOMPARE(deepSpeedClonedMasterBytes(one), 0.0);
     }
 
+    // ZeRO-Offload's CPU RAM per GPU: a master partition in the master dtype (a copy even where
+    // the weights have it), its gradient in the same dtype, the states, and under ZeRO-1/2 a copy
+    // of the partition in the weights' dtype. bf16 masters keep fp32 states unless
+    // bf16_optimizer_states says otherwise, which DeepSpeed allows only offloaded.
+    void zeroOffloadKeepsMasterGradientAndStatesInTheirDtypes()
+    {
+        EstimateInput mixed = input(tinyLlama(), Method::Full, Precision::MixedBf16);
+        mixed.parallelism.gpus = 4;
+        mixed.parallelism.sharding = Sharding::Zero2;
+        mixed.training.offload.optimizer = true;
+        const double n = StepModel(mixed).states().trainable / 4; // this GPU's partition
+        auto cpu = [](const EstimateInput &in) {
+            return static_cast<double>(estimateMemory(in).cpu_offload_bytes);
+        };
+        auto near = [](double got, double want) { return qAbs(got - want) < 64; };
+        QVERIFY2(near(cpu(mixed), n * (4 + 4 + 2 + 8)), qPrintable(QString::number(cpu(mixed))));
+        EstimateInput bf16 = mixed; // bf16 masters and bf16 states (MemBudget's key: both)
+        bf16.training.precision = Precision::Bf16;
+        QVERIFY(!deepSpeedFp32OptimizerStates(bf16.training, bf16.parallelism));
+        QVERIFY2(near(cpu(bf16), n * (2 + 2 + 2 + 4)), qPrintable(QString::number(cpu(bf16))));
+        EstimateInput fp32States = bf16;
+        fp32States.parallelism.deepspeed.bf16_optimizer_states = false;
+        QVERIFY(deepSpeedFp32OptimizerStates(fp32States.training, fp32States.parallelism));
+        QCOMPARE(StepModel(fp32States).states().state_bytes, 4.0);
+        QVERIFY2(near(cpu(fp32States), n * (2 + 2 + 2 + 8)),
+                 qPrintable(QString::number(cpu(fp32States))));
+        // Nothing of it moves on the GPU.
+        QCOMPARE(estimateMemory(fp32States).peak_allocated, estimateMemory(bf16).peak_allocated);
+        EstimateInput zero3 = fp32States; // ZeRO-3 has no 16-bit copy on the CPU
+        zero3.parallelism.sharding = Sharding::Zero3;
+        QVERIFY2(near(cpu(zero3), n * (2 + 2 + 8)), qPrintable(QString::number(cpu(zero3))));
+        EstimateInput amp = zero3; // fp32 weights stepped in place on the GPU, cloned offloaded
+        amp.training.precision = Precision::AmpBf16;
+        amp.parallelism.deepspeed.bf16_optimizer_states.reset();
+        QCOMPARE(deepSpeedClonedMasterBytes(amp), 0.0);
+        QVERIFY2(near(cpu(amp), n * (4 + 4 + 8)), qPrintable(QString::number(cpu(amp))));
+        EstimateInput fsdp = bf16; // FSDP: the shards' own gradients, no master
+        fsdp.parallelism.sharding = Sharding::FsdpFull;
+        QVERIFY2(near(cpu(fsdp), n * (2 + 4)), qPrintable(QString::number(cpu(fsdp))));
+    }
+
+    // bf16_optimizer_states as DeepSpeed checks it: fp32 states beside bf16 masters need the
+    // optimizer offloaded; bf16 states need bf16 masters. A DeepSpeed file's
+    // bf16_master_weights_and_grads without bf16_optimizer_states is DeepSpeed's default: fp32.
+    void bf16OptimizerStatesFollowDeepSpeedsRules()
+    {
+        EstimateInput in = input(tinyLlama(), Method::Full, Precision::Bf16);
+        in.parallelism.gpus = 4;
+        in.parallelism.sharding = Sharding::Zero2;
+        std::string key;
+        in.parallelism.deepspeed.bf16_optimizer_states = false;
+        QVERIFY(!validateInput(in, &key).empty());
+        QCOMPARE(key, std::string("parallelism.deepspeed.bf16_optimizer_states"));
+        in.training.offload.optimizer = true;
+        key.clear();
+        QVERIFY(validateInput(in, &key).empty());
+        EstimateInput mixed = in;
+        mixed.parallelism.deepspeed.bf16_master_weights = false;
+        QVERIFY(validateInput(mixed, &key).empty()); // fp32 masters: false is DeepSpeed's default
+        mixed.parallelism.deepspeed.bf16_optimizer_states = true;
+        QVERIFY(!validateInput(mixed, &key).empty());
+        QCOMPARE(key, std::string("parallelism.deepspeed.bf16_optimizer_states"));
+        EstimateInput file = in; // from a DeepSpeed file: bf16_master_weights_and_grads alone
+        file.parallelism.deepspeed = {};
+        file.parallelism.deepspeed_from_file.bf16_master_weights = true;
+        file.parallelism.deepspeed_from_file.bf16_optimizer_states = false;
+        QVERIFY(deepSpeedFp32OptimizerStates(file.training, file.parallelism));
+        QVERIFY(deepSpeedFp32OptimizerStates(resolveStackChoices(file).training,
+                                             resolveStackChoices(file).parallelism));
+        file.parallelism.deepspeed.bf16_master_weights = true; // the scenario's key says both
+        QVERIFY(!deepSpeedFp32OptimizerStates(file.training, file.parallelism));
+        QVERIFY(!deepSpeedFp32OptimizerStates(resolveStackChoices(file).training,
+                                              resolveStackChoices(file).parallelism));
+    }
+
+    // ZeRO-1/2 offloading keep a GPU buffer of the largest trainable tensor for gradients on
+    // their way to the CPU; ZeRO-3 and unoffloaded runs do not.
+    void zeroOffloadStagesGradientsOnTheGpu()
+    {
+        EstimateInput in = input(tinyLlama(), Method::Full, Precision::MixedBf16);
+        in.parallelism.gpus = 4;
+        in.parallelism.sharding = Sharding::Zero2;
+        in.training.offload.optimizer = true;
+        auto staging = [](const EstimateInput &e) {
+            const StepModel model(e);
+            for (const TimelineTensor &t : model.timeline().tensors)
+                if (std::string(t.name) == "ZeRO-Offload gradient staging buffer")
+                    return t.size.at(1, 1);
+            return -1.0;
+        };
+        const StepModel model(in);
+        QCOMPARE(staging(in), 2 * model.states().largest_trainable);
+        QVERIFY(model.states().largest_trainable
+                >= double(tinyLlama().vocab_size) * double(tinyLlama().hidden_size));
+        EstimateInput zero3 = in;
+        zero3.parallelism.sharding = Sharding::Zero3;
+        QCOMPARE(staging(zero3), -1.0);
+        EstimateInput kept = in;
+        kept.training.offload.optimizer = false;
+        QCOMPARE(staging(kept), -1.0);
+    }
+
     // FSDP1's reshard-only hook on a frozen decoder-layer unit keeps, under reentrant
     // checkpointing, every recomputed layer input and its .grad until backward ends, two hidden
     // states per layer. Not with TRL 0.27's non-reentrant default, not for full fine-tuning (its

@@ -133,9 +133,17 @@ private slots:
             QVERIFY(j[section.toStdString()]["enabled"].get<bool>());
         else
             QVERIFY(!j.contains("bf16") && !j.contains("fp16") && !j.contains("torch_autocast"));
-        if (precision == int(Precision::Bf16))
+        if (precision == int(Precision::Bf16)) {
             QVERIFY(j["bf16"]["bf16_master_weights_and_grads"].get<bool>());
-        s.parallelism.deepspeed = {2e8, false, 5e8, std::nullopt};
+            QVERIFY(j["bf16"]["bf16_optimizer_states"].get<bool>());
+            Scenario fp32States = s; // offloaded: DeepSpeedCPUAdam keeps fp32 states
+            fp32States.parallelism.deepspeed.bf16_optimizer_states = false;
+            const auto f = nlohmann::json::parse(
+                exported(fp32States, TrainingFormat::DeepSpeed).text);
+            QVERIFY(f["bf16"]["bf16_master_weights_and_grads"].get<bool>());
+            QVERIFY(!f["bf16"]["bf16_optimizer_states"].get<bool>());
+        }
+        s.parallelism.deepspeed = {2e8, false, 5e8, std::nullopt, std::nullopt};
         const auto sized = nlohmann::json::parse(exported(s, TrainingFormat::DeepSpeed).text);
         const auto &z = sized["zero_optimization"];
         QCOMPARE(z.value("reduce_bucket_size", 0LL), stage > 0 ? 200000000LL : 0LL);
