@@ -655,6 +655,9 @@ parallelism:
         QCOMPARE(cc("h100-80gb"), std::string("9.0"));
         QCOMPARE(cc("b200"), std::string("10.0"));
         QCOMPARE(cc("b300"), std::string("10.3"));
+        QCOMPARE(cc("gb300"), std::string("10.3"));
+        QCOMPARE(catalog.findGpu("gb300")->memory_bytes, Q_INT64_C(283136) << 20); // 276.50 GiB
+        QCOMPARE(catalog.findGpu("gb300")->driver_total_bytes, Q_INT64_C(284208) << 20);
         QCOMPARE(cc("rtx-5090"), std::string("12.0"));
         QCOMPARE(cc("rtx-3090"), std::string("8.6"));
         QCOMPARE(cc("mi210"), std::string());

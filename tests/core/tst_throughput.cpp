@@ -318,7 +318,7 @@ private slots:
             return estimateThroughput(in, g).breakdown.attention
                    / estimateThroughput(older, g).breakdown.attention;
         };
-        for (const char *id : {"b200", "gb200", "b300"}) {
+        for (const char *id : {"b200", "gb200", "b300", "gb300"}) {
             QCOMPARE(sdpaKernel(in, bundledGpu(id)), AttentionKernel::Cudnn);
             QVERIFY2(qAbs(ratio(bundledGpu(id)) - 1 / 1.6) < 1e-9, id);
         }
