@@ -71,8 +71,9 @@ void deepspeedConfig(const ExportPlan &plan, YAML::Emitter &y, std::vector<std::
     y << YAML::EndMap;
     if (deepSpeedPrecision(t, s.parallelism) == Precision::Bf16)
         notes.push_back("pure bf16 (no fp32 master copy) needs DeepSpeed's "
-                        "bf16_master_weights_and_grads: point deepspeed_config_file at the "
-                        "--format deepspeed file instead of these keys");
+                        "bf16_master_weights_and_grads and bf16_optimizer_states: point "
+                        "deepspeed_config_file at the --format deepspeed file instead of these "
+                        "keys");
 }
 
 } // namespace

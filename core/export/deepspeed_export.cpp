@@ -68,8 +68,7 @@ void precision(const ExportPlan &plan, int stage, Json &j, std::vector<std::stri
         j["bf16"] = {{"enabled", true},
                      {"bf16_master_weights_and_grads", true},
                      {"bf16_optimizer_states",
-                      !deepSpeedFp32OptimizerStates(plan.scenario.training,
-                                                    plan.scenario.parallelism)}};
+                      deepSpeedBf16OptimizerStates(plan.scenario.parallelism).value_or(true)}};
         return;
     case Precision::Fp16:
         notes.push_back("DeepSpeed's fp16 keeps an fp32 master copy (MemBudget's mixed-fp16): "

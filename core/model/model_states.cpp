@@ -245,21 +245,24 @@ void addGroups(ModelStates &s,
 // CPU RAM of an offloaded optimizer per GPU: the master partition, the gradients it steps on and
 // the states. DeepSpeed's ZeRO-Offload makes the master in its master dtype
 // (deepSpeedOffloadedMasterBytes) and gives it a gradient of the same dtype
-// (initialize_optimizer_states in stage_1_and_2.py and stage3.py); ZeRO-1/2 add a copy of the
-// partition in the weights' dtype for the way back (stage_1_and_2.py,
-// param_buffer_of_bit16_for_cpu_offload_groups). FSDP's CPU offload keeps the shards' gradients
-// in the shards' dtype: the fp32 master's under mixed precision, else the trainable weights'.
+// (initialize_optimizer_states in stage_1_and_2.py and stage3.py). One more copy of the partition
+// in the weights' dtype: ZeRO-1/2's buffer for the updated weights' way back
+// (param_buffer_of_bit16_for_cpu_offload_groups), ZeRO-3's gradient partitions
+// (grad_partitions_flat_buffer on the optimizer's device, in grad_accum_dtype, which defaults to
+// the model's dtype: engine.py, get_data_types). ZeRO-1/2 also pin a buffer of the largest
+// trainable tensor (temp_grad_buffer_for_cpu_offload). FSDP's CPU offload keeps the shards'
+// gradients in the shards' dtype: the fp32 master's under mixed precision, else the weights'.
 double offloadedOptimizerBytes(const ModelStates &s, const EstimateInput &in)
 {
     const double partition = s.trainable / s.state_shard;
     const double deepSpeedMaster = deepSpeedOffloadedMasterBytes(in);
+    const double weightDtype = s.grad_bytes_per_param; // the trainable weights' dtype
     if (deepSpeedMaster > 0) {
         const bool stage12 = s.sharding == Sharding::Zero1 || s.sharding == Sharding::Zero2;
-        return partition * (2 * deepSpeedMaster + (stage12 ? s.grad_bytes_per_param : 0))
-               + s.resident_states;
+        return partition * (2 * deepSpeedMaster + weightDtype) + s.resident_states
+               + (stage12 ? s.largest_trainable * weightDtype : 0);
     }
-    const double grad = s.master_bytes_per_param > 0 ? s.master_bytes_per_param
-                                                     : s.grad_bytes_per_param;
+    const double grad = s.master_bytes_per_param > 0 ? s.master_bytes_per_param : weightDtype;
     return s.resident_master + s.resident_states + partition * grad;
 }
 

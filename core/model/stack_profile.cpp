@@ -235,8 +235,8 @@ void deepSpeedBuckets(EstimateInput &in)
         d.overlap_comm = file.overlap_comm;
     if (!d.sub_group_size)
         d.sub_group_size = file.sub_group_size;
-    if (!d.bf16_optimizer_states && !d.bf16_master_weights) // the file's pair, or neither
-        d.bf16_optimizer_states = file.bf16_optimizer_states;
+    if (!d.bf16_optimizer_states)
+        d.bf16_optimizer_states = deepSpeedBf16OptimizerStates(in.parallelism);
     if (!d.bf16_master_weights)
         d.bf16_master_weights = file.bf16_master_weights;
     const double h = static_cast<double>(in.arch.hidden_size);
@@ -515,11 +515,14 @@ double deepSpeedClonedMasterBytes(const EstimateInput &in)
 
 std::optional<bool> deepSpeedBf16OptimizerStates(const ParallelismConfig &p)
 {
+    const DeepSpeedConfig &file = p.deepspeed_from_file;
     if (p.deepspeed.bf16_optimizer_states)
         return p.deepspeed.bf16_optimizer_states;
+    if (file.bf16_master_weights.value_or(false)) // the file's bf16 masters come with its states
+        return file.bf16_optimizer_states;
     if (p.deepspeed.bf16_master_weights)
-        return std::nullopt; // MemBudget's key: bf16 masters with bf16 states
-    return p.deepspeed_from_file.bf16_optimizer_states;
+        return std::nullopt; // MemBudget's key alone: bf16 masters with bf16 states
+    return file.bf16_optimizer_states;
 }
 
 // With bf16 masters DeepSpeed keeps fp32 Adam states unless bf16_optimizer_states is on; that
@@ -695,6 +698,10 @@ std::vector<StackChoice> stackChoices(const EstimateInput &input)
             out.push_back({"parallelism.deepspeed.sub_group_size",
                            number(*ds.sub_group_size),
                            !given.sub_group_size.has_value()});
+        if (t.mode == Mode::Train && deepSpeedPrecision(t, p) == Precision::Bf16)
+            out.push_back({"parallelism.deepspeed.bf16_optimizer_states",
+                           deepSpeedFp32OptimizerStates(t, p) ? "false" : "true",
+                           !given.bf16_optimizer_states.has_value()});
     }
     return out;
 }

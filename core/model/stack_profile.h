@@ -72,8 +72,9 @@ Precision deepSpeedPrecision(const TrainingConfig &training, const ParallelismCo
 // Bytes per trainable parameter of the master partition DeepSpeed clones from weights already in
 // the master dtype (fp32, AMP, or pure bf16 under ZeRO-1/2; ZeRO-3 before 0.18.2), else 0.
 double deepSpeedClonedMasterBytes(const EstimateInput &input);
-// bf16.bf16_optimizer_states as DeepSpeed would read it: the scenario's; unset beside the
-// scenario's own bf16_master_weights (which means bf16 states too); else the DeepSpeed file's.
+// bf16.bf16_optimizer_states as DeepSpeed would read it: the scenario's; else the DeepSpeed
+// file's where the file asks for bf16 masters (absent there: DeepSpeed's false); unset beside the
+// scenario's own bf16_master_weights alone (which means bf16 states too).
 std::optional<bool> deepSpeedBf16OptimizerStates(const ParallelismConfig &parallelism);
 // DeepSpeed steps bf16 masters with fp32 optimizer states (bf16_optimizer_states false).
 bool deepSpeedFp32OptimizerStates(const TrainingConfig &training,

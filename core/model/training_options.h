@@ -254,8 +254,8 @@ struct DeepSpeedConfig
     std::optional<bool> bf16_master_weights;
     // bf16.bf16_optimizer_states: false keeps fp32 Adam states beside bf16 masters, which DeepSpeed
     // allows only with the optimizer offloaded to DeepSpeedCPUAdam (base_optimizer.py,
-    // _configure_master_weights). Unset: true with bf16_master_weights given here, DeepSpeed's
-    // default (false) with bf16_master_weights_and_grads from a DeepSpeed file.
+    // _configure_master_weights). Unset: a DeepSpeed file's where it asks for bf16 masters
+    // (DeepSpeed's default false where it says nothing), else true (stack_profile.h).
     std::optional<bool> bf16_optimizer_states;
     bool operator==(const DeepSpeedConfig &) const = default;
 };

@@ -590,8 +590,9 @@ private slots:
     }
 
     // ZeRO-Offload's CPU RAM per GPU: a master partition in the master dtype (a copy even where
-    // the weights have it), its gradient in the same dtype, the states, and under ZeRO-1/2 a copy
-    // of the partition in the weights' dtype. bf16 masters keep fp32 states unless
+    // the weights have it), its gradient in the same dtype, the states, and one more copy of the
+    // partition in the weights' dtype (ZeRO-1/2's way back, ZeRO-3's gradient partitions); ZeRO-1/2
+    // pin a buffer of the largest trainable tensor too. bf16 masters keep fp32 states unless
     // bf16_optimizer_states says otherwise, which DeepSpeed allows only offloaded.
     void zeroOffloadKeepsMasterGradientAndStatesInTheirDtypes()
     {
@@ -599,32 +600,39 @@ private slots:
         mixed.parallelism.gpus = 4;
         mixed.parallelism.sharding = Sharding::Zero2;
         mixed.training.offload.optimizer = true;
-        const double n = StepModel(mixed).states().trainable / 4; // this GPU's partition
+        const StepModel model(mixed);
+        const double n = model.states().trainable / 4; // this GPU's partition
+        const double pinned = 2 * model.states().largest_trainable;
         auto cpu = [](const EstimateInput &in) {
             return static_cast<double>(estimateMemory(in).cpu_offload_bytes);
         };
         auto near = [](double got, double want) { return qAbs(got - want) < 64; };
-        QVERIFY2(near(cpu(mixed), n * (4 + 4 + 2 + 8)), qPrintable(QString::number(cpu(mixed))));
+        QVERIFY2(near(cpu(mixed), n * (4 + 4 + 2 + 8) + pinned),
+                 qPrintable(QString::number(cpu(mixed))));
+        EstimateInput zero1 = mixed;
+        zero1.parallelism.sharding = Sharding::Zero1;
+        QVERIFY2(near(cpu(zero1), cpu(mixed)), qPrintable(QString::number(cpu(zero1))));
         EstimateInput bf16 = mixed; // bf16 masters and bf16 states (MemBudget's key: both)
         bf16.training.precision = Precision::Bf16;
         QVERIFY(!deepSpeedFp32OptimizerStates(bf16.training, bf16.parallelism));
-        QVERIFY2(near(cpu(bf16), n * (2 + 2 + 2 + 4)), qPrintable(QString::number(cpu(bf16))));
+        QVERIFY2(near(cpu(bf16), n * (2 + 2 + 2 + 4) + pinned),
+                 qPrintable(QString::number(cpu(bf16))));
         EstimateInput fp32States = bf16;
         fp32States.parallelism.deepspeed.bf16_optimizer_states = false;
         QVERIFY(deepSpeedFp32OptimizerStates(fp32States.training, fp32States.parallelism));
         QCOMPARE(StepModel(fp32States).states().state_bytes, 4.0);
-        QVERIFY2(near(cpu(fp32States), n * (2 + 2 + 2 + 8)),
+        QVERIFY2(near(cpu(fp32States), n * (2 + 2 + 2 + 8) + pinned),
                  qPrintable(QString::number(cpu(fp32States))));
         // Nothing of it moves on the GPU.
         QCOMPARE(estimateMemory(fp32States).peak_allocated, estimateMemory(bf16).peak_allocated);
-        EstimateInput zero3 = fp32States; // ZeRO-3 has no 16-bit copy on the CPU
+        EstimateInput zero3 = fp32States; // gradient partitions in CPU RAM; no pinned buffer
         zero3.parallelism.sharding = Sharding::Zero3;
-        QVERIFY2(near(cpu(zero3), n * (2 + 2 + 8)), qPrintable(QString::number(cpu(zero3))));
+        QVERIFY2(near(cpu(zero3), n * (2 + 2 + 2 + 8)), qPrintable(QString::number(cpu(zero3))));
         EstimateInput amp = zero3; // fp32 weights stepped in place on the GPU, cloned offloaded
         amp.training.precision = Precision::AmpBf16;
         amp.parallelism.deepspeed.bf16_optimizer_states.reset();
         QCOMPARE(deepSpeedClonedMasterBytes(amp), 0.0);
-        QVERIFY2(near(cpu(amp), n * (4 + 4 + 8)), qPrintable(QString::number(cpu(amp))));
+        QVERIFY2(near(cpu(amp), n * (4 + 4 + 4 + 8)), qPrintable(QString::number(cpu(amp))));
         EstimateInput fsdp = bf16; // FSDP: the shards' own gradients, no master
         fsdp.parallelism.sharding = Sharding::FsdpFull;
         QVERIFY2(near(cpu(fsdp), n * (2 + 4)), qPrintable(QString::number(cpu(fsdp))));
@@ -658,10 +666,33 @@ private slots:
         QVERIFY(deepSpeedFp32OptimizerStates(file.training, file.parallelism));
         QVERIFY(deepSpeedFp32OptimizerStates(resolveStackChoices(file).training,
                                              resolveStackChoices(file).parallelism));
-        file.parallelism.deepspeed.bf16_master_weights = true; // the scenario's key says both
+        // The scenario's bf16_master_weights does not outvote the file's states: DeepSpeed runs
+        // what the file says.
+        file.parallelism.deepspeed.bf16_master_weights = true;
+        QVERIFY(deepSpeedFp32OptimizerStates(file.training, file.parallelism));
+        QVERIFY(deepSpeedFp32OptimizerStates(resolveStackChoices(file).training,
+                                             resolveStackChoices(file).parallelism));
+        file.parallelism.deepspeed.bf16_optimizer_states = true; // the scenario's states key does
         QVERIFY(!deepSpeedFp32OptimizerStates(file.training, file.parallelism));
-        QVERIFY(!deepSpeedFp32OptimizerStates(resolveStackChoices(file).training,
-                                              resolveStackChoices(file).parallelism));
+        EstimateInput alone = in; // the scenario's bf16_master_weights alone: bf16 states
+        alone.parallelism.deepspeed = {};
+        alone.parallelism.deepspeed.bf16_master_weights = true;
+        alone.training.offload.optimizer = false;
+        QVERIFY(!deepSpeedFp32OptimizerStates(alone.training, alone.parallelism));
+        QVERIFY(validateInput(alone, &key).empty());
+        bool listed = false;
+        for (const StackChoice &c : stackChoices(alone))
+            if (c.key == "parallelism.deepspeed.bf16_optimizer_states") {
+                QCOMPARE(c.value, std::string("true"));
+                listed = true;
+            }
+        QVERIFY(listed);
+        EstimateInput statesOnly = in; // a file's bf16 states without its bf16 masters
+        statesOnly.parallelism.deepspeed = {};
+        statesOnly.training.precision = Precision::MixedBf16;
+        statesOnly.parallelism.deepspeed_from_file.bf16_optimizer_states = true;
+        QVERIFY(!validateInput(statesOnly, &key).empty());
+        QCOMPARE(key, std::string("parallelism.deepspeed.bf16_optimizer_states"));
     }
 
     // ZeRO-1/2 offloading keep a GPU buffer of the largest trainable tensor for gradients on
