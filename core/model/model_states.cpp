@@ -27,6 +27,11 @@ bool isDeepSpeed(Sharding s)
     return s == Sharding::Zero1 || s == Sharding::Zero2 || s == Sharding::Zero3;
 }
 
+bool isZeroStage12(Sharding s)
+{
+    return s == Sharding::Zero1 || s == Sharding::Zero2;
+}
+
 // Optimizer state bytes of `count` tensors of rows x cols elements, `stateBytes` per element for
 // full-precision states.
 //  - torch AdamW: exp_avg and exp_avg_sq, in the parameter dtype (torch/optim/adamw.py);
@@ -258,9 +263,8 @@ double offloadedOptimizerBytes(const ModelStates &s, const EstimateInput &in)
     const double deepSpeedMaster = deepSpeedOffloadedMasterBytes(in);
     const double weightDtype = s.grad_bytes_per_param; // the trainable weights' dtype
     if (deepSpeedMaster > 0) {
-        const bool stage12 = s.sharding == Sharding::Zero1 || s.sharding == Sharding::Zero2;
         return partition * (2 * deepSpeedMaster + weightDtype) + s.resident_states
-               + (stage12 ? s.largest_trainable * weightDtype : 0);
+               + (isZeroStage12(s.sharding) ? s.largest_trainable * weightDtype : 0);
     }
     const double grad = s.master_bytes_per_param > 0 ? s.master_bytes_per_param : weightDtype;
     return s.resident_master + s.resident_states + partition * grad;

@@ -76,5 +76,7 @@ bool shardsParameters(Sharding s);
 bool shardsGradients(Sharding s);
 bool shardsStates(Sharding s);
 bool isDeepSpeed(Sharding s);
+// DeepSpeed's ZeRO-1 or ZeRO-2 (stage_1_and_2.py, DeepSpeedZeroOptimizer).
+bool isZeroStage12(Sharding s);
 
 } // namespace membudget

@@ -190,8 +190,7 @@ private:
     bool lazyOptimizerStates() const
     {
         const bool deepSpeed = m_in.training.stack.name == Stack::DeepSpeed
-                               || m_s.sharding == Sharding::Zero1 || m_s.sharding == Sharding::Zero2
-                               || m_s.sharding == Sharding::Zero3;
+                               || isDeepSpeed(m_s.sharding);
         return m_p.train && m_s.resident_states > 0 && !deepSpeed
                && !m_in.training.optimizer_in_backward;
     }
@@ -590,8 +589,7 @@ void StepBuilder::resident()
     // ZeRO-1/2 with the optimizer offloaded keep a GPU buffer of the largest trainable parameter's
     // size in its dtype for gradients on their way to the CPU (stage_1_and_2.py,
     // temp_grad_buffer_for_gpu_offload, made once in __init__).
-    if (deepSpeedOffloadedMasterBytes(m_in) > 0
-        && (m_s.sharding == Sharding::Zero1 || m_s.sharding == Sharding::Zero2))
+    if (deepSpeedOffloadedMasterBytes(m_in) > 0 && isZeroStage12(m_s.sharding))
         alloc(root,
               tensor("ZeRO-Offload gradient staging buffer",
                      bytes(m_s.largest_trainable * m_s.grad_bytes_per_param),
